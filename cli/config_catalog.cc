@@ -1,0 +1,95 @@
+#include "cli/config_catalog.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <filesystem>
+
+#include "core/error.h"
+#include "simulator/config_loader.h"
+
+#ifndef CALISIM_CONFIG_DIR
+#define CALISIM_CONFIG_DIR "configs"
+#endif
+
+namespace fs = std::filesystem;
+
+namespace calisim::cli {
+
+const char* kind_dir(ConfigKind k) {
+  switch (k) {
+    case ConfigKind::model: return "models";
+    case ConfigKind::strategy: return "strategies";
+    case ConfigKind::system: return "systems";
+  }
+  return "models";
+}
+
+std::string config_root() {
+  if (const char* env = std::getenv("CALISIM_CONFIG_DIR"); env && *env && fs::is_directory(env)) return env;
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "calisim" / "configs";
+    if (fs::is_directory(installed)) return installed.string();
+  }
+  return CALISIM_CONFIG_DIR;
+}
+
+std::vector<std::string> list_configs(ConfigKind kind) {
+  std::vector<std::string> names;
+  const fs::path dir = fs::path(config_root()) / kind_dir(kind);
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string resolve_config(ConfigKind kind, const std::string& name) {
+  const bool is_path = name.find('/') != std::string::npos ||
+                       (name.size() > 5 && name.compare(name.size() - 5, 5, ".json") == 0);
+  if (is_path) {
+    if (!fs::exists(name)) throw InputError(name, "", "file not found");
+    return name;
+  }
+  const fs::path p = fs::path(config_root()) / kind_dir(kind) / (name + ".json");
+  if (fs::exists(p)) return p.string();
+  std::string known;
+  for (const auto& n : list_configs(kind)) known += (known.empty() ? "" : ", ") + n;
+  throw InputError("--" + std::string(kind == ConfigKind::model ? "model" : kind == ConfigKind::strategy ? "strategy"
+                                                                                                          : "system"),
+                   "", "no shipped " + std::string(kind_dir(kind)) + " config named '" + name + "' (shipped: " + known +
+                           "; or give a path to a .json file)");
+}
+
+RunConfigs load_run_configs(const std::string& model, const std::string& strategy, const std::string& system,
+                            const std::vector<std::string>& overrides) {
+  RunConfigs rc;
+  rc.model_file = resolve_config(ConfigKind::model, model);
+  rc.strategy_file = resolve_config(ConfigKind::strategy, strategy);
+  rc.system_file = resolve_config(ConfigKind::system, system);
+  nlohmann::json m = read_json_file(rc.model_file);
+  nlohmann::json s = read_json_file(rc.strategy_file);
+  nlohmann::json y = read_json_file(rc.system_file);
+  for (const auto& o : overrides) apply_override(o, m, s, y);
+  // Messages name the file and say when a value came from --set.
+  const auto tag = [&](const std::string& file, const char* section) {
+    for (const auto& o : overrides) {
+      if (o.rfind(std::string(section) + ".", 0) == 0) return file + " (with --set overrides)";
+    }
+    return file;
+  };
+  std::vector<std::string> not_modeled;
+  rc.model = parse_model(m, tag(rc.model_file, "model"), &not_modeled);
+  if (rc.model.model_name.empty()) rc.model.model_name = fs::path(rc.model_file).stem().string();
+  rc.strategy = parse_strategy(s, tag(rc.strategy_file, "strategy"));
+  rc.system = parse_system(y, tag(rc.system_file, "system"));
+  validate_layout(rc.model, rc.strategy, tag(rc.strategy_file, "strategy"), rc.model_file);
+  for (const auto& f : not_modeled) rc.warnings.push_back("model field '" + f + "' is accepted but not modeled");
+  return rc;
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,39 @@
+// Finding shipped configs by name, and loading the three configs of a run.
+//
+// A name containing '/' or ending in ".json" is a path; anything else is looked up as
+// <configs>/<kind>/<name>.json, where <configs> is the first existing of: $CALISIM_CONFIG_DIR,
+// <executable dir>/../share/calisim/configs, and the source tree's configs/ (compiled in).
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+#include "simulator/model_config.h"
+#include "simulator/strategy_config.h"
+#include "simulator/system_config.h"
+
+namespace calisim::cli {
+
+enum class ConfigKind { model, strategy, system };
+const char* kind_dir(ConfigKind k);  // "models", "strategies", "systems"
+
+std::string config_root();
+// Throws InputError naming the shipped names when `name` is not found.
+std::string resolve_config(ConfigKind kind, const std::string& name_or_path);
+std::vector<std::string> list_configs(ConfigKind kind);  // shipped names, sorted
+
+struct RunConfigs {
+  ModelConfig model;
+  StrategyConfig strategy;
+  SystemConfig system;
+  std::string model_file, strategy_file, system_file;
+  std::vector<std::string> warnings;
+};
+
+// Resolves, reads, applies --set overrides, parses and validates.
+RunConfigs load_run_configs(const std::string& model, const std::string& strategy, const std::string& system,
+                            const std::vector<std::string>& overrides);
+
+}  // namespace calisim::cli

@@ -1,0 +1,304 @@
+// `calisim db init|list|show|query|import|export|merge|vacuum|delete-run`: the efficiency
+// database from the command line. Every subcommand prints a table by default and one JSON
+// document with --json; problems the user can fix are InputErrors (exit 2).
+#include <fmt/format.h>
+
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/table.h"
+#include "core/error.h"
+#include "db/efficiency_db.h"
+#include "db/merge.h"
+#include "db/nearest.h"
+#include "db/published_import.h"
+#include "db/row_text.h"
+#include "db/schema.h"
+#include "db/simumax_import.h"
+#include "db/text_dump.h"
+
+namespace calisim::cli {
+namespace {
+
+using nlohmann::ordered_json;
+namespace cdb = calisim::db;
+
+struct DbArgs {
+  std::string db;
+  std::string device;
+  std::string key;
+  std::string simumax, published, from;
+  std::string out, format;
+  std::vector<std::string> inputs;
+  std::size_t nearest = 0;
+  std::int64_t run_id = 0;
+  bool json = false;
+};
+
+std::string num(double v) { return fmt::format("{:.4g}", v); }
+
+void print(const DbArgs& a, const ordered_json& doc, const std::string& text) {
+  if (a.json) {
+    fmt::print("{}\n", doc.dump(2));
+  } else {
+    fmt::print("{}", text);
+  }
+}
+
+ordered_json summary_json(const cdb::DeviceSummary& s) {
+  ordered_json by_source = ordered_json::object();
+  for (int i = 0; i < cdb::kSourceCount; ++i) {
+    if (s.rows_by_source[i]) by_source[std::string(to_string(static_cast<cdb::Source>(i)))] = s.rows_by_source[i];
+  }
+  return {{"runs", s.runs},         {"gemm", s.gemm},
+          {"attention", s.attention}, {"collective", s.collective},
+          {"memory", s.memory},     {"memory_fits", s.memory_fits},
+          {"collective_fits", s.collective_fits}, {"rows_by_source", by_source}};
+}
+
+std::string report_text(const cdb::MergeReport& r) {
+  std::string text = fmt::format("added {} device(s), {} run(s), {} row(s); {} duplicate(s) skipped, {} conflict(s)\n",
+                                 r.devices_added, r.runs_added, r.rows_added, r.duplicates, r.conflicts);
+  for (const auto& m : r.messages) text += "  " + m + "\n";
+  return text;
+}
+
+ordered_json report_json(const cdb::MergeReport& r) {
+  return {{"devices_added", r.devices_added}, {"runs_added", r.runs_added}, {"rows_added", r.rows_added},
+          {"duplicates", r.duplicates},       {"conflicts", r.conflicts},   {"messages", r.messages}};
+}
+
+void run_init(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::create);
+  const int v = cdb::schema_version(db.connection());
+  print(a, {{"path", a.db}, {"schema_version", v}}, fmt::format("{}: efficiency database, schema version {}\n", a.db, v));
+}
+
+void run_list(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_only);
+  Table t({"device", "aliases", "runs", "gemm", "attn", "coll", "mem", "fits"});
+  ordered_json doc = ordered_json::array();
+  for (const auto& d : db.devices()) {
+    const auto s = db.summary(d.name);
+    const auto aliases = db.aliases(d.name);
+    t.add_row({d.name, fmt::format("{}", fmt::join(aliases, ", ")), std::to_string(s.runs), std::to_string(s.gemm),
+               std::to_string(s.attention), std::to_string(s.collective), std::to_string(s.memory),
+               std::to_string(s.memory_fits + s.collective_fits)});
+    ordered_json j = {{"device", d.name}, {"aliases", aliases}};
+    j.update(summary_json(s));
+    doc.push_back(j);
+  }
+  print(a, doc, doc.empty() ? a.db + ": no devices\n" : t.render(""));
+}
+
+void run_show(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_only);
+  const cdb::DeviceRecord d = db.device(a.device);
+  const auto runs = db.load_runs(d.name);
+  std::string text = fmt::format("{} ({})\n", d.name, d.architecture.empty() ? "architecture unknown" : d.architecture);
+  std::string peaks;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (d.peak_tflops[i] > 0) peaks += fmt::format(" {} {}", to_string(static_cast<DType>(i)), num(d.peak_tflops[i]));
+  }
+  text += fmt::format("  dense peak TFLOP/s:{}\n  HBM {} GB/s, memory {} GB, {} SMs\n", peaks.empty() ? " none" : peaks,
+                      num(d.hbm_gb_s), num(d.memory_gb), d.sm_count);
+  if (!d.driver_version.empty() || !d.cuda_version.empty() || !d.library_versions.empty()) {
+    text += fmt::format("  driver {}, CUDA {}, {}\n", d.driver_version, d.cuda_version, d.library_versions);
+  }
+  Table t({"run", "source", "host", "started_at", "tool", "rows", "notes"});
+  ordered_json jruns = ordered_json::array();
+  for (const auto& b : runs) {
+    t.add_row({std::to_string(b.run.id), std::string(to_string(b.run.source)), b.run.host, b.run.started_at,
+               b.run.tool_version, std::to_string(b.rows.size()), b.run.notes});
+    ordered_json j = {{"id", b.run.id}};
+    j.update(cdb::run_to_json(b.run));
+    j["rows"] = b.rows.size();
+    jruns.push_back(j);
+  }
+  text += "\n" + t.render("");
+  ordered_json doc = {{"device", cdb::device_to_json(d)}, {"aliases", db.aliases(d.name)},
+                      {"summary", summary_json(db.summary(d.name))}, {"runs", jruns}};
+  print(a, doc, text);
+}
+
+// One hit or neighbour as a table row / JSON object.
+void add_hit(Table& t, ordered_json& doc, const cdb::RunRecord& run, const cdb::MeasurementSet& row,
+             const double* distance) {
+  cdb::for_each_row_text(row, [&](const std::string& key, const ordered_json& numbers) {
+    const double rate = numbers.contains("tflops")       ? numbers["tflops"].get<double>()
+                        : numbers.contains("busbw_gb_s") ? numbers["busbw_gb_s"].get<double>()
+                        : numbers.contains("gb_s")       ? numbers["gb_s"].get<double>()
+                                                         : 0.0;
+    std::vector<std::string> cells;
+    if (distance) cells.push_back(num(*distance));
+    for (const std::string& c : {key, num(numbers["efficiency"].get<double>()), num(rate),
+                                 std::string(to_string(run.source)), std::to_string(run.id), run.host}) {
+      cells.push_back(c);
+    }
+    t.add_row(cells);
+    ordered_json j = numbers;
+    if (distance) j["distance"] = *distance;
+    j["run"] = run.id;
+    j["source"] = to_string(run.source);
+    j["host"] = run.host;
+    doc.push_back(j);
+  });
+}
+
+void run_query(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_only);
+  const std::string device = db.device(a.device).name;
+  ordered_json doc = ordered_json::array();
+  std::vector<std::string> header = {"key", "efficiency", "rate", "source", "run", "host"};
+  try {
+    if (a.nearest > 0) {
+      header.insert(header.begin(), "distance");
+      Table t(header);
+      for (const auto& n : cdb::nearest(db.load_runs(device), a.key, a.nearest)) {
+        add_hit(t, doc, n.run, n.row, &n.distance);
+      }
+      print(a, doc, doc.empty() ? "no rows of that kind and category\n" : t.render(""));
+      return;
+    }
+    Table t(header);
+    for (const auto& h : db.lookup(device, a.key)) add_hit(t, doc, h.run, h.row, nullptr);
+    print(a, doc, doc.empty() ? "no exact match (try --nearest 5)\n" : t.render(""));
+  } catch (const std::invalid_argument& e) {
+    throw InputError("<command line>", "db query KEY", e.what());
+  }
+}
+
+void run_import(const DbArgs& a) {
+  const int sources = !a.simumax.empty() + !a.published.empty() + !a.from.empty();
+  if (sources != 1) {
+    throw InputError("<command line>", "db import", "give exactly one of --simumax, --published or --from");
+  }
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::create);
+  if (!a.simumax.empty()) {
+    if (a.device.empty()) {
+      throw InputError("<command line>", "db import --simumax", "--device NAME is required (the GPU the file describes)");
+    }
+    const auto imp = cdb::import_simumax_system(db, a.simumax, a.device);
+    const auto& r = imp.batch.rows;
+    ordered_json doc = {{"run", imp.batch.run.id},          {"device", imp.batch.run.device},
+                        {"alias", imp.alias},               {"gemm", r.gemm.size()},
+                        {"attention", r.attention.size()},  {"memory_fits", r.memory_fits.size()},
+                        {"collective_fits", r.collective_fits.size()}, {"warnings", imp.warnings}};
+    std::string text = fmt::format(
+        "imported {} as run {} of '{}' (alias '{}'): {} GEMM, {} attention, {} memory fits, {} collective fits\n",
+        a.simumax, imp.batch.run.id, imp.batch.run.device, imp.alias, r.gemm.size(), r.attention.size(),
+        r.memory_fits.size(), r.collective_fits.size());
+    for (const auto& w : imp.warnings) text += "  warning: " + w + "\n";
+    print(a, doc, text);
+    return;
+  }
+  cdb::Dump dump;
+  if (!a.published.empty()) {
+    dump.runs = cdb::read_published_csv(a.published, db);
+  } else {
+    dump = cdb::read_any(a.from);
+  }
+  const cdb::MergeReport r = cdb::merge_into(db, dump);
+  print(a, report_json(r), report_text(r));
+}
+
+void run_export(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_only);
+  std::string format = a.format;
+  if (format.empty()) format = a.out.size() >= 4 && a.out.substr(a.out.size() - 4) == ".csv" ? "csv" : "json";
+  if (format != "csv" && format != "json") {
+    throw InputError("<command line>", "db export --format", "expected csv or json, got '" + format + "'");
+  }
+  const cdb::Dump dump = cdb::dump_database(db, a.device);
+  auto write = [&](std::ostream& os) { format == "csv" ? cdb::write_csv(os, dump) : cdb::write_json(os, dump); };
+  if (a.out == "-") {
+    write(std::cout);
+    return;
+  }
+  std::ofstream os(a.out, std::ios::binary);
+  if (!os) throw InputError(a.out, "", "cannot write the file");
+  write(os);
+  std::size_t rows = 0;
+  for (const auto& b : dump.runs) rows += b.rows.size();
+  print(a, {{"path", a.out}, {"format", format}, {"devices", dump.devices.size()}, {"runs", dump.runs.size()}, {"rows", rows}},
+        fmt::format("wrote {} ({}): {} device(s), {} run(s), {} row(s)\n", a.out, format, dump.devices.size(),
+                    dump.runs.size(), rows));
+}
+
+void run_merge(const DbArgs& a) {
+  // Read every input first: a malformed one stops the merge before anything is written.
+  std::vector<cdb::Dump> dumps;
+  for (const auto& in : a.inputs) dumps.push_back(cdb::read_any(in));
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::create);
+  cdb::MergeReport total;
+  ordered_json per_input = ordered_json::array();
+  std::string text;
+  for (std::size_t i = 0; i < dumps.size(); ++i) {
+    const cdb::MergeReport r = cdb::merge_into(db, dumps[i]);
+    per_input.push_back(ordered_json{{"input", a.inputs[i]}, {"report", report_json(r)}});
+    text += a.inputs[i] + ": " + report_text(r);
+  }
+  print(a, {{"output", a.db}, {"inputs", per_input}}, text);
+}
+
+void run_vacuum(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_write);
+  db.vacuum();
+  print(a, {{"path", a.db}, {"vacuumed", true}}, a.db + ": vacuumed\n");
+}
+
+void run_delete(const DbArgs& a) {
+  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_write);
+  if (!db.delete_run(a.run_id)) {
+    throw InputError(a.db, "run " + std::to_string(a.run_id), "no such run (see `calisim db show`)");
+  }
+  print(a, {{"path", a.db}, {"deleted_run", a.run_id}}, fmt::format("deleted run {}\n", a.run_id));
+}
+
+CLI::App* sub(CLI::App* parent, const std::shared_ptr<DbArgs>& args, const char* name, const char* help,
+              void (*run)(const DbArgs&), const char* db_help = "efficiency database file") {
+  CLI::App* s = parent->add_subcommand(name, help);
+  s->add_option("db", args->db, db_help)->required();
+  s->add_flag("--json", args->json, "print one JSON document");
+  s->callback([args, run] { run(*args); });
+  return s;
+}
+
+}  // namespace
+
+void register_db(CLI::App& app) {
+  auto args = std::make_shared<DbArgs>();
+  CLI::App* db = app.add_subcommand("db", "Create, inspect, import into and export the efficiency database");
+  db->require_subcommand(1);
+  sub(db, args, "init", "Create a database file (or migrate an older one)", run_init);
+  sub(db, args, "list", "List the devices and their row counts", run_list);
+  sub(db, args, "show", "Show one device's specs and runs", run_show)
+      ->add_option("device", args->device, "device name or alias")
+      ->required();
+  CLI::App* q = sub(db, args, "query", "Look up a kernel key (exact, or its nearest neighbours)", run_query);
+  q->add_option("device", args->device, "device name or alias")->required();
+  q->add_option("key", args->key, "canonical key, e.g. \"gemm m=4096 n=1536 k=5120 batch=1 dtype=bf16 layout=TN acc=0\"")
+      ->required();
+  q->add_option("--nearest", args->nearest, "list the N nearest rows in log-shape space instead");
+  CLI::App* imp = sub(db, args, "import", "Import a SimuMax system file, published figures or a calisim export", run_import);
+  imp->add_option("--simumax", args->simumax, "SimuMax system JSON (needs --device)");
+  imp->add_option("--device", args->device, "device the SimuMax file describes, e.g. \"NVIDIA A100 PCIe 80GB\"");
+  imp->add_option("--published", args->published, "CSV of published figures (device,key,tflops|gb_s|busbw_gb_s,...,source)");
+  imp->add_option("--from", args->from, "a calisim export (.json, .csv) or another database file");
+  CLI::App* exp = sub(db, args, "export", "Write the database as JSON or CSV (stable, diff-friendly)", run_export);
+  exp->add_option("out", args->out, "output file, or - for stdout")->required();
+  exp->add_option("--format", args->format, "json or csv (default: from the extension, else json)");
+  exp->add_option("--device", args->device, "only this device");
+  CLI::App* merge = sub(db, args, "merge", "Merge databases and exports into one file, skipping duplicates", run_merge,
+                        "output database (created when missing)");
+  merge->add_option("inputs", args->inputs, "database files, .json or .csv exports")->required();
+  sub(db, args, "vacuum", "Reclaim free space and checkpoint the write-ahead log", run_vacuum);
+  sub(db, args, "delete-run", "Delete one run and its rows", run_delete)
+      ->add_option("run", args->run_id, "run id (see `calisim db show`)")
+      ->required();
+}
+
+}  // namespace calisim::cli

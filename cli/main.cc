@@ -1,0 +1,36 @@
+// calisim: predicts LLM training step time and memory from calibrated kernel efficiencies.
+#include <CLI/CLI.hpp>
+#include <fmt/core.h>
+
+#include <cstdio>
+#include <exception>
+
+#include "cli/commands.h"
+#include "core/error.h"
+
+#ifndef CALISIM_VERSION
+#define CALISIM_VERSION "0.0.0"
+#endif
+
+int main(int argc, char** argv) {
+  CLI::App app{"calisim: calibrated performance and memory simulator for large-model training"};
+  app.set_version_flag("--version", std::string("calisim ") + CALISIM_VERSION);
+  app.require_subcommand(1);
+  calisim::cli::register_simulate(app);
+  calisim::cli::register_configs(app);
+  calisim::cli::register_db(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int rc = app.exit(e);
+    // CLI11 returns 0 for --help/--version; any other parse problem is bad input.
+    return rc == 0 ? 0 : 2;
+  } catch (const calisim::InputError& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  } catch (const std::exception& e) {
+    fmt::print(stderr, "internal error: {}\n", e.what());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,146 @@
+// `calisim simulate`: one training iteration of a model / strategy / system.
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/config_catalog.h"
+#include "cli/table.h"
+#include "core/error.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/result_json.h"
+#include "simulator/simulate.h"
+#include "simulator/trace.h"
+
+namespace calisim::cli {
+namespace {
+
+struct SimulateArgs {
+  std::string model, strategy, system, trace_file;
+  std::vector<std::string> overrides;
+  bool json = false;
+  bool no_ops = false;
+};
+
+std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
+std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
+std::string pct(double f) { return fmt::format("{:.1f}%", f * 100); }
+
+std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_ops) {
+  std::string out;
+  out += fmt::format("calisim simulate: {} on {} x {} ({})\n", r.model_name, r.world_size, r.device_name, r.system_name);
+  out += fmt::format("  model {:.2f} B params ({:.2f} B active), {:.3g} model FLOPs/token (non-causal attention)\n",
+                     r.stats.total_params / 1e9, r.stats.active_params / 1e9, r.stats.model_flops_per_token);
+  out += fmt::format("  layout tp {} pp {} vpp {} cp {} dp {} | mbs {} x {} micro-batches, gbs {}, seq {} | SP {} | "
+                     "recompute {}\n",
+                     r.tp, r.pp, r.vpp, r.cp, r.dp, r.micro_batch_size, r.micro_batch_num, r.global_batch_size,
+                     r.seq_len, r.sequence_parallel ? "on" : "off", r.recompute);
+  out += fmt::format("  configs {} | {} | {}\n\n", rc.model_file, rc.strategy_file, rc.system_file);
+
+  Table cost({"cost", "value"});
+  cost.add_row({"duration_time_per_iter (step time)", fmt::format("{:.4f} s", r.duration_time_per_iter_s)});
+  cost.add_row({"tokens/s/GPU (throughput_per_accelerator)", fmt::format("{:.1f}", r.tokens_per_s_per_gpu)});
+  cost.add_row({"TFLOP/s/GPU (model FLOPs)", fmt::format("{:.1f}", r.tflops_per_gpu)});
+  cost.add_row({"MFU (6ND + attention, non-causal)", pct(r.mfu)});
+  cost.add_row({"MFU causal / 6ND only", fmt::format("{} / {}", pct(r.mfu_causal), pct(r.mfu_6nd))});
+  cost.add_row({"HFU (recompute included)", pct(r.hfu)});
+  cost.add_row({"chunk_time (fwd+bwd of one micro-batch)", fmt::format("{} ms", ms(r.chunk_time_s))});
+  cost.add_row({"all_tokens_per_iter", fmt::format("{:.0f}", r.all_tokens_per_iter)});
+  out += cost.render() + "\n";
+
+  Table br({fmt::format("breakdown (critical stage {})", r.critical_rank), "s", "share"});
+  const double T = r.duration_time_per_iter_s;
+  auto row = [&](const char* name, double s) { br.add_row({name, fmt::format("{:.4f}", s), pct(s / T)}); };
+  row("compute", r.compute_s);
+  row("recompute", r.recompute_s);
+  row("TP communication (exposed)", r.tp_comm_exposed_s);
+  row("pipeline bubble", r.bubble_s);
+  row("PP send/recv (exposed)", r.pp_comm_exposed_s);
+  row("DP communication (exposed)", r.dp_comm_exposed_s);
+  row("optimizer step", r.optimizer_s);
+  out += br.render() + "\n";
+
+  Table st({"stage", "layers", "fwd ms/mb", "bwd ms/mb", "bubble", "dp comm s", "model GB", "act GB", "in flight",
+            "peak GB", "reserved GB"});
+  for (const StageReport& s : r.stages) {
+    st.add_row({std::to_string(s.rank) + (s.has_embedding ? " (emb)" : "") + (s.has_head ? " (head)" : ""),
+                std::to_string(s.layers), ms(s.fwd_s_per_micro_batch), ms(s.bwd_s_per_micro_batch),
+                pct(s.bubble_fraction), fmt::format("{:.4f}", s.dp_comm_s), gb(s.model_mem_bytes),
+                gb(s.peak_activation_mem_in_1F1B_bytes), std::to_string(s.max_micro_batches_in_flight),
+                gb(s.peak_mem_bytes), gb(s.peak_mem_with_reserved_bytes)});
+  }
+  out += st.render();
+  out += fmt::format("  device memory {:.1f} GB: {}\n", r.device_memory_bytes / 1e9,
+                     r.fits_in_memory ? "fits" : "DOES NOT FIT");
+  out += "  peak path (first stage): " + r.stages.front().peak_path + "\n";
+  if (r.stages.size() > 1) out += "  peak path (last stage):  " + r.stages.back().peak_path + "\n";
+  out += "\n";
+
+  if (with_ops) {
+    Table ops({"op (one micro-batch)", "scope", "fwd ms", "bwd ms", "TP comm ms", "fwd TFLOP/s", "eff", "source",
+               "act MB"});
+    for (const OpReport& o : r.ops) {
+      const double tflops = o.fwd_s > 0 && o.fwd_flops > 0 ? o.fwd_flops / o.fwd_s / 1e12 : 0;
+      ops.add_row({std::string(o.name) + (o.recomputed ? " *" : ""), o.scope, ms(o.fwd_s), ms(o.bwd_s),
+                   ms(o.fwd_comm_s + o.bwd_comm_s), tflops > 0 ? fmt::format("{:.1f}", tflops) : "-",
+                   fmt::format("{:.2f}", o.efficiency), o.source, fmt::format("{:.1f}", o.act_bytes / 1e6)});
+    }
+    out += ops.render();
+    out += "  (* = recomputed in recomputed layers; times per TP rank)\n\n";
+  }
+
+  std::string src;
+  for (int i = 0; i < kEfficiencySourceCount; ++i) {
+    src += fmt::format("{}{} {}", i ? ", " : "", r.kernels_per_source[i], to_string(static_cast<EfficiencySource>(i)));
+  }
+  out += "efficiency sources (kernel lookups): " + src + "\n";
+  if (!r.roofline_keys.empty()) {
+    out += fmt::format("  {} distinct kernel keys fell back to roofline (list with --json)\n", r.roofline_keys.size());
+  }
+  for (const auto& w : r.warnings) out += "warning: " + w + "\n";
+  return out;
+}
+
+void run(const SimulateArgs& a) {
+  RunConfigs rc = load_run_configs(a.model, a.strategy, a.system, a.overrides);
+  DefaultEfficiencyModel roofline(rc.system);
+  SimulateOptions opt;
+  opt.trace = !a.trace_file.empty();
+  SimulationResult r = simulate(rc.model, rc.strategy, rc.system, roofline, opt);
+  r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
+  r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
+  if (!a.trace_file.empty()) {
+    std::ofstream out(a.trace_file);
+    if (!out) throw InputError(a.trace_file, "--trace", "cannot write the trace file");
+    out << chrome_trace(r).dump() << "\n";
+  }
+  if (a.json) {
+    fmt::print("{}\n", to_json(r).dump(2));
+  } else {
+    fmt::print("{}", render(r, rc, !a.no_ops));
+    if (!a.trace_file.empty()) fmt::print("trace written to {} (open in ui.perfetto.dev)\n", a.trace_file);
+  }
+}
+
+}  // namespace
+
+void register_simulate(CLI::App& app) {
+  auto args = std::make_shared<SimulateArgs>();
+  CLI::App* sub = app.add_subcommand("simulate", "Simulate one training iteration: step time, MFU, memory per stage");
+  sub->add_option("--model", args->model, "model: shipped name (calisim configs list models) or path to a JSON file")
+      ->required();
+  sub->add_option("--strategy", args->strategy, "strategy: shipped name or path")->required();
+  sub->add_option("--system", args->system, "system: shipped name or path")->required();
+  sub->add_option("--set", args->overrides,
+                  "override a config field: section.key=value (section model|strategy|system), repeatable")
+      ->take_all();
+  sub->add_flag("--json", args->json, "print one JSON document instead of tables");
+  sub->add_flag("--no-ops", args->no_ops, "omit the per-op table");
+  sub->add_option("--trace", args->trace_file, "write a Chrome/Perfetto trace of one iteration to FILE");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace calisim::cli

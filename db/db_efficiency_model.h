@@ -1,0 +1,46 @@
+// The EfficiencyModel backed by the efficiency database.
+//
+// Loading reads every row of one device once into hash maps; after that no call touches SQLite,
+// allocates (memory-op lookups hash the kind string but do not copy it) or locks, so one
+// instance serves many simulator threads. Resolution, per ARCHITECTURE.md:
+//   1. an exact key measured on this device              -> source `measured`
+//      (several rows for one key: the best by db::Source order, then newest run, then most samples)
+//   2. memory ops and collectives only: a size-independent bandwidth fit of this device
+//      (memory: the op's kind, else "default"; collectives: the op over the tier the group
+//      spans, for its group size, else any size), evaluated at the key's size, latency
+//      included                                          -> source `interpolated`
+//   3. anything else                                     -> `fallback`'s answer, unchanged.
+// Stored efficiencies above 1 (possible in imported tables) are capped at 1.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/efficiency_model.h"
+#include "db/records.h"
+
+namespace calisim {
+
+// Loads every row for `device_name` (the system file's device.name, or an alias stored on import)
+// into an in-memory index. Lookups that miss go to `fallback` (the roofline model), whose answer
+// is returned unchanged. Throws InputError when the file cannot be read or holds no such device
+// (the message lists the devices it holds). `fallback` must not be null.
+std::unique_ptr<calisim::EfficiencyModel> load_db_efficiency_model(
+    const std::string& db_path, const std::string& device_name,
+    std::shared_ptr<const calisim::EfficiencyModel> fallback);
+
+// The device names a database file holds, sorted, each followed by its aliases in parentheses
+// when it has any, e.g. "NVIDIA A100 PCIe 80GB (a100_pcie_bf16)". Throws InputError like above.
+std::vector<std::string> list_db_devices(const std::string& db_path);
+
+namespace db {
+
+// Builds the index from rows already in memory (tests, benchmarks and merge previews use it
+// without a file). Efficiencies of memory fits and collective rows are taken as stored.
+std::unique_ptr<EfficiencyModel> make_db_efficiency_model(const DeviceRecord& device,
+                                                          const std::vector<RunBatch>& runs,
+                                                          std::shared_ptr<const EfficiencyModel> fallback);
+
+}  // namespace db
+}  // namespace calisim

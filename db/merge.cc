@@ -1,0 +1,130 @@
+#include "db/merge.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <map>
+
+#include "core/error.h"
+#include "db/row_tables.h"
+
+namespace calisim::db {
+namespace {
+
+void note(MergeReport& report, std::string msg) {
+  if (report.messages.size() < 20) report.messages.push_back(std::move(msg));
+}
+
+// Adds the rows of `incoming` whose keys `existing` lacks to `fresh`; counts the rest.
+void split_new_rows(const MeasurementSet& existing, const MeasurementSet& incoming, MeasurementSet& fresh,
+                    MergeReport& report, const RunRecord& run) {
+  std::map<std::string, const void*> have;
+  detail::for_each_table(existing, [&](auto, const auto& list) {
+    for (const auto& r : list) have.emplace(detail::row_key(r), &r);
+  });
+  detail::for_each_table(incoming, [&](auto table, const auto& list) {
+    using Table = decltype(table);
+    using Row = typename std::decay_t<decltype(list)>::value_type;
+    for (const Row& r : list) {
+      const std::string key = detail::row_key(r);
+      auto it = have.find(key);
+      if (it == have.end()) {
+        Table::rows(fresh).push_back(r);
+        have.emplace(key, &Table::rows(fresh).back());  // later duplicates within `incoming`
+        continue;
+      }
+      // Keys of one kind live in one table, so the stored pointer has this row's type.
+      if (*static_cast<const Row*>(it->second) == r) {
+        ++report.duplicates;
+      } else {
+        ++report.conflicts;
+        note(report, fmt::format("conflict: run of '{}' ({}, host '{}', started '{}') already has '{}' with other "
+                                 "numbers; kept the existing row",
+                                 run.device, to_string(run.source), run.host, run.started_at, key));
+      }
+    }
+  });
+}
+
+}  // namespace
+
+Dump dump_database(EfficiencyDb& db, const std::string& device) {
+  Dump dump;
+  if (device.empty()) {
+    dump.devices = db.devices();
+  } else {
+    dump.devices.push_back(db.device(device));
+  }
+  for (const auto& d : dump.devices) {
+    for (auto& a : db.aliases(d.name)) dump.aliases.emplace_back(std::move(a), d.name);
+  }
+  dump.runs = db.load_runs(device.empty() ? "" : dump.devices.front().name);
+  return dump;
+}
+
+Dump read_any(const std::string& path) {
+  const std::string ext = std::filesystem::path(path).extension().string();
+  if (ext == ".json") return read_json_dump(path);
+  if (ext == ".csv") return read_csv_dump(path);
+  auto db = EfficiencyDb::open(path, OpenMode::read_only);
+  return dump_database(db);
+}
+
+MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
+  MergeReport report;
+  for (const auto& b : dump.runs) validate_rows(b.rows, db.path());
+  Transaction tx(db.connection());
+  for (const auto& d : dump.devices) report.devices_added += db.add_device_if_missing(d) ? 1 : 0;
+  for (const auto& b : dump.runs) {
+    if (!db.find_device(b.run.device)) {
+      DeviceRecord d;
+      d.name = b.run.device;
+      db.put_device(d);
+      ++report.devices_added;
+    }
+  }
+  for (const auto& [alias, device] : dump.aliases) {
+    const auto current = db.find_device(alias);
+    if (current && current->name != device) {
+      note(report, fmt::format("alias '{}' already names '{}'; not pointed at '{}'", alias, current->name, device));
+      continue;
+    }
+    if (!current && !db.find_device(device)) continue;
+    if (!current) db.add_alias(alias, device);
+  }
+  // Index the target's runs (with rows) by device once.
+  std::map<std::string, std::vector<RunBatch>> existing;
+  for (const auto& b : dump.runs) {
+    if (!existing.count(b.run.device)) existing[b.run.device] = db.load_runs(b.run.device);
+  }
+  for (const auto& b : dump.runs) {
+    auto& runs = existing[b.run.device];
+    RunBatch* same = nullptr;
+    for (auto& r : runs) {
+      if (r.run.same_provenance(b.run)) same = &r;
+    }
+    if (!same) {
+      RunBatch fresh{b.run, {}};
+      split_new_rows({}, b.rows, fresh.rows, report, b.run);
+      fresh.run.id = db.insert_run(fresh);
+      report.rows_added += static_cast<std::int64_t>(fresh.rows.size());
+      ++report.runs_added;
+      runs.push_back(std::move(fresh));
+      continue;
+    }
+    MeasurementSet fresh;
+    split_new_rows(same->rows, b.rows, fresh, report, b.run);
+    if (fresh.size() == 0) continue;
+    db.append_rows(same->run.id, fresh);
+    report.rows_added += static_cast<std::int64_t>(fresh.size());
+    detail::for_each_table(fresh, [&](auto table, const auto& list) {
+      using Table = decltype(table);
+      auto& dst = Table::rows(same->rows);
+      dst.insert(dst.end(), list.begin(), list.end());
+    });
+  }
+  tx.commit();
+  return report;
+}
+
+}  // namespace calisim::db

@@ -1,0 +1,36 @@
+// Moving content between databases and text files, with duplicate detection.
+//
+// merge_into() is how every import of calisim's own formats and `calisim db merge` write: in one
+// transaction (all of a dump or nothing),
+//   - a device missing from the target is added with its specs; an existing one keeps its specs;
+//   - aliases are added when free (an alias already naming another device is reported);
+//   - a run whose provenance equals a run already in the target (RunRecord::same_provenance) is
+//     the same run: its rows are added to it, except rows whose key the run already holds, which
+//     are duplicates when their numbers are equal and conflicts (the target's row is kept)
+//     otherwise. Runs from different hosts or MPI ranks differ in provenance, so all are kept.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "db/efficiency_db.h"
+#include "db/text_dump.h"
+
+namespace calisim::db {
+
+struct MergeReport {
+  std::int64_t devices_added = 0, runs_added = 0, rows_added = 0;
+  std::int64_t duplicates = 0, conflicts = 0;
+  std::vector<std::string> messages;  // one line per conflict or refused alias (the first 20)
+};
+
+// Everything in the database (one device's when `device` is not empty, aliases included).
+Dump dump_database(EfficiencyDb& db, const std::string& device = "");
+
+// Reads a database file (read-only), a .json export or a .csv export, by content and extension.
+Dump read_any(const std::string& path);
+
+MergeReport merge_into(EfficiencyDb& db, const Dump& dump);
+
+}  // namespace calisim::db

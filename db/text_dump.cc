@@ -1,0 +1,315 @@
+#include "db/text_dump.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <ostream>
+#include <tuple>
+
+#include "core/error.h"
+#include "db/csv.h"
+#include "db/json_file.h"
+#include "db/row_text.h"
+
+namespace calisim::db {
+namespace {
+
+using nlohmann::json;
+using nlohmann::ordered_json;
+
+constexpr const char* kFormat = "calisim-efficiency-db";
+constexpr int kFormatVersion = 1;
+
+const std::vector<std::string>& provenance_columns() {
+  static const std::vector<std::string> cols = {"device",     "source",   "tool_version", "host",
+                                                "started_at", "ended_at", "notes"};
+  return cols;
+}
+
+auto run_order(const RunRecord& r) {
+  return std::tie(r.device, r.source, r.started_at, r.host, r.tool_version, r.ended_at, r.notes);
+}
+
+}  // namespace
+
+ordered_json device_to_json(const DeviceRecord& d) {
+  ordered_json o;
+  o["name"] = d.name;
+  o["architecture"] = d.architecture;
+  o["sm_count"] = d.sm_count;
+  o["boost_clock_mhz"] = d.boost_clock_mhz;
+  o["memory_clock_mhz"] = d.memory_clock_mhz;
+  ordered_json peaks = ordered_json::object();
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (d.peak_tflops[i] > 0) peaks[std::string(to_string(static_cast<DType>(i)))] = d.peak_tflops[i];
+  }
+  o["peak_tflops"] = peaks;
+  o["hbm_gb_s"] = d.hbm_gb_s;
+  o["memory_gb"] = d.memory_gb;
+  o["l2_mb"] = d.l2_mb;
+  o["driver_version"] = d.driver_version;
+  o["cuda_version"] = d.cuda_version;
+  o["library_versions"] = d.library_versions;
+  return o;
+}
+
+ordered_json run_to_json(const RunRecord& r) {
+  ordered_json o;
+  o["device"] = r.device;
+  o["source"] = to_string(r.source);
+  o["tool_version"] = r.tool_version;
+  o["host"] = r.host;
+  o["started_at"] = r.started_at;
+  o["ended_at"] = r.ended_at;
+  o["notes"] = r.notes;
+  return o;
+}
+
+namespace {
+
+// Typed access to one JSON object, with the JSON path of the object for errors.
+class Obj {
+ public:
+  Obj(const json& j, std::string file, std::string where) : j_(j), file_(std::move(file)), where_(std::move(where)) {
+    if (!j.is_object()) throw InputError(file_, where_, "expected an object");
+  }
+  std::string str(const char* name, bool required = true) const {
+    auto it = j_.find(name);
+    if (it == j_.end() && !required) return "";
+    if (it == j_.end() || !it->is_string()) throw InputError(file_, path(name), "expected a string");
+    return it->get<std::string>();
+  }
+  double num(const char* name) const {
+    auto it = j_.find(name);
+    if (it == j_.end()) return 0;
+    if (!it->is_number()) throw InputError(file_, path(name), "expected a number");
+    return it->get<double>();
+  }
+  std::string path(const std::string& name) const { return where_ + "." + name; }
+  const json& raw() const { return j_; }
+  const std::string& file() const { return file_; }
+
+ private:
+  const json& j_;
+  std::string file_, where_;
+};
+
+DeviceRecord device_from(const Obj& o) {
+  DeviceRecord d;
+  d.name = o.str("name");
+  d.architecture = o.str("architecture", false);
+  d.sm_count = static_cast<int>(o.num("sm_count"));
+  d.boost_clock_mhz = o.num("boost_clock_mhz");
+  d.memory_clock_mhz = o.num("memory_clock_mhz");
+  if (auto p = o.raw().find("peak_tflops"); p != o.raw().end()) {
+    if (!p->is_object()) throw InputError(o.file(), o.path("peak_tflops"), "expected an object");
+    for (auto it = p->begin(); it != p->end(); ++it) {
+      try {
+        if (!it->is_number()) throw std::invalid_argument("expected a number");
+        d.peak_tflops[static_cast<int>(parse_dtype(it.key()))] = it->get<double>();
+      } catch (const std::invalid_argument& e) {
+        throw InputError(o.file(), o.path("peak_tflops." + it.key()), e.what());
+      }
+    }
+  }
+  d.hbm_gb_s = o.num("hbm_gb_s");
+  d.memory_gb = o.num("memory_gb");
+  d.l2_mb = o.num("l2_mb");
+  d.driver_version = o.str("driver_version", false);
+  d.cuda_version = o.str("cuda_version", false);
+  d.library_versions = o.str("library_versions", false);
+  return d;
+}
+
+Source source_from(const std::string& s, const std::string& file, const std::string& where) {
+  try {
+    return parse_source(s);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(file, where, e.what());
+  }
+}
+
+}  // namespace
+
+void Dump::normalize() {
+  std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  std::sort(aliases.begin(), aliases.end());
+  std::stable_sort(runs.begin(), runs.end(),
+                   [](const RunBatch& a, const RunBatch& b) { return run_order(a.run) < run_order(b.run); });
+}
+
+void write_json(std::ostream& out, Dump dump) {
+  dump.normalize();
+  out << "{\n  \"format\": \"" << kFormat << "\",\n  \"version\": " << kFormatVersion << ",\n  \"devices\": [";
+  for (std::size_t i = 0; i < dump.devices.size(); ++i) {
+    out << (i ? ",\n    " : "\n    ") << device_to_json(dump.devices[i]).dump();
+  }
+  out << (dump.devices.empty() ? "],\n" : "\n  ],\n") << "  \"aliases\": [";
+  for (std::size_t i = 0; i < dump.aliases.size(); ++i) {
+    const ordered_json a = {{"alias", dump.aliases[i].first}, {"device", dump.aliases[i].second}};
+    out << (i ? ",\n    " : "\n    ") << a.dump();
+  }
+  out << (dump.aliases.empty() ? "],\n" : "\n  ],\n") << "  \"runs\": [";
+  for (std::size_t i = 0; i < dump.runs.size(); ++i) {
+    ordered_json head = run_to_json(dump.runs[i].run);
+    std::string h = head.dump();
+    h.pop_back();  // reopen the object to append the rows array
+    out << (i ? ",\n    " : "\n    ") << h << ", \"rows\": [";
+    bool first = true;
+    for_each_row_text(dump.runs[i].rows, [&](const std::string&, const ordered_json& row) {
+      out << (first ? "\n      " : ",\n      ") << row.dump();
+      first = false;
+    });
+    out << (first ? "]}" : "\n    ]}");
+  }
+  out << (dump.runs.empty() ? "]\n}\n" : "\n  ]\n}\n");
+}
+
+void write_csv(std::ostream& out, Dump dump) {
+  dump.normalize();
+  std::vector<std::string> header = provenance_columns();
+  header.push_back("key");
+  for (const auto& f : row_number_fields()) header.push_back(f);
+  for (std::size_t i = 0; i < header.size(); ++i) out << (i ? "," : "") << header[i];
+  out << "\n";
+  for (const RunBatch& b : dump.runs) {
+    const RunRecord& r = b.run;
+    std::string prefix;
+    for (const std::string& v : {r.device, std::string(to_string(r.source)), r.tool_version, r.host, r.started_at,
+                                 r.ended_at, r.notes}) {
+      prefix += csv_field(v) + ",";
+    }
+    for_each_row_text(b.rows, [&](const std::string& key, const ordered_json& row) {
+      out << prefix << csv_field(key);
+      for (const auto& f : row_number_fields()) {
+        out << ",";
+        if (auto it = row.find(f); it != row.end()) out << it->dump();
+      }
+      out << "\n";
+    });
+  }
+}
+
+Dump read_json_dump(const std::string& path) {
+  const json root = read_json_file(path);
+  const Obj top(root, path, "$");
+  if (top.str("format") != kFormat) {
+    throw InputError(path, "$.format", fmt::format("expected \"{}\" (a calisim JSON export)", kFormat));
+  }
+  if (top.num("version") != kFormatVersion) {
+    throw InputError(path, "$.version", fmt::format("this calisim reads version {} exports", kFormatVersion));
+  }
+  Dump dump;
+  const auto array = [&](const char* name) -> const json& {
+    static const json empty = json::array();
+    auto it = root.find(name);
+    if (it == root.end()) return empty;
+    if (!it->is_array()) throw InputError(path, top.path(name), "expected an array");
+    return *it;
+  };
+  const json& devices = array("devices");
+  for (std::size_t i = 0; i < devices.size(); ++i) {
+    dump.devices.push_back(device_from(Obj(devices[i], path, fmt::format("$.devices[{}]", i))));
+  }
+  const json& aliases = array("aliases");
+  for (std::size_t i = 0; i < aliases.size(); ++i) {
+    const Obj a(aliases[i], path, fmt::format("$.aliases[{}]", i));
+    dump.aliases.emplace_back(a.str("alias"), a.str("device"));
+  }
+  const json& runs = array("runs");
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    const Obj o(runs[i], path, fmt::format("$.runs[{}]", i));
+    RunBatch b;
+    b.run.device = o.str("device");
+    b.run.source = source_from(o.str("source"), path, o.path("source"));
+    b.run.tool_version = o.str("tool_version", false);
+    b.run.host = o.str("host", false);
+    b.run.started_at = o.str("started_at", false);
+    b.run.ended_at = o.str("ended_at", false);
+    b.run.notes = o.str("notes", false);
+    auto rows = runs[i].find("rows");
+    if (rows != runs[i].end()) {
+      if (!rows->is_array()) throw InputError(path, o.path("rows"), "expected an array");
+      for (std::size_t r = 0; r < rows->size(); ++r) {
+        const std::string where = fmt::format("$.runs[{}].rows[{}].", i, r);
+        if (!(*rows)[r].is_object()) throw InputError(path, where, "expected an object");
+        add_row_from_text((*rows)[r], b.rows, path, where);
+      }
+    }
+    dump.runs.push_back(std::move(b));
+  }
+  return dump;
+}
+
+Dump read_csv_dump(const std::string& path) {
+  const CsvTable table = parse_csv(read_text_file(path), path);
+  std::vector<int> prov;
+  for (const auto& c : provenance_columns()) {
+    prov.push_back(table.column(c));
+    if (prov.back() < 0) throw InputError(path, "line 1", fmt::format("column '{}' is missing", c));
+  }
+  const int key_col = table.column("key");
+  if (key_col < 0) throw InputError(path, "line 1", "column 'key' is missing");
+  std::vector<std::pair<std::string, int>> numbers;
+  for (const auto& f : row_number_fields()) {
+    if (int c = table.column(f); c >= 0) numbers.emplace_back(f, c);
+  }
+
+  Dump dump;
+  std::map<std::vector<std::string>, std::size_t> run_index;
+  for (const CsvRecord& rec : table.records) {
+    const std::string where = fmt::format("line {}, field ", rec.line);
+    std::vector<std::string> provenance;
+    for (int c : prov) provenance.push_back(rec.fields[c]);
+    auto [it, inserted] = run_index.try_emplace(provenance, dump.runs.size());
+    if (inserted) {
+      RunBatch b;
+      b.run.device = provenance[0];
+      if (b.run.device.empty()) throw InputError(path, where + "'device'", "is empty");
+      b.run.source = source_from(provenance[1], path, where + "'source'");
+      b.run.tool_version = provenance[2];
+      b.run.host = provenance[3];
+      b.run.started_at = provenance[4];
+      b.run.ended_at = provenance[5];
+      b.run.notes = provenance[6];
+      dump.runs.push_back(std::move(b));
+    }
+    json obj;
+    obj["key"] = rec.fields[key_col];
+    for (const auto& [name, c] : numbers) {
+      const std::string& cell = rec.fields[c];
+      if (cell.empty()) continue;
+      try {
+        std::size_t used = 0;
+        if (name == "n") {
+          obj[name] = std::stoll(cell, &used);
+        } else {
+          obj[name] = std::stod(cell, &used);
+        }
+        if (used != cell.size()) throw std::invalid_argument("trailing characters");
+      } catch (const std::exception&) {
+        throw InputError(path, where + "'" + name + "'", fmt::format("'{}' is not a number", cell));
+      }
+    }
+    // Field errors from the row reader name the field after "field ".
+    try {
+      add_row_from_text(obj, dump.runs[it->second].rows, path, "");
+    } catch (const InputError& e) {
+      throw InputError(path, where + "'" + e.where() + "'", e.problem());
+    }
+  }
+  // Devices named in CSV rows carry no specs; list them so importers can create them by name.
+  std::map<std::string, bool> seen;
+  for (const auto& b : dump.runs) {
+    if (!seen[b.run.device]) {
+      seen[b.run.device] = true;
+      DeviceRecord d;
+      d.name = b.run.device;
+      dump.devices.push_back(d);
+    }
+  }
+  return dump;
+}
+
+}  // namespace calisim::db

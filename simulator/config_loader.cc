@@ -1,0 +1,460 @@
+#include "simulator/config_loader.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+#include "simulator/json_fields.h"
+
+namespace calisim {
+
+nlohmann::json read_json_file(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  try {
+    return nlohmann::json::parse(text);
+  } catch (const nlohmann::json::parse_error& e) {
+    // Translate the byte offset into line:column for humans.
+    std::size_t line = 1, col = 1;
+    // e.byte is 1-based (the offending character is text[e.byte - 1]); count what precedes it.
+    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
+      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
+    }
+    throw InputError(path, fmt::format("line {}, column {}", line, col), "invalid JSON: " + std::string(e.what()));
+  }
+}
+
+ModelConfig parse_model(const nlohmann::json& doc, const std::string& file, std::vector<std::string>* not_modeled) {
+  FieldReader r(doc, file, "");
+  ModelConfig m;
+  m.model_name = r.string_or("model_name", "");
+  const std::string type = r.string_or("model_type", "");
+  m.hidden_size = r.req_positive_int("hidden_size");
+  m.head_num = r.req_positive_int("head_num");
+  m.kv_head_num = r.positive_int_or("kv_head_num", m.head_num);
+  m.head_size = r.positive_int_or("head_size", m.hidden_size / m.head_num);
+  m.intermediate_size = r.req_positive_int("intermediate_size");
+  m.layer_num = r.req_positive_int("layer_num");
+  m.vocab_size = r.req_positive_int("vocab_size");
+  m.make_vocab_size_divisible_by = r.positive_int_or("make_vocab_size_divisible_by", 128);
+  m.use_swiglu = r.bool_or("use_swiglu", false);
+  m.expert_num = r.positive_int_or("expert_num", 1);
+  m.topk = r.nonneg_int_or("topk", 0);
+  m.moe_ffn_hidden_size = r.positive_int_or("moe_ffn_hidden_size", m.intermediate_size);
+  m.moe_shared_expert_intermediate_size = r.nonneg_int_or("moe_shared_expert_intermediate_size", 0);
+  m.dense_layers = r.nonneg_int_or("dense_layers", 0);
+  m.capacity = r.positive_number_or("capacity", 1.0);
+  m.moe_pad_expert_input_to_capacity = r.bool_or("moe_pad_expert_input_to_capacity", false);
+  m.q_lora_rank = r.nonneg_int_or("q_lora_rank", 0);
+  m.kv_lora_rank = r.nonneg_int_or("kv_lora_rank", 0);
+  m.qk_head_dim = r.nonneg_int_or("qk_head_dim", 0);
+  m.qk_pos_emb_head_dim = r.nonneg_int_or("qk_pos_emb_head_dim", 0);
+  m.v_head_dim = r.nonneg_int_or("v_head_dim", 0);
+  m.untie_embeddings_and_output_weights = r.bool_or("untie_embeddings_and_output_weights", true);
+  m.add_bias_linear = r.bool_or("add_bias_linear", false);
+  m.max_position_embeddings = r.nonneg_int_or("max_position_embeddings", 0);
+
+  const std::string norm = r.string_or("norm_type", "rmsnorm");
+  if (norm == "rmsnorm") m.norm_type = NormType::rmsnorm;
+  else if (norm == "layernorm") m.norm_type = NormType::layernorm;
+  else r.fail("norm_type", "expected \"rmsnorm\" or \"layernorm\", got \"" + norm + "\"");
+
+  const std::string pos = r.string_or("position_embedding_type", "rope");
+  if (pos == "rope") m.position_embedding_type = PositionEmbedding::rope;
+  else if (pos == "learned_absolute") m.position_embedding_type = PositionEmbedding::learned_absolute;
+  else r.fail("position_embedding_type", "expected \"rope\" or \"learned_absolute\", got \"" + pos + "\"");
+
+  const std::string attn = r.string_or("attention_type", m.kv_head_num == m.head_num ? "mha" : "gqa");
+  if (attn == "mha") m.attention_type = AttentionType::mha;
+  else if (attn == "gqa") m.attention_type = AttentionType::gqa;
+  else if (attn == "mla") m.attention_type = AttentionType::mla;
+  else r.fail("attention_type", "expected \"mha\", \"gqa\" or \"mla\", got \"" + attn + "\"");
+
+  // SimuMax bookkeeping fields that describe nothing we simulate differently.
+  r.accept_not_modeled({"orig_vocab_size", "group_linear_mode"});
+  auto nm = r.finish();
+  if (not_modeled) not_modeled->insert(not_modeled->end(), nm.begin(), nm.end());
+
+  if (type.empty()) m.is_moe = m.expert_num > 1;
+  else if (type == "dense") m.is_moe = false;
+  else if (type == "moe") m.is_moe = true;
+  else r.fail("model_type", "expected \"dense\" or \"moe\", got \"" + type + "\"");
+
+  if (m.head_num % m.kv_head_num != 0) {
+    r.fail("kv_head_num", fmt::format("head_num ({}) must be a multiple of kv_head_num ({})", m.head_num, m.kv_head_num));
+  }
+  // SimuMax writes "mha" for every non-MLA attention and expresses grouping through kv_head_num
+  // (e.g. its ling-1T.json): read "mha" with fewer KV heads as GQA.
+  if (m.attention_type == AttentionType::mha && m.kv_head_num != m.head_num) m.attention_type = AttentionType::gqa;
+  if (m.is_moe) {
+    if (m.expert_num < 2) r.fail("expert_num", "a \"moe\" model needs expert_num >= 2");
+    if (m.topk < 1 || m.topk > m.expert_num) {
+      r.fail("topk", fmt::format("expected 1 <= topk <= expert_num ({}), got {}", m.expert_num, m.topk));
+    }
+    if (m.dense_layers > m.layer_num) {
+      r.fail("dense_layers", fmt::format("dense_layers ({}) exceeds layer_num ({})", m.dense_layers, m.layer_num));
+    }
+  } else if (m.expert_num > 1) {
+    r.fail("expert_num", "expert_num > 1 requires model_type \"moe\"");
+  }
+  if (m.attention_type == AttentionType::mla) {
+    if (m.kv_lora_rank <= 0) r.fail("kv_lora_rank", "MLA needs kv_lora_rank > 0");
+    if (m.qk_head_dim <= 0) r.fail("qk_head_dim", "MLA needs qk_head_dim > 0");
+    if (m.v_head_dim <= 0) r.fail("v_head_dim", "MLA needs v_head_dim > 0");
+  }
+  return m;
+}
+
+StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file) {
+  FieldReader r(doc, file, "");
+  StrategyConfig s;
+  s.seq_len = r.req_positive_int("seq_len");
+  s.micro_batch_size = r.positive_int_or("micro_batch_size", 1);
+  s.micro_batch_num = r.positive_int_or("micro_batch_num", 0);
+  s.global_batch_size = r.positive_int_or("global_batch_size", 0);
+  if (s.micro_batch_num == 0 && s.global_batch_size == 0) {
+    r.fail("micro_batch_num", "required: give micro_batch_num or global_batch_size");
+  }
+  const std::string dtype = r.string_or("dtype", "bf16");
+  try {
+    s.dtype = parse_dtype(dtype);
+  } catch (const std::invalid_argument&) {
+    r.fail("dtype", "expected \"bf16\" or \"fp16\", got \"" + dtype + "\"");
+  }
+  if (s.dtype != DType::bf16 && s.dtype != DType::fp16) {
+    r.fail("dtype", "expected \"bf16\" or \"fp16\" (the training dtype; FP8 is the separate \"fp8\" switch), got \"" +
+                        dtype + "\"");
+  }
+  s.world_size = static_cast<int>(r.positive_int_or("world_size", 8));
+  s.tp_size = static_cast<int>(r.positive_int_or("tp_size", 1));
+  s.pp_size = static_cast<int>(r.positive_int_or("pp_size", 1));
+  s.cp_size = static_cast<int>(r.positive_int_or("cp_size", 1));
+  s.ep_size = static_cast<int>(r.positive_int_or("ep_size", 1));
+  s.etp_size = static_cast<int>(r.positive_int_or("etp_size", 1));
+  s.enable_sequence_parallel = r.bool_or("enable_sequence_parallel", true);
+  s.interleaving_size = static_cast<int>(r.positive_int_or("interleaving_size", 1));
+  s.num_layers_in_first_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_first_pipeline_stage", 0));
+  s.num_layers_in_last_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_last_pipeline_stage", 0));
+  s.zero_state = static_cast<int>(r.nonneg_int_or("zero_state", 1));
+  if (s.zero_state > 1) {
+    r.fail("zero_state", fmt::format("expected 0 (replicated optimizer) or 1 (distributed optimizer), got {}; "
+                                     "ZeRO-2/3 are not modeled yet",
+                                     s.zero_state));
+  }
+  s.enable_dropout = r.bool_or("enable_dropout", false);
+  s.use_flash_sdp = r.bool_or("use_flash_sdp", true);
+  s.use_math_sdp = r.bool_or("use_math_sdp", false);
+  if (s.use_flash_sdp && s.use_math_sdp) r.fail("use_math_sdp", "use_flash_sdp and use_math_sdp cannot both be true");
+  if (!s.use_flash_sdp && !s.use_math_sdp) s.use_math_sdp = true;  // an attention must run: the unfused one
+  s.use_fused_norm = r.bool_or("use_fused_norm", true);
+  s.use_fused_swiglu = r.bool_or("use_fused_swiglu", true);
+  s.use_fp32_accum_grad = r.bool_or("use_fp32_accum_grad", true);
+  s.use_fused_grad_accumulation = r.bool_or("use_fused_grad_accumulation", true);
+  s.grad_reduce_in_bf16 = r.bool_or("grad_reduce_in_bf16", false);
+  s.cross_entropy_loss_fusion = r.bool_or("cross_entropy_loss_fusion", false);
+
+  s.enable_recompute = r.bool_or("enable_recompute", true);
+  const std::string gran = r.string_or("recompute_granularity", "");
+  if (gran.empty()) s.recompute_granularity = RecomputeGranularity::none;
+  else if (gran == "full_block" || gran == "full") s.recompute_granularity = RecomputeGranularity::full_block;
+  else if (gran == "selective_recompute" || gran == "selective") s.recompute_granularity = RecomputeGranularity::selective;
+  else if (gran == "attn_only") s.recompute_granularity = RecomputeGranularity::attn_only;
+  else if (gran == "mlp_only") s.recompute_granularity = RecomputeGranularity::mlp_only;
+  else if (gran == "sdp_only" || gran == "core_attn") s.recompute_granularity = RecomputeGranularity::sdp_only;
+  else {
+    r.fail("recompute_granularity",
+           "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\" "
+           "(or null), got \"" + gran + "\"");
+  }
+  s.recompute_layer_num = static_cast<int>(r.nonneg_int_or("recompute_layer_num", 0));
+  s.attn_recompute = r.bool_or("attn_recompute", false);
+  s.mla_rms_recompute = r.bool_or("mla_rms_recompute", false);
+  s.mlp_recompute = r.bool_or("mlp_recompute", false);
+  s.mlp_rms_recompute = r.bool_or("mlp_rms_recompute", false);
+  s.recompute_variance = r.bool_or("recompute_variance", false);
+  if (s.recompute_granularity == RecomputeGranularity::selective) {
+    if (s.mla_rms_recompute && !s.attn_recompute) r.fail("mla_rms_recompute", "requires attn_recompute: true");
+    if (s.mlp_rms_recompute && !s.mlp_recompute) r.fail("mlp_rms_recompute", "requires mlp_recompute: true");
+  }
+  s.mem_factor = r.fraction_or("mem_factor", 0.94);
+
+  // SimuMax / Megatron fields accepted for compatibility that do not change our results yet.
+  r.accept_not_modeled({"fp8", "moe_dispatcher_policy", "tp_net", "pp_net", "dp_net", "ep_net", "etp_net", "edp_net",
+                        "use_accm_weight", "cache_groupgemm_col_fp8_inputs", "offload_groupgemm_col_inputs",
+                        "dispatch_probs", "pp_schedule", "pp_comm_async", "attention_sparse_ratio",
+                        "megatron_recompute", "megatron_recompute_modules", "account_for_embedding_in_pipeline_split",
+                        "account_for_loss_in_pipeline_split"});
+  s.not_modeled_fields = r.finish();
+
+  // Values of not-modeled fields that would change results are errors, not warnings.
+  if (doc.contains("fp8") && doc["fp8"].is_boolean() && doc["fp8"].get<bool>()) {
+    r.fail("fp8", "FP8 training is not modeled yet; set \"fp8\": false");
+  }
+  if (doc.contains("megatron_recompute") && doc["megatron_recompute"].is_boolean() &&
+      doc["megatron_recompute"].get<bool>()) {
+    r.fail("megatron_recompute", "Megatron 0.14 output-discarding recompute is not modeled yet; "
+                                 "use recompute_granularity with attn_recompute/mlp_recompute");
+  }
+  if (doc.contains("attention_sparse_ratio") && doc["attention_sparse_ratio"].is_number() &&
+      doc["attention_sparse_ratio"].get<double>() != 0.0) {
+    r.fail("attention_sparse_ratio", "sparse attention is not modeled; causal masking is applied automatically");
+  }
+  if (doc.contains("pp_schedule") && doc["pp_schedule"].is_string() && doc["pp_schedule"].get<std::string>() != "1f1b") {
+    r.fail("pp_schedule", "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled");
+  }
+  return s;
+}
+
+namespace {
+
+NetworkTier parse_tier(FieldReader& parent, const std::string& key, const std::string& file, bool need_bw) {
+  const nlohmann::json& obj = parent.req_object(key);
+  FieldReader r(obj, file, parent.path_of(key));
+  NetworkTier t;
+  if (need_bw) t.gpu_gb_s = r.positive_number_or("gpu_gb_s", 0);
+  if (need_bw && t.gpu_gb_s <= 0) r.fail("gpu_gb_s", "required field is missing (expected GB/s per GPU, one direction)");
+  t.latency_us = r.req_number("latency_us");
+  if (t.latency_us < 0) r.fail("latency_us", "expected a non-negative number of microseconds");
+  if (const nlohmann::json* eff = r.opt_object("efficiency")) {
+    FieldReader e(*eff, file, r.path_of("efficiency"));
+    for (int op = 0; op < kCollectiveOpCount; ++op) {
+      const std::string name(to_string(static_cast<CollectiveOp>(op)));
+      t.efficiency[op] = e.fraction_or(name, t.efficiency[op]);
+    }
+    e.finish();
+  }
+  r.finish();
+  return t;
+}
+
+}  // namespace
+
+SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
+  FieldReader r(doc, file, "");
+  SystemConfig s;
+  s.name = r.req_string("name");
+  s.source = r.string_or("source", "");
+  s.efficiency_db = r.string_or("efficiency_db", "");
+  r.string_or("description", "");
+
+  {
+    const nlohmann::json& dev = r.req_object("device");
+    FieldReader d(dev, file, "device");
+    s.device.name = d.req_string("name");
+    const nlohmann::json& peaks = d.req_object("peak_tflops");
+    FieldReader p(peaks, file, "device.peak_tflops");
+    for (const char* k : {"fp32", "tf32", "bf16", "fp16", "fp8"}) {
+      auto v = p.opt_number(k);
+      if (v && *v < 0) p.fail(k, "expected a non-negative TFLOP/s figure (0 = not supported)");
+      const double x = v.value_or(0);
+      if (std::string(k) == "fp8") {
+        s.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] = x;
+        s.device.peak_tflops[static_cast<int>(DType::fp8_e5m2)] = x;
+      } else {
+        s.device.peak_tflops[static_cast<int>(parse_dtype(k))] = x;
+      }
+    }
+    if (s.device.peak_tflops[static_cast<int>(DType::bf16)] <= 0 &&
+        s.device.peak_tflops[static_cast<int>(DType::fp16)] <= 0) {
+      p.fail("bf16", "a training system needs a bf16 or fp16 peak");
+    }
+    p.finish();
+    s.device.memory_gb = d.req_number("memory_gb");
+    if (s.device.memory_gb <= 0) d.fail("memory_gb", "expected a positive number of GB");
+    s.device.hbm_gb_s = d.req_number("hbm_gb_s");
+    if (s.device.hbm_gb_s <= 0) d.fail("hbm_gb_s", "expected a positive number of GB/s");
+    s.device.sm_count = static_cast<int>(d.positive_int_or("sm_count", 0));
+    s.device.l2_mb = d.positive_number_or("l2_mb", 0);
+    d.finish();
+  }
+  {
+    const nlohmann::json& eff = r.req_object("efficiency");
+    FieldReader e(eff, file, "efficiency");
+    s.matmul_efficiency = e.fraction_or("matmul", s.matmul_efficiency);
+    s.attention_efficiency = e.fraction_or("attention", s.attention_efficiency);
+    s.memory_efficiency = e.fraction_or("memory_bound", s.memory_efficiency);
+    auto launch = e.opt_number("kernel_launch_us");
+    if (launch && *launch < 0) e.fail("kernel_launch_us", "expected a non-negative number of microseconds");
+    s.kernel_launch_us = launch.value_or(0);
+    e.finish();
+  }
+  {
+    const nlohmann::json& net = r.req_object("network");
+    FieldReader n(net, file, "network");
+    const nlohmann::json& up = n.req_object("scale_up");
+    {
+      FieldReader u(up, file, "network.scale_up");
+      s.scale_up_domain_size = static_cast<int>(u.req_positive_int("domain_size"));
+    }
+    // Re-read the tier (domain_size is the one extra field of scale_up).
+    {
+      nlohmann::json tier = up;
+      tier.erase("domain_size");
+      nlohmann::json holder = {{"scale_up", tier}};
+      FieldReader h(holder, file, "network");
+      s.scale_up = parse_tier(h, "scale_up", file, true);
+    }
+    const nlohmann::json& out = n.req_object("scale_out");
+    {
+      nlohmann::json tier = out;
+      FieldReader o(out, file, "network.scale_out");
+      s.gpus_per_node = static_cast<int>(o.req_positive_int("gpus_per_node"));
+      s.nics_per_node = static_cast<int>(o.req_positive_int("nics_per_node"));
+      s.nic_gb_s = o.req_number("nic_gb_s");
+      if (s.nic_gb_s <= 0) o.fail("nic_gb_s", "expected a positive number of GB/s per NIC, one direction");
+      for (const char* k : {"gpus_per_node", "nics_per_node", "nic_gb_s"}) tier.erase(k);
+      nlohmann::json holder = {{"scale_out", tier}};
+      FieldReader h(holder, file, "network");
+      s.scale_out = parse_tier(h, "scale_out", file, false);
+      s.scale_out.gpu_gb_s = s.nic_gb_s * s.nics_per_node / s.gpus_per_node;
+    }
+    n.finish();
+  }
+  r.finish();
+  return s;
+}
+
+void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::string& sfile, const std::string& mfile) {
+  auto fail = [&](const std::string& field, const std::string& problem) { throw InputError(sfile, field, problem); };
+  const int model_parallel = s.tp_size * s.pp_size * s.cp_size;
+  if (s.world_size % model_parallel != 0) {
+    fail("world_size", fmt::format("world_size ({}) must be divisible by tp_size*pp_size*cp_size = {}*{}*{} = {}",
+                                   s.world_size, s.tp_size, s.pp_size, s.cp_size, model_parallel));
+  }
+  s.dp_size = s.world_size / model_parallel;
+  if (s.cp_size > 1) fail("cp_size", "context parallelism is not modeled yet; set cp_size to 1");
+  if (model.head_num % s.tp_size != 0) {
+    fail("tp_size", fmt::format("head_num ({}, {}) must be divisible by tp_size ({})", model.head_num, mfile, s.tp_size));
+  }
+  if (model.kv_head_num % s.tp_size != 0) {
+    fail("tp_size",
+         fmt::format("kv_head_num ({}, {}) must be divisible by tp_size ({})", model.kv_head_num, mfile, s.tp_size));
+  }
+  s.sequence_parallel = s.enable_sequence_parallel && s.tp_size > 1;
+  if (s.sequence_parallel && s.seq_len % s.tp_size != 0) {
+    fail("seq_len", fmt::format("seq_len ({}) must be divisible by tp_size ({}) with sequence parallelism", s.seq_len,
+                                s.tp_size));
+  }
+  if (model.is_moe) {
+    if (model.expert_num % s.ep_size != 0) {
+      fail("ep_size", fmt::format("expert_num ({}) must be divisible by ep_size ({})", model.expert_num, s.ep_size));
+    }
+    const int expert_parallel = s.ep_size * s.etp_size * s.pp_size;
+    if (s.world_size % expert_parallel != 0) {
+      fail("ep_size", fmt::format("world_size ({}) must be divisible by ep_size*etp_size*pp_size = {}", s.world_size,
+                                  expert_parallel));
+    }
+  } else if (s.ep_size != 1 || s.etp_size != 1) {
+    fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");
+  }
+
+  // Batch arithmetic: global = mbs * m * dp.
+  const std::int64_t per_step = s.micro_batch_size * s.dp_size;
+  if (s.micro_batch_num == 0) {
+    if (s.global_batch_size % per_step != 0) {
+      fail("global_batch_size", fmt::format("global_batch_size ({}) must be divisible by micro_batch_size*dp = {}*{}",
+                                            s.global_batch_size, s.micro_batch_size, s.dp_size));
+    }
+    s.micro_batch_num = s.global_batch_size / per_step;
+  } else if (s.global_batch_size != 0 && s.global_batch_size != s.micro_batch_num * per_step) {
+    fail("global_batch_size",
+         fmt::format("global_batch_size ({}) != micro_batch_size*micro_batch_num*dp = {}*{}*{} = {}",
+                     s.global_batch_size, s.micro_batch_size, s.micro_batch_num, s.dp_size,
+                     s.micro_batch_num * per_step));
+  }
+  s.global_batch_size = s.micro_batch_num * per_step;
+
+  // Pipeline split.
+  const int p = s.pp_size, v = s.interleaving_size;
+  const int L = static_cast<int>(model.layer_num);
+  if (v > 1 && p == 1) fail("interleaving_size", "interleaving_size > 1 requires pp_size > 1");
+  if (v > 1 && s.micro_batch_num % p != 0) {
+    fail("micro_batch_num", fmt::format("with interleaving, micro_batch_num ({}) must be a multiple of pp_size ({})",
+                                        s.micro_batch_num, p));
+  }
+  int first = s.num_layers_in_first_pipeline_stage, last = s.num_layers_in_last_pipeline_stage;
+  if ((first || last) && p == 1) {
+    fail(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
+         "uneven pipeline stages need pp_size > 1");
+  }
+  std::vector<int> stage_layers(p, 0);
+  if (!first && !last) {
+    if (L % p != 0) {
+      fail("pp_size", fmt::format("layer_num ({}) is not divisible by pp_size ({}); set "
+                                  "num_layers_in_first/last_pipeline_stage for an uneven split",
+                                  L, p));
+    }
+    for (int i = 0; i < p; ++i) stage_layers[i] = L / p;
+  } else {
+    const int fixed = (first ? 1 : 0) + (last ? 1 : 0);
+    const int middle_stages = p - fixed;
+    const int rest = L - first - last;
+    if (rest < 0 || (middle_stages == 0 && rest != 0) || (middle_stages > 0 && (rest <= 0 || rest % middle_stages))) {
+      fail(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
+           fmt::format("uneven split does not add up: layer_num {} - first {} - last {} = {} layers must divide evenly "
+                       "over the {} remaining stage(s)",
+                       L, first, last, rest, middle_stages));
+    }
+    for (int i = 0; i < p; ++i) stage_layers[i] = middle_stages > 0 ? rest / middle_stages : 0;
+    if (first) stage_layers[0] = first;
+    if (last) stage_layers[p - 1] = last;
+  }
+  for (int i = 0; i < p; ++i) {
+    if (stage_layers[i] % v != 0) {
+      fail("interleaving_size", fmt::format("pipeline stage {} has {} layers, not divisible into interleaving_size {} "
+                                            "chunks",
+                                            i, stage_layers[i], v));
+    }
+  }
+  s.layers_per_chunk.assign(static_cast<std::size_t>(p) * v, 0);
+  for (int c = 0; c < v; ++c) {
+    for (int i = 0; i < p; ++i) s.layers_per_chunk[static_cast<std::size_t>(c) * p + i] = stage_layers[i] / v;
+  }
+}
+
+void apply_override(const std::string& assignment, nlohmann::json& model, nlohmann::json& strategy,
+                    nlohmann::json& system) {
+  const std::string where = "--set " + assignment;
+  const auto eq = assignment.find('=');
+  if (eq == std::string::npos || eq == 0) {
+    throw InputError("<--set>", where, "expected section.key=value, e.g. strategy.tp_size=4");
+  }
+  const std::string path = assignment.substr(0, eq);
+  const std::string value = assignment.substr(eq + 1);
+  const auto dot = path.find('.');
+  if (dot == std::string::npos) {
+    throw InputError("<--set>", where, "expected section.key=value with section model, strategy or system");
+  }
+  const std::string section = path.substr(0, dot);
+  nlohmann::json* doc = section == "model" ? &model : section == "strategy" ? &strategy : section == "system" ? &system
+                                                                                                              : nullptr;
+  if (!doc) throw InputError("<--set>", where, "unknown section '" + section + "' (expected model, strategy or system)");
+  nlohmann::json parsed;
+  try {
+    parsed = nlohmann::json::parse(value);
+  } catch (const nlohmann::json::parse_error&) {
+    parsed = value;  // bare words are strings: strategy.recompute_granularity=full_block
+  }
+  nlohmann::json* node = doc;
+  std::string rest = path.substr(dot + 1);
+  while (true) {
+    const auto d = rest.find('.');
+    const std::string key = rest.substr(0, d);
+    if (key.empty()) throw InputError("<--set>", where, "empty key in path");
+    if (!node->is_object()) throw InputError("<--set>", where, "'" + key + "' is inside a non-object value");
+    if (d == std::string::npos) {
+      (*node)[key] = parsed;
+      break;
+    }
+    node = &(*node)[key];
+    if (node->is_null()) *node = nlohmann::json::object();
+    rest = rest.substr(d + 1);
+  }
+}
+
+}  // namespace calisim

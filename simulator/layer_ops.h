@@ -1,0 +1,83 @@
+// The operators of one transformer layer (and of the embedding and LM head), per micro-batch and
+// per TP rank, with everything the cost and memory models need (MODELING.md §1–2).
+//
+// Pure: (model, strategy) in, op lists out. No efficiencies or times here; op_cost turns these into
+// seconds. Activation bytes are what each op keeps for its backward pass, derived from the tensors
+// it saves, so GQA, SwiGLU, dropout and sequence parallelism come out right; they reproduce
+// Korthikanti et al.'s 34·s·b·h/t (+5·a·s²·b/t without flash attention) for MHA, a 4h GeLU MLP
+// and dropout.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/kernel_keys.h"
+#include "simulator/model_config.h"
+#include "simulator/strategy_config.h"
+
+namespace calisim {
+
+enum class OpKind : std::uint8_t { gemm, attention, memory };
+
+// Which recompute group an op belongs to (SimuMax's selective switches map onto these).
+enum class OpUnit : std::uint8_t {
+  input_norm,
+  qkv,             // QKV projection and RoPE
+  attention_core,  // flash attention, or scores/softmax/dropout/context when unfused
+  out_proj,
+  post_attn,
+  post_norm,
+  mlp,
+  post_mlp,
+  other
+};
+
+struct LayerOp {
+  const char* name = "";
+  OpKind kind = OpKind::memory;
+  OpUnit unit = OpUnit::other;
+  // gemm: fwd / dgrad / wgrad (batch > 1 for batched attention GEMMs of the unfused path).
+  GemmKey gemm_fwd, gemm_dgrad, gemm_wgrad;
+  bool has_wgrad = false;
+  // attention: flash forward and backward.
+  AttentionKey attn_fwd, attn_bwd;
+  // memory-bound: bytes moved forward and backward.
+  MemoryOpKey mem_fwd, mem_bwd;
+
+  double act_bytes = 0;         // kept from forward to backward
+  double transient_bytes = 0;   // extra bytes live while the op runs (outputs not yet freed, workspaces)
+
+  // Tensor-parallel collectives tied to this op (absent when tp == 1).
+  std::optional<CollectiveKey> fwd_comm;             // exposed in forward
+  std::optional<CollectiveKey> bwd_comm;             // exposed in backward
+  std::optional<CollectiveKey> bwd_comm_with_dgrad;  // overlapped with this op's dgrad GEMM
+  std::optional<CollectiveKey> bwd_comm_with_wgrad;  // overlapped with this op's wgrad GEMM
+
+  double fwd_flops() const;
+  double bwd_flops() const;
+};
+
+// Op lists for the three kinds of model chunk content.
+struct ModelOps {
+  std::vector<LayerOp> layer;    // one dense transformer layer
+  std::vector<LayerOp> embedding;  // first chunk only
+  std::vector<LayerOp> head;       // last chunk only: final norm, LM head, cross-entropy
+  double layer_input_bytes = 0;    // a layer's input as kept by full recompute (sharded under SP)
+  double p2p_bytes = 0;            // activation sent between pipeline stages per micro-batch
+};
+
+// Requires a validated strategy (validate_layout). Throws InputError for model features that are
+// not simulated yet (MoE layers, MLA).
+ModelOps build_model_ops(const ModelConfig& model, const StrategyConfig& strategy, int scale_up_domain_size);
+
+// Recompute plan for one layer: recomputed[i] says op i is rerun before its backward and keeps no
+// activation except the first op of each contiguous recomputed run (the checkpoint input).
+struct RecomputePlan {
+  std::vector<bool> recomputed;
+  std::vector<bool> keeps_input;   // the op whose saved input is the checkpoint
+  bool skip_last_forward = false;  // recompute_variance: the last op of a run is not rerun
+};
+RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyConfig& strategy);
+
+}  // namespace calisim

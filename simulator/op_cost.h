@@ -1,0 +1,58 @@
+// Turns LayerOps into seconds through an EfficiencyModel (roofline where it has no data).
+//
+// Per kernel: a measured/interpolated/scaled efficiency e gives time = FLOPs / (peak·e) (the
+// measurement already contains every loss); a roofline answer gives max(FLOPs / (peak·e),
+// bytes / (HBM·e_mem)). Memory-bound kernels take bytes / (HBM·e) + the launch latency.
+// TP collectives: forward ones are exposed; in backward, the ones Megatron overlaps with the
+// same layer's dgrad/wgrad GEMM cost max(compute, comm), the rest are exposed.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/efficiency_model.h"
+#include "simulator/layer_ops.h"
+#include "simulator/system_config.h"
+
+namespace calisim {
+
+// Counts kernels per efficiency source; optionally records the keys that fell back to roofline.
+struct SourceTally {
+  std::array<int, kEfficiencySourceCount> kernels{};
+  std::vector<std::string>* roofline_keys = nullptr;  // nullptr = don't record (fast path)
+  void add(const Efficiency& e, const std::string& key_if_recorded);
+  template <class Key> void add_key(const Efficiency& e, const Key& key) {
+    ++kernels[static_cast<int>(e.source)];
+    if (roofline_keys && e.source == EfficiencySource::roofline) roofline_keys->push_back(to_string(key));
+  }
+};
+
+struct OpTiming {
+  double fwd_compute_s = 0;
+  double bwd_compute_s = 0;       // dgrad + wgrad (or element-wise backward)
+  double fwd_comm_s = 0;          // exposed TP communication in forward
+  double bwd_comm_s = 0;          // exposed TP communication in backward (incl. the unhidden part of overlapped)
+  double fwd_s() const { return fwd_compute_s + fwd_comm_s; }
+  double bwd_s() const { return bwd_compute_s + bwd_comm_s; }
+  EfficiencySource source = EfficiencySource::roofline;  // of the forward compute kernel
+  double efficiency = 0;                                 // of the forward compute kernel
+};
+
+class OpCoster {
+ public:
+  // system and eff must outlive the coster.
+  OpCoster(const SystemConfig& system, const EfficiencyModel& eff) : sys_(system), eff_(eff) {}
+
+  OpTiming cost(const LayerOp& op, SourceTally* tally) const;
+  double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
+  double attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
+  double memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
+  double collective_s(const CollectiveKey& k, SourceTally* tally) const;
+
+ private:
+  const SystemConfig& sys_;
+  const EfficiencyModel& eff_;
+};
+
+}  // namespace calisim

@@ -1,0 +1,223 @@
+#include "simulator/pipeline_schedule.h"
+
+#include <algorithm>
+#include <limits>
+#include <cstdint>
+#include <stdexcept>
+
+namespace calisim {
+namespace {
+
+// Megatron's interleaved schedule maps the k-th forward (backward) unit of a rank to a model
+// chunk and micro-batch in groups of p micro-batches.
+ScheduleUnit forward_unit(int k, int p, int v) {
+  const int group = k / (p * v);
+  const int in_group = k % (p * v);
+  return {in_group / p, group * p + in_group % p, true};
+}
+
+ScheduleUnit backward_unit(int k, int p, int v) {
+  ScheduleUnit u = forward_unit(k, p, v);
+  u.chunk = v - 1 - u.chunk;
+  u.forward = false;
+  return u;
+}
+
+}  // namespace
+
+namespace {
+
+// A rank's schedule in closed form: warm-up forwards, steady 1F1B pairs, cool-down backwards.
+struct RankSchedule {
+  int p, v, warmup, total;
+  int size() const { return 2 * total; }
+  ScheduleUnit at(int idx) const {
+    auto fwd = [&](int k) { return v == 1 ? ScheduleUnit{0, k, true} : forward_unit(k, p, v); };
+    auto bwd = [&](int k) { return v == 1 ? ScheduleUnit{0, k, false} : backward_unit(k, p, v); };
+    if (idx < warmup) return fwd(idx);
+    const int steady = 2 * (total - warmup);
+    if (idx < warmup + steady) {
+      const int off = idx - warmup;
+      return off % 2 == 0 ? fwd(warmup + off / 2) : bwd(off / 2);
+    }
+    return bwd(total - warmup + (idx - warmup - steady));
+  }
+};
+
+RankSchedule rank_schedule(int rank, int p, int v, int m) {
+  const int total = m * v;
+  int warmup;
+  if (v == 1) {
+    warmup = std::min(p - rank - 1, m);
+  } else if (m == p) {
+    warmup = total;  // Megatron runs all forwards first when there is one micro-batch group
+  } else {
+    warmup = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
+  }
+  return {p, v, warmup, total};
+}
+
+}  // namespace
+
+std::vector<ScheduleUnit> schedule_order(int rank, int p, int v, int m) {
+  const RankSchedule rs = rank_schedule(rank, p, v, m);
+  std::vector<ScheduleUnit> order;
+  order.reserve(static_cast<std::size_t>(rs.size()));
+  for (int i = 0; i < rs.size(); ++i) order.push_back(rs.at(i));
+  return order;
+}
+
+namespace {
+
+// A schedule compiled for the event loop: every unit of every rank with its slot in the
+// completion-time table and the slot it waits for. Depends only on (p, v, m), so it is built
+// once per shape and reused across simulations (strategy search simulates many candidates that
+// share it).
+struct CompiledUnit {
+  std::int32_t self;   // completion slot: F at j·m + mb, B at S·m + j·m + mb (S = p·v)
+  std::int32_t dep;    // slot this unit waits for, -1 for none
+  std::int16_t stage;  // virtual stage j
+  std::int16_t chunk;
+  std::int32_t micro_batch;
+  bool forward;
+  bool via_p2p;        // the dependency crosses a pipeline hop
+};
+
+struct CompiledSchedule {
+  int p = 0, v = 0, m = 0;
+  std::vector<CompiledUnit> units;  // rank 0's units, then rank 1's, ...
+  std::vector<int> begin;           // per rank: first unit; begin[p] = units.size()
+};
+
+CompiledSchedule compile(int p, int v, int m) {
+  CompiledSchedule c;
+  c.p = p, c.v = v, c.m = m;
+  const int S = p * v;
+  const std::int32_t b_base = S * m;
+  for (int r = 0; r < p; ++r) {
+    c.begin.push_back(static_cast<int>(c.units.size()));
+    const RankSchedule rs = rank_schedule(r, p, v, m);
+    for (int i = 0; i < rs.size(); ++i) {
+      const ScheduleUnit u = rs.at(i);
+      const int j = u.chunk * p + r;
+      CompiledUnit cu{};
+      cu.stage = static_cast<std::int16_t>(j);
+      cu.chunk = static_cast<std::int16_t>(u.chunk);
+      cu.micro_batch = u.micro_batch;
+      cu.forward = u.forward;
+      const std::int32_t f_slot = j * m + u.micro_batch;
+      if (u.forward) {
+        cu.self = f_slot;
+        cu.dep = j == 0 ? -1 : f_slot - m;
+        cu.via_p2p = j != 0;
+      } else {
+        cu.self = b_base + f_slot;
+        cu.dep = j == S - 1 ? f_slot : b_base + f_slot + m;
+        cu.via_p2p = j != S - 1;
+      }
+      c.units.push_back(cu);
+    }
+  }
+  c.begin.push_back(static_cast<int>(c.units.size()));
+  return c;
+}
+
+const CompiledSchedule& compiled_schedule(int p, int v, int m) {
+  thread_local std::vector<CompiledSchedule> cache;  // small: a search touches few (p, v, m)
+  for (const auto& c : cache) {
+    if (c.p == p && c.v == v && c.m == m) return c;
+  }
+  if (cache.size() >= 64) cache.erase(cache.begin());
+  cache.push_back(compile(p, v, m));
+  return cache.back();
+}
+
+}  // namespace
+
+PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
+  const int p = s.p, v = s.v, m = s.m;
+  const int stages = p * v;
+  const CompiledSchedule& cs = compiled_schedule(p, v, m);
+  const double unset = -1.0;
+  thread_local std::vector<double> done;  // completion time per slot
+  done.assign(static_cast<std::size_t>(2) * stages * m, unset);
+  thread_local std::vector<int> next;
+  next.assign(cs.begin.begin(), cs.begin.end() - 1);
+
+  PipelineResult res;
+  res.rank_finish_s.assign(p, 0);
+  res.rank_busy_s.assign(p, 0);
+  res.rank_p2p_wait_s.assign(p, 0);
+  res.max_in_flight.assign(p, 0);
+  res.peak_act_bytes.assign(p, 0);
+  if (record_events) res.events.reserve(cs.units.size());
+
+  double* const fin = done.data();
+  int* const nx = next.data();
+  const CompiledUnit* const units = cs.units.data();
+  const bool track_act = !s.act_bytes.empty();
+  std::size_t remaining = cs.units.size();
+  while (remaining > 0) {
+    bool progressed = false;
+    for (int r = 0; r < p; ++r) {
+      const int end_unit = cs.begin[r + 1];
+      int i = nx[r];
+      if (i == end_unit) continue;
+      double free_at = res.rank_finish_s[r];
+      double busy = res.rank_busy_s[r], wait = res.rank_p2p_wait_s[r];
+      const int first = i;
+      for (; i < end_unit; ++i) {
+        const CompiledUnit& u = units[i];
+        double ready = 0;
+        if (u.dep >= 0) {
+          ready = fin[u.dep];
+          if (ready == unset) break;
+          if (u.via_p2p) {
+            ready += s.p2p_s;
+            // Idle time spent on the transfer itself (not on the producer's compute).
+            if (ready > free_at) wait += std::min(ready - free_at, s.p2p_s);
+          }
+        }
+        const double dur = u.forward ? s.fwd_s[u.stage] : s.bwd_s[u.stage];
+        const double start = std::max(free_at, ready);
+        free_at = start + dur;
+        busy += dur;
+        fin[u.self] = free_at;
+        if (record_events) res.events.push_back({r, u.chunk, u.micro_batch, u.forward, start, free_at});
+      }
+      if (i == first) continue;
+      res.rank_finish_s[r] = free_at;
+      res.rank_busy_s[r] = busy;
+      res.rank_p2p_wait_s[r] = wait;
+      remaining -= static_cast<std::size_t>(i - first);
+      nx[r] = i;
+      progressed = true;
+    }
+    if (!progressed) throw std::logic_error("pipeline schedule deadlocked (schedule order bug)");
+  }
+  // Activations held per rank follow from the unit order alone: +act on each forward, -act on
+  // each backward, so one pass per rank after the timing loop gives the in-flight peaks.
+  for (int r = 0; r < p; ++r) {
+    int held = 0, most = 0;
+    double bytes = 0, peak = 0;
+    for (int i = cs.begin[r]; i < cs.begin[r + 1]; ++i) {
+      const CompiledUnit& u = units[i];
+      const double a = track_act ? s.act_bytes[u.stage] : 0.0;
+      if (u.forward) {
+        ++held;
+        bytes += a;
+        most = std::max(most, held);
+        peak = std::max(peak, bytes);
+      } else {
+        --held;
+        bytes -= a;
+      }
+    }
+    res.max_in_flight[r] = most;
+    res.peak_act_bytes[r] = peak;
+    res.makespan_s = std::max(res.makespan_s, res.rank_finish_s[r]);
+  }
+  return res;
+}
+
+}  // namespace calisim

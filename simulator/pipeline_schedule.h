@@ -1,0 +1,54 @@
+// Event-driven simulation of Megatron's pipeline schedules: 1F1B (v = 1) and interleaved 1F1B
+// (v > 1, Megatron's order with micro-batch groups of p).
+//
+// Virtual stage j = chunk·p + rank holds model chunk `chunk` of pipeline rank `rank`. Each rank
+// runs its fixed order of forward/backward units; a unit starts when its rank is free and its
+// input has arrived: F(j, mb) after F(j−1, mb) + one p2p hop; B(j, mb) after B(j+1, mb) + one hop
+// (the last virtual stage's backward follows its own forward). Closed forms serve as test oracles:
+// with equal stages, no p2p cost and v = 1 the makespan is (m + p − 1)(F + B).
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <vector>
+
+namespace calisim {
+
+struct PipelineSpec {
+  int p = 1;  // pipeline ranks
+  int v = 1;  // chunks per rank
+  int m = 1;  // micro-batches; a multiple of p when v > 1
+  std::span<const double> fwd_s;      // per virtual stage: one micro-batch forward
+  std::span<const double> bwd_s;      // per virtual stage: one micro-batch backward (incl. recompute)
+  std::span<const double> act_bytes;  // per virtual stage: activations kept per micro-batch (may be empty)
+  double p2p_s = 0;                   // one hop between adjacent virtual stages, per micro-batch
+};
+
+struct PipelineEvent {
+  int rank, chunk, micro_batch;
+  bool forward;
+  double start_s, end_s;
+};
+
+struct PipelineResult {
+  double makespan_s = 0;
+  std::vector<double> rank_finish_s;      // when each rank's last backward ends
+  std::vector<double> rank_busy_s;        // compute time of each rank
+  std::vector<double> rank_p2p_wait_s;    // idle time spent waiting on send/recv transfers
+  std::vector<int> max_in_flight;         // most micro-batch chunks whose activations are held at once
+  std::vector<double> peak_act_bytes;     // max over time of the held activation bytes, per rank
+  std::vector<PipelineEvent> events;      // filled only when requested
+};
+
+// Per-rank unit order of Megatron's schedule: forward units then backward units as (chunk, mb).
+struct ScheduleUnit {
+  int chunk;
+  int micro_batch;
+  bool forward;
+};
+std::vector<ScheduleUnit> schedule_order(int rank, int p, int v, int m);
+
+// Throws std::logic_error if the schedule deadlocks (a bug, never a user error).
+PipelineResult simulate_pipeline(const PipelineSpec& spec, bool record_events);
+
+}  // namespace calisim

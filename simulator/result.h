@@ -1,0 +1,91 @@
+// The result of one simulation: SimuMax's cost and memory fields (same names) plus per-stage,
+// per-op and efficiency-source detail. Units are in the names (_s seconds, _bytes bytes).
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/efficiency_model.h"
+#include "simulator/model_stats.h"
+#include "simulator/pipeline_schedule.h"
+
+namespace calisim {
+
+struct OpReport {
+  std::string name;
+  std::string scope;           // "layer", "embedding" or "head"
+  std::string kind;            // "gemm", "attention", "memory"
+  double fwd_s = 0, bwd_s = 0;  // compute, one micro-batch, one instance
+  double fwd_comm_s = 0, bwd_comm_s = 0;  // exposed TP communication
+  double fwd_flops = 0, bwd_flops = 0;
+  double act_bytes = 0;
+  double efficiency = 0;       // of the forward kernel
+  std::string source;          // of the forward kernel: measured | interpolated | scaled | roofline
+  std::string fwd_key;         // canonical kernel key of the forward kernel
+  bool recomputed = false;     // in recomputed layers
+};
+
+struct StageReport {
+  int rank = 0;
+  int layers = 0;              // over all its chunks
+  int recomputed_layers = 0;
+  bool has_embedding = false, has_head = false;
+  double fwd_s_per_micro_batch = 0;   // all chunks of this rank, incl. exposed TP comm
+  double bwd_s_per_micro_batch = 0;   // incl. recompute
+  double recompute_s_per_micro_batch = 0;
+  double tp_comm_s_per_micro_batch = 0;  // exposed
+  double pipeline_busy_s = 0, pipeline_finish_s = 0, bubble_s = 0, bubble_fraction = 0;
+  double dp_comm_s = 0;         // gradient reduce(-scatter) + parameter all-gather, exposed
+  double optimizer_s = 0;
+  double params = 0;            // parameters held by this rank (after TP split)
+  double weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;
+  double model_mem_bytes = 0;   // weight + grad + optimizer state
+  double fwd_activation_cache_per_micro_batch_bytes = 0;
+  int max_micro_batches_in_flight = 0;
+  double peak_activation_mem_in_1F1B_bytes = 0;
+  double fwd_peak_allocated_mem_bytes = 0, bwd_peak_allocated_mem_bytes = 0;
+  double peak_mem_bytes = 0, peak_mem_with_reserved_bytes = 0;
+  std::string peak_path;
+};
+
+struct SimulationResult {
+  std::string model_name, strategy_name, system_name, device_name;
+  int world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, dp = 1;
+  long long micro_batch_size = 1, micro_batch_num = 1, global_batch_size = 1, seq_len = 0;
+  bool sequence_parallel = false;
+  std::string recompute;        // human-readable recompute setting
+  ModelStats stats;
+
+  // Cost (SimuMax names where they exist).
+  double duration_time_per_iter_s = 0;   // step time
+  double chunk_time_s = 0;               // slowest stage: forward + backward of one micro-batch
+  double all_tokens_per_iter = 0;
+  double tokens_per_s = 0, tokens_per_s_per_gpu = 0;
+  double throughput_per_accelerator = 0;  // tokens/s per GPU (SimuMax's name)
+  double tflops_per_gpu = 0;             // model FLOPs (non-causal convention) per second per GPU
+  double mfu = 0;                        // model_flops_per_token (non-causal) convention
+  double mfu_6nd = 0;                    // 6·N·D only
+  double mfu_6nd_with_attn = 0;          // 6·N·D + attention (= mfu)
+  double mfu_causal = 0;                 // attention halved for the causal mask
+  double hfu = 0;                        // model FLOPs + recomputed forward FLOPs
+  double bubble_fraction = 0;            // of the critical stage
+  int critical_rank = 0;                 // the stage that finishes last
+
+  // Breakdown of the critical stage's iteration.
+  double compute_s = 0, recompute_s = 0, tp_comm_exposed_s = 0, pp_comm_exposed_s = 0, bubble_s = 0;
+  double dp_comm_exposed_s = 0, optimizer_s = 0;
+
+  std::vector<StageReport> stages;
+  std::vector<OpReport> ops;
+
+  std::array<int, kEfficiencySourceCount> kernels_per_source{};
+  std::vector<std::string> roofline_keys;  // unique, sorted
+  std::vector<std::string> warnings;
+  double device_memory_bytes = 0;
+  bool fits_in_memory = true;
+
+  std::vector<PipelineEvent> events;     // filled when a trace is requested
+};
+
+}  // namespace calisim

@@ -1,0 +1,24 @@
+// simulate(): one training iteration of a validated (model, strategy, system) under an
+// EfficiencyModel. Pure: no I/O, deterministic, thread-safe for concurrent calls.
+#pragma once
+
+#include "core/efficiency_model.h"
+#include "simulator/model_config.h"
+#include "simulator/result.h"
+#include "simulator/strategy_config.h"
+#include "simulator/system_config.h"
+
+namespace calisim {
+
+struct SimulateOptions {
+  bool details = true;   // per-op table, roofline key list (costs a few string allocations)
+  bool trace = false;    // record pipeline events for a Chrome/Perfetto trace
+};
+
+// Requires strategy to have passed validate_layout against model. Throws InputError for features
+// the simulator does not model yet (MoE layers, MLA) and when the training dtype has no peak on
+// the device.
+SimulationResult simulate(const ModelConfig& model, const StrategyConfig& strategy, const SystemConfig& system,
+                          const EfficiencyModel& efficiency, const SimulateOptions& options = {});
+
+}  // namespace calisim

@@ -1,0 +1,45 @@
+// System configuration: one accelerator type and the network that joins many of them.
+//
+// Numbers come from datasheets (configs/systems/*.json name their sources); the default
+// efficiencies are what the roofline fallback multiplies peaks by when no measurement exists.
+#pragma once
+
+#include <array>
+#include <string>
+
+#include "core/device_spec.h"
+#include "core/kernel_keys.h"
+
+namespace calisim {
+
+inline constexpr int kCollectiveOpCount = 5;
+
+// One network tier: per-GPU bandwidth, a per-step latency, and per-collective bus-bandwidth
+// efficiencies (achieved busbw / link bandwidth, indexed by CollectiveOp).
+struct NetworkTier {
+  double gpu_gb_s = 0;       // unidirectional bandwidth available to one GPU, GB/s
+  double latency_us = 0;     // per algorithm step
+  std::array<double, kCollectiveOpCount> efficiency{0.8, 0.8, 0.8, 0.7, 0.8};
+};
+
+struct SystemConfig {
+  std::string name;
+  std::string source;        // where the numbers come from
+  DeviceSpec device;
+
+  double matmul_efficiency = 0.7;        // fraction of dense peak for GEMMs
+  double attention_efficiency = 0.5;     // fraction of dense peak for flash attention
+  double memory_efficiency = 0.85;       // fraction of HBM bandwidth for element-wise kernels
+  double kernel_launch_us = 0;           // fixed cost added to every bandwidth-bound kernel
+
+  int scale_up_domain_size = 8;          // GPUs joined by NVLink/NVSwitch (72 on NVL72)
+  NetworkTier scale_up;                  // gpu_gb_s = per-GPU NVLink bandwidth, one direction
+  int gpus_per_node = 8;                 // GPUs sharing one node's NICs
+  int nics_per_node = 8;
+  double nic_gb_s = 50;                  // one NIC, one direction
+  NetworkTier scale_out;                 // gpu_gb_s derived: nics_per_node * nic_gb_s / gpus_per_node
+
+  std::string efficiency_db;             // optional path to an efficiency database (empty = none)
+};
+
+}  // namespace calisim

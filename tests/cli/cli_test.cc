@@ -1,0 +1,112 @@
+// End-to-end tests of the `calisim` executable: exit codes, messages, JSON output.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+namespace {
+
+struct CmdResult {
+  int code;
+  std::string out;  // stdout and stderr together
+};
+
+CmdResult run(const std::string& args) {
+  const std::string cmd = std::string(CALISIM_EXE) + " " + args + " 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+std::string write_temp(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+TEST(Cli, FlagshipSimulationPrintsTables) {
+  const CmdResult r = run("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm");
+  EXPECT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("duration_time_per_iter"), std::string::npos);
+  EXPECT_NE(r.out.find("MFU"), std::string::npos);
+  EXPECT_NE(r.out.find("qkv_proj"), std::string::npos);
+  EXPECT_NE(r.out.find("roofline"), std::string::npos);
+}
+
+TEST(Cli, JsonIsOneDocumentWithSimuMaxFields) {
+  const CmdResult r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  for (const char* k : {"duration_time_per_iter_s", "chunk_time_s", "all_tokens_per_iter", "mfu", "mfu_6nd",
+                        "mfu_6nd_with_attn", "throughput_per_accelerator"}) {
+    EXPECT_TRUE(j["cost"].contains(k)) << k;
+  }
+  for (const char* k : {"model_mem_bytes", "fwd_activation_cache_per_micro_batch_bytes",
+                        "peak_activation_mem_in_1F1B_bytes", "fwd_peak_allocated_mem_bytes",
+                        "bwd_peak_allocated_mem_bytes", "peak_mem_bytes", "peak_mem_with_reserved_bytes", "peak_path"}) {
+    EXPECT_TRUE(j["stages"][0]["memory"].contains(k)) << k;
+  }
+  EXPECT_GT(j["efficiency_sources"]["kernels_per_source"]["roofline"].get<int>(), 0);
+}
+
+TEST(Cli, SetOverridesAField) {
+  const CmdResult a = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
+  const CmdResult b = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json "
+                    "--set system.device.peak_tflops.bf16=1978");
+  ASSERT_EQ(b.code, 0) << b.out;
+  EXPECT_LT(nlohmann::json::parse(b.out)["cost"]["duration_time_per_iter_s"].get<double>(),
+            nlohmann::json::parse(a.out)["cost"]["duration_time_per_iter_s"].get<double>());
+}
+
+TEST(Cli, TraceFileIsChromeTraceJson) {
+  const std::string path = ::testing::TempDir() + "calisim_trace.json";
+  const CmdResult r = run("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --no-ops --trace " + path);
+  ASSERT_EQ(r.code, 0) << r.out;
+  std::ifstream in(path);
+  const auto j = nlohmann::json::parse(in);
+  EXPECT_GT(j["traceEvents"].size(), 100u);
+}
+
+TEST(Cli, BadInputExitsTwoWithFileFieldAndExpectation) {
+  const std::string bad = write_temp("bad_strategy.json", R"({"seq_len": 4096, "micro_batch_num": 4, "tp_size": "8"})");
+  CmdResult r = run("simulate --model llama3-8b --strategy " + bad + " --system h100-sxm");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad_strategy.json"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("tp_size"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected an integer"), std::string::npos) << r.out;
+
+  r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --set strategy.tp_size=3");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("divisible"), std::string::npos) << r.out;
+
+  r = run("simulate --model no-such-model --strategy llama3-8b-8gpu --system h100-sxm");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no shipped models config named 'no-such-model'"), std::string::npos) << r.out;
+
+  r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("--system"), std::string::npos) << r.out;
+}
+
+TEST(Cli, ConfigsListShowVersionHelp) {
+  CmdResult r = run("configs list systems");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("h100-sxm"), std::string::npos);
+  r = run("configs show llama3-70b");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("70.55"), std::string::npos) << r.out;
+  r = run("--version");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("calisim"), std::string::npos);
+  r = run("simulate --help");
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.out.find("--strategy"), std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,128 @@
+#include "db/simumax_import.h"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+
+#include "core/error.h"
+#include "db/db_efficiency_model.h"
+#include "db_test_util.h"
+
+namespace calisim::db {
+namespace {
+
+const std::string kDevice = "NVIDIA A100 PCIe 80GB";
+std::string a100() { return testing::fixture("simumax/system/a100_pcie.json"); }
+
+const GemmRow* find_gemm(const MeasurementSet& s, const GemmKey& k) {
+  for (const auto& r : s.gemm) {
+    if (r.key == k) return &r;
+  }
+  return nullptr;
+}
+
+TEST(SimumaxImport, ReadsEveryTableOfTheA100File) {
+  const SimumaxImport imp = read_simumax_system(a100(), kDevice);
+  EXPECT_EQ(imp.alias, "a100_pcie_bf16");
+  EXPECT_DOUBLE_EQ(imp.device.peak_tflops[static_cast<int>(DType::bf16)], 312);
+  EXPECT_DOUBLE_EQ(imp.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)], 624);
+  EXPECT_NEAR(imp.device.hbm_gb_s, 1600 * 1.073741824, 1e-9);
+  const MeasurementSet& s = imp.batch.rows;
+  EXPECT_EQ(s.gemm.size(), 183u + 12u);  // matmul + group_matmul
+  EXPECT_EQ(s.attention.size(), 24u);    // sdp_fwd + sdp_bwd
+  EXPECT_EQ(s.memory_fits.size(), 4u);   // default, permute_fwd, permute_bwd, ce
+  EXPECT_EQ(s.collective_fits.size(), 20u);
+  EXPECT_FALSE(imp.warnings.empty());    // dp_fixed_bw is reported, not imported
+  EXPECT_EQ(imp.batch.run.source, Source::imported);
+}
+
+TEST(SimumaxImport, MapsGemmKeysByTheMegatronConvention) {
+  const MeasurementSet s = read_simumax_system(a100(), kDevice).batch.rows;
+  // "b=1, m=4096, k=5120, n=1536, layout=TN, accumulate=False, out_dtype=bf16": 0.7876672065615554
+  const GemmRow* fwd = find_gemm(s, GemmKey{4096, 1536, 5120, 1, DType::bf16, GemmLayout::TN, false});
+  ASSERT_NE(fwd, nullptr);
+  EXPECT_DOUBLE_EQ(fwd->efficiency, 0.7876672065615554);
+  EXPECT_NEAR(fwd->tflops, 0.7876672065615554 * 312, 1e-9);
+  EXPECT_NEAR(fwd->stats.median_s, fwd->key.flops() / (fwd->tflops * 1e12), 1e-15);
+  // "b=1, m=1536, k=4096, n=5120, layout=NT, accumulate=True, out_dtype=fp32": 0.6244545650481178
+  const GemmRow* wgrad = find_gemm(s, GemmKey{1536, 5120, 4096, 1, DType::bf16, GemmLayout::NT, true});
+  ASSERT_NE(wgrad, nullptr);
+  EXPECT_DOUBLE_EQ(wgrad->efficiency, 0.6244545650481178);
+  // group_matmul ng=40, M=616, N=3072, K=5120 stage=bwd_grad_w: 0.5196854178569805 -> NT m=N k=M n=K.
+  const GemmRow* grouped = find_gemm(s, GemmKey{3072, 5120, 616, 40, DType::bf16, GemmLayout::NT, true});
+  ASSERT_NE(grouped, nullptr);
+  EXPECT_DOUBLE_EQ(grouped->efficiency, 0.5196854178569805);
+  EXPECT_NE(find_gemm(s, GemmKey{616, 5120, 3072, 40, DType::bf16, GemmLayout::NN, false}), nullptr);
+}
+
+TEST(SimumaxImport, RescalesAttentionToCausalFlops) {
+  const MeasurementSet s = read_simumax_system(a100(), kDevice).batch.rows;
+  AttentionKey k;
+  k.batch = 1, k.heads_q = k.heads_kv = 128, k.seq_q = k.seq_kv = 4096, k.head_dim_qk = 192, k.head_dim_v = 128;
+  k.causal = true;
+  bool fwd_found = false, bwd_found = false;
+  for (const auto& r : s.attention) {
+    if (r.key == k) {
+      EXPECT_NEAR(r.efficiency, 1.0729673001633662 / 2, 1e-12);  // SimuMax counts non-causal FLOPs
+      fwd_found = true;
+    }
+    AttentionKey kb = k;
+    kb.direction = AttentionDirection::backward;
+    if (r.key == kb) {
+      EXPECT_NEAR(r.efficiency, 0.8018473732899901 / 2, 1e-12);
+      bwd_found = true;
+    }
+    EXPECT_LE(r.efficiency, 1.0) << to_string(r.key);
+  }
+  EXPECT_TRUE(fwd_found && bwd_found);
+}
+
+TEST(SimumaxImport, ExpressesEfficienciesAgainstAnExistingDevicesPeak) {
+  DeviceRecord faster = testing::test_device(kDevice);
+  faster.peak_tflops[static_cast<int>(DType::bf16)] = 624;  // twice the file's 312
+  const MeasurementSet s = read_simumax_system(a100(), kDevice, &faster).batch.rows;
+  const GemmRow* fwd = find_gemm(s, GemmKey{4096, 1536, 5120, 1, DType::bf16, GemmLayout::TN, false});
+  ASSERT_NE(fwd, nullptr);
+  EXPECT_NEAR(fwd->efficiency, 0.7876672065615554 / 2, 1e-12);
+}
+
+using SimumaxDbTest = testing::ScratchDir;
+
+TEST_F(SimumaxDbTest, ImportedFileServesTheSimulatorsKeys) {
+  {
+    auto db = EfficiencyDb::open(path("s.db"), OpenMode::create);
+    import_simumax_system(db, a100(), kDevice);
+    EXPECT_EQ(db.summary(kDevice).gemm, 195);
+  }
+  const auto model =
+      load_db_efficiency_model(path("s.db"), "a100_pcie_bf16", std::make_shared<testing::ConstantModel>());
+  const Efficiency e = model->gemm(GemmKey{4096, 1536, 5120, 1, DType::bf16, GemmLayout::TN, false});
+  EXPECT_EQ(e.source, EfficiencySource::measured);
+  EXPECT_DOUBLE_EQ(e.value, 0.7876672065615554);
+  const Efficiency ar = model->collective(CollectiveKey{CollectiveOp::all_reduce, 1 << 28, 8, 8, DType::bf16});
+  EXPECT_EQ(ar.source, EfficiencySource::interpolated);
+  EXPECT_GT(ar.value, 0.40);
+  EXPECT_LT(ar.value, 0.4176);
+}
+
+TEST_F(SimumaxDbTest, MalformedFilesNameTheEntry) {
+  std::ofstream(path("bad.json")) << R"({"accelerator": {"op": {"matmul": {"tflops": 312,
+      "accurate_efficient_factor": {"b=1, m=4096, k=5120, layout=TN, accumulate=False": 0.7}}}}})";
+  try {
+    read_simumax_system(path("bad.json"), kDevice);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().find("accelerator.op.matmul.accurate_efficient_factor"), std::string::npos) << e.what();
+    EXPECT_NE(e.problem().find("'n'"), std::string::npos) << e.what();
+  }
+  std::ofstream(path("syntax.json")) << "{\n  \"accelerator\": {\n    \"op\": [1,\n  }\n}";
+  try {
+    read_simumax_system(path("syntax.json"), kDevice);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_NE(e.where().find("line 4"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace calisim::db

@@ -1,0 +1,112 @@
+// Activation bytes per layer against Korthikanti et al. 2022 ("Reducing Activation Recomputation
+// in Large Transformer Models"), eqs. for tensor + sequence parallelism: 34·s·b·h/t with SP
+// (+5·a·s²·b/t when attention scores are materialised), and s·b·h·(10 + 24/t + 5·a·s/(h·t))
+// without SP. Their count assumes MHA, a 4h MLP, fp16 and dropout.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <numeric>
+
+#include "simulator/layer_ops.h"
+#include "test_support.h"
+
+namespace calisim {
+namespace {
+
+using testing_support::gpt_model;
+using testing_support::strategy_from_json;
+
+double layer_act(const ModelOps& ops) {
+  double sum = 0;
+  for (const auto& op : ops.layer) sum += op.act_bytes;
+  return sum;
+}
+
+StrategyConfig korthikanti_strategy(const ModelConfig& m, int tp, bool sp, bool flash) {
+  return strategy_from_json(
+      nlohmann::json({{"seq_len", 2048}, {"micro_batch_size", 2}, {"micro_batch_num", 1}, {"world_size", tp},
+                      {"tp_size", tp}, {"dtype", "fp16"}, {"enable_sequence_parallel", sp}, {"enable_dropout", true},
+                      {"use_flash_sdp", flash}})
+          .dump(),
+      m);
+}
+
+TEST(ActivationMemory, SequenceParallelFlashIs34sbhOverT) {
+  const ModelConfig m = gpt_model(6144, 64, 48, 51200);
+  for (int t : {1, 2, 8}) {
+    const StrategyConfig s = korthikanti_strategy(m, t, true, true);
+    const double sbh = 2048.0 * 2 * 6144;
+    EXPECT_NEAR(layer_act(build_model_ops(m, s, 8)) / (34.0 * sbh / t), 1.0, 0.02) << "tp " << t;
+  }
+}
+
+TEST(ActivationMemory, MaterialisedScoresAdd5as2bOverT) {
+  const ModelConfig m = gpt_model(6144, 64, 48, 51200);
+  const int t = 8;
+  const StrategyConfig s = korthikanti_strategy(m, t, true, false);
+  const double sbh = 2048.0 * 2 * 6144;
+  const double expected = 34.0 * sbh / t + 5.0 * 64 * 2048.0 * 2048 * 2 / t;
+  EXPECT_NEAR(layer_act(build_model_ops(m, s, 8)) / expected, 1.0, 0.02);
+}
+
+TEST(ActivationMemory, WithoutSequenceParallel) {
+  const ModelConfig m = gpt_model(6144, 64, 48, 51200);
+  const int t = 8;
+  const StrategyConfig s = korthikanti_strategy(m, t, false, false);
+  const double sbh = 2048.0 * 2 * 6144;
+  const double expected = sbh * (10.0 + 24.0 / t + 5.0 * 64 * 2048 / (6144.0 * t));
+  EXPECT_NEAR(layer_act(build_model_ops(m, s, 8)) / expected, 1.0, 0.02);
+}
+
+TEST(ActivationMemory, FullRecomputeKeepsOnlyTheLayerInput) {
+  const ModelConfig m = gpt_model(4096, 32, 8, 51200);
+  StrategyConfig s = korthikanti_strategy(m, 4, true, true);
+  s.recompute_granularity = RecomputeGranularity::full_block;
+  s.recompute_layer_num = 8;
+  const ModelOps ops = build_model_ops(m, s, 8);
+  const RecomputePlan plan = recompute_plan(ops.layer, s);
+  double kept = 0;
+  for (std::size_t i = 0; i < ops.layer.size(); ++i) {
+    if (!plan.recomputed[i] || plan.keeps_input[i]) kept += ops.layer[i].act_bytes;
+  }
+  EXPECT_DOUBLE_EQ(kept, 2048.0 * 2 * 4096 * 2 / 4);  // 2·s·b·h/t bytes
+  EXPECT_DOUBLE_EQ(kept, ops.layer_input_bytes);
+}
+
+TEST(ActivationMemory, SelectiveAttentionRecomputeDropsScoresOnly) {
+  // Korthikanti's selective recompute of the attention core removes exactly the 5·a·s²·b/t term
+  // (Megatron's `--recompute-granularity selective`, our "sdp_only").
+  const ModelConfig m = gpt_model(6144, 64, 48, 51200);
+  StrategyConfig s = korthikanti_strategy(m, 8, true, false);
+  s.recompute_granularity = RecomputeGranularity::sdp_only;
+  s.recompute_layer_num = 48;
+  const ModelOps ops = build_model_ops(m, s, 8);
+  const RecomputePlan plan = recompute_plan(ops.layer, s);
+  double kept = 0;
+  for (std::size_t i = 0; i < ops.layer.size(); ++i) {
+    if (!plan.recomputed[i] || plan.keeps_input[i]) kept += ops.layer[i].act_bytes;
+  }
+  const double sbh = 2048.0 * 2 * 6144;
+  EXPECT_NEAR(kept / (34.0 * sbh / 8), 1.0, 0.02);
+}
+
+TEST(ActivationMemory, SwiGluAndGqaChangeTheCount) {
+  ModelConfig m = gpt_model(4096, 32, 4, 32000);
+  ModelConfig llama = m;
+  llama.use_swiglu = true;
+  llama.intermediate_size = 11008;
+  llama.kv_head_num = 8;
+  const StrategyConfig s1 = korthikanti_strategy(m, 1, false, true);
+  const StrategyConfig s2 = korthikanti_strategy(llama, 1, false, true);
+  const double sbh = 2048.0 * 2 * 4096;
+  // Per token, in s·b·h units: norms 2+2, QKV input 2, Q 2, K+V 2·2·(8/32) = 1, O 2, FC1 input 2,
+  // dropout masks 1+1 = 15; SwiGLU keeps its 2f-wide input (4 bytes·f) and FC2 its f-wide input.
+  const double T = 2048.0 * 2;
+  const double expected = 15.0 * sbh + T * (4.0 * 11008 + 2.0 * 11008);
+  EXPECT_NEAR(layer_act(build_model_ops(llama, s2, 8)) / expected, 1.0, 0.02);
+  EXPECT_NE(layer_act(build_model_ops(m, s1, 8)), layer_act(build_model_ops(llama, s2, 8)));
+}
+
+}  // namespace
+}  // namespace calisim

@@ -1,0 +1,43 @@
+#include "test_support.h"
+
+#include "simulator/config_loader.h"
+
+namespace calisim::testing_support {
+
+ModelConfig shipped_model(const std::string& name) {
+  const std::string path = std::string(CALISIM_CONFIG_DIR) + "/models/" + name + ".json";
+  ModelConfig m = parse_model(read_json_file(path), path, nullptr);
+  if (m.model_name.empty()) m.model_name = name;
+  return m;
+}
+
+SystemConfig shipped_system(const std::string& name) {
+  const std::string path = std::string(CALISIM_CONFIG_DIR) + "/systems/" + name + ".json";
+  return parse_system(read_json_file(path), path);
+}
+
+StrategyConfig strategy_from_json(const std::string& json_text, const ModelConfig& model) {
+  StrategyConfig s = parse_strategy(nlohmann::json::parse(json_text), "test-strategy");
+  validate_layout(model, s, "test-strategy", "test-model");
+  return s;
+}
+
+ModelConfig gpt_model(long long h, long long a, long long layers, long long vocab) {
+  ModelConfig m;
+  m.model_name = "gpt-test";
+  m.hidden_size = h;
+  m.head_num = a;
+  m.kv_head_num = a;
+  m.head_size = h / a;
+  m.intermediate_size = 4 * h;
+  m.layer_num = layers;
+  m.vocab_size = vocab;
+  m.use_swiglu = false;
+  m.norm_type = NormType::layernorm;
+  m.position_embedding_type = PositionEmbedding::learned_absolute;
+  m.untie_embeddings_and_output_weights = false;
+  m.add_bias_linear = true;
+  return m;
+}
+
+}  // namespace calisim::testing_support

@@ -1,0 +1,20 @@
+// Helpers shared by the simulator tests: load shipped configs by name.
+#pragma once
+
+#include <string>
+
+#include "simulator/model_config.h"
+#include "simulator/strategy_config.h"
+#include "simulator/system_config.h"
+
+namespace calisim::testing_support {
+
+ModelConfig shipped_model(const std::string& name);
+SystemConfig shipped_system(const std::string& name);
+// A strategy from JSON text, validated against `model`.
+StrategyConfig strategy_from_json(const std::string& json_text, const ModelConfig& model);
+
+// A GPT-style model as Korthikanti et al. count activations: MHA, LayerNorm, 4h GeLU MLP.
+ModelConfig gpt_model(long long h, long long a, long long layers, long long vocab);
+
+}  // namespace calisim::testing_support
