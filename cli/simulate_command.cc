@@ -10,6 +10,7 @@
 #include "cli/config_catalog.h"
 #include "cli/table.h"
 #include "core/error.h"
+#include "db/db_efficiency_model.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/result_json.h"
 #include "simulator/simulate.h"
@@ -19,7 +20,7 @@ namespace calisim::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string model, strategy, system, trace_file;
+  std::string model, strategy, system, trace_file, db;
   std::vector<std::string> overrides;
   bool json = false;
   bool no_ops = false;
@@ -96,7 +97,10 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   for (int i = 0; i < kEfficiencySourceCount; ++i) {
     src += fmt::format("{}{} {}", i ? ", " : "", r.kernels_per_source[i], to_string(static_cast<EfficiencySource>(i)));
   }
-  out += "efficiency sources (kernel lookups): " + src + "\n";
+  out += "efficiency sources (kernel lookups): " + src +
+         (r.efficiency_db.empty() ? " (no database: roofline defaults of the system file)"
+                                  : " (database " + r.efficiency_db + ")") +
+         "\n";
   if (!r.roofline_keys.empty()) {
     out += fmt::format("  {} distinct kernel keys fell back to roofline (list with --json)\n", r.roofline_keys.size());
   }
@@ -104,12 +108,27 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   return out;
 }
 
+// The database named by --db, else by the system file's "efficiency_db" (relative paths are
+// relative to the system file), else none.
+std::string database_path(const SimulateArgs& a, const RunConfigs& rc) {
+  if (!a.db.empty()) return a.db;
+  if (rc.system.efficiency_db.empty()) return "";
+  std::filesystem::path p(rc.system.efficiency_db);
+  if (p.is_relative()) p = std::filesystem::path(rc.system_file).parent_path() / p;
+  return p.string();
+}
+
 void run(const SimulateArgs& a) {
   RunConfigs rc = load_run_configs(a.model, a.strategy, a.system, a.overrides);
-  DefaultEfficiencyModel roofline(rc.system);
+  auto roofline = std::make_shared<const DefaultEfficiencyModel>(rc.system);
+  std::shared_ptr<const EfficiencyModel> eff = roofline;
+  const std::string db = database_path(a, rc);
+  // Resolution order (ARCHITECTURE.md): rows of this device in the database, then roofline.
+  if (!db.empty()) eff = load_db_efficiency_model(db, rc.system.device.name, roofline);
   SimulateOptions opt;
   opt.trace = !a.trace_file.empty();
-  SimulationResult r = simulate(rc.model, rc.strategy, rc.system, roofline, opt);
+  SimulationResult r = simulate(rc.model, rc.strategy, rc.system, *eff, opt);
+  r.efficiency_db = db;
   r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
   if (!a.trace_file.empty()) {
@@ -140,6 +159,9 @@ void register_simulate(CLI::App& app) {
   sub->add_flag("--json", args->json, "print one JSON document instead of tables");
   sub->add_flag("--no-ops", args->no_ops, "omit the per-op table");
   sub->add_option("--trace", args->trace_file, "write a Chrome/Perfetto trace of one iteration to FILE");
+  sub->add_option("--db", args->db,
+                  "efficiency database (SQLite) to take measured efficiencies from; default: the system file's "
+                  "efficiency_db, if any");
   sub->callback([args] { run(*args); });
 }
 

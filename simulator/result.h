@@ -81,6 +81,7 @@ struct SimulationResult {
 
   std::array<int, kEfficiencySourceCount> kernels_per_source{};
   std::vector<std::string> roofline_keys;  // unique, sorted
+  std::string efficiency_db;              // database the efficiencies came from (empty: none)
   std::vector<std::string> warnings;
   double device_memory_bytes = 0;
   bool fits_in_memory = true;

@@ -102,7 +102,9 @@ nlohmann::json to_json(const SimulationResult& r) {
   for (int i = 0; i < kEfficiencySourceCount; ++i) {
     sources[std::string(to_string(static_cast<EfficiencySource>(i)))] = r.kernels_per_source[i];
   }
-  j["efficiency_sources"] = {{"kernels_per_source", sources}, {"roofline_keys", r.roofline_keys}};
+  j["efficiency_sources"] = {{"database", r.efficiency_db.empty() ? json(nullptr) : json(r.efficiency_db)},
+                             {"kernels_per_source", sources},
+                             {"roofline_keys", r.roofline_keys}};
   j["warnings"] = r.warnings;
   return j;
 }

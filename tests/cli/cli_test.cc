@@ -110,3 +110,36 @@ TEST(Cli, ConfigsListShowVersionHelp) {
 }
 
 }  // namespace
+
+namespace {
+
+// The calibrated path end to end: import SimuMax's measured A100-PCIe table into a database and
+// simulate a run of the same machine with it; every kernel must come from the database.
+TEST(Cli, SimulateWithDatabaseUsesMeasuredEfficiencies) {
+  const std::string db = ::testing::TempDir() + "calisim_cli_a100.db";
+  std::remove(db.c_str());
+  CmdResult r = run("db import " + db + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
+                    "/simumax/system/a100_pcie.json --device \"NVIDIA A100 PCIe 80GB\"");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string strategy = write_temp(
+      "a100_tp1_pp2.json",
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "pp_size": 2})");
+  const std::string base =
+      "simulate --model llama3-70b --set model.layer_num=12 --strategy " + strategy + " --system a100-pcie-80g --json";
+  r = run(base + " --db " + db);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const auto& src = j["efficiency_sources"]["kernels_per_source"];
+  EXPECT_GT(src["measured"].get<int>(), 0);
+  EXPECT_EQ(src["roofline"].get<int>(), 0) << j["efficiency_sources"]["roofline_keys"].dump();
+  EXPECT_EQ(j["efficiency_sources"]["database"].get<std::string>(), db);
+  // Without the database the same run is all roofline.
+  const auto plain = nlohmann::json::parse(run(base).out);
+  EXPECT_EQ(plain["efficiency_sources"]["kernels_per_source"]["measured"].get<int>(), 0);
+  // A device the database does not hold is a clear input error.
+  r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --db " + db);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("NVIDIA A100 PCIe 80GB"), std::string::npos) << r.out;
+}
+
+}  // namespace
