@@ -7,89 +7,12 @@
 
 #include "core/error.h"
 #include "simulator/comm_model.h"
-#include "simulator/layer_ops.h"
+#include "simulator/model_costs.h"
 #include "simulator/op_cost.h"
 #include "simulator/pipeline_schedule.h"
 
 namespace calisim {
 namespace {
-
-// Sums of one op list's costs, split the way the pipeline and memory models need them.
-struct BlockCost {
-  double fwd_s = 0, bwd_s = 0;        // incl. exposed TP comm
-  double tp_comm_fwd_s = 0, tp_comm_bwd_s = 0;
-  double recompute_fwd_s = 0;         // forward rerun before backward, for a recomputed block
-  double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
-  double act_bytes = 0;               // kept per micro-batch without recompute
-  double act_bytes_recomputed = 0;    // kept when recomputed
-  double fwd_transient_bytes = 0;     // largest extra live bytes while running forward
-  double bwd_transient_bytes = 0;     // largest extra live bytes while running backward
-};
-
-const char* kind_name(OpKind k) {
-  switch (k) {
-    case OpKind::gemm: return "gemm";
-    case OpKind::attention: return "attention";
-    case OpKind::memory: return "memory";
-  }
-  return "memory";
-}
-
-std::string fwd_key_of(const LayerOp& op) {
-  switch (op.kind) {
-    case OpKind::gemm: return to_string(op.gemm_fwd);
-    case OpKind::attention: return to_string(op.attn_fwd);
-    case OpKind::memory: return to_string(op.mem_fwd);
-  }
-  return "";
-}
-
-BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan, const OpCoster& coster,
-                     SourceTally* tally, const char* scope, std::vector<OpReport>* report) {
-  BlockCost b;
-  for (std::size_t i = 0; i < ops.size(); ++i) {
-    const LayerOp& op = ops[i];
-    const OpTiming t = coster.cost(op, tally);
-    b.fwd_s += t.fwd_s();
-    b.bwd_s += t.bwd_s();
-    b.tp_comm_fwd_s += t.fwd_comm_s;
-    b.tp_comm_bwd_s += t.bwd_comm_s;
-    b.fwd_flops += op.fwd_flops();
-    b.bwd_flops += op.bwd_flops();
-    b.act_bytes += op.act_bytes;
-    b.bwd_transient_bytes = std::max(b.bwd_transient_bytes, op.transient_bytes + 2 * op.act_bytes);
-    const bool rc = plan && plan->recomputed[i];
-    if (!rc || plan->keeps_input[i]) b.act_bytes_recomputed += op.act_bytes;
-    if (rc) {
-      const bool last_of_run = i + 1 == ops.size() || !plan->recomputed[i + 1];
-      if (!(plan->skip_last_forward && last_of_run)) {
-        b.recompute_fwd_s += t.fwd_s();
-        b.recompute_flops += op.fwd_flops();
-      }
-    }
-    if (report) {
-      OpReport r;
-      r.name = op.name;
-      r.scope = scope;
-      r.kind = kind_name(op.kind);
-      r.fwd_s = t.fwd_compute_s;
-      r.bwd_s = t.bwd_compute_s;
-      r.fwd_comm_s = t.fwd_comm_s;
-      r.bwd_comm_s = t.bwd_comm_s;
-      r.fwd_flops = op.fwd_flops();
-      r.bwd_flops = op.bwd_flops();
-      r.act_bytes = op.act_bytes;
-      r.efficiency = t.efficiency;
-      r.source = std::string(to_string(t.source));
-      r.fwd_key = fwd_key_of(op);
-      r.recomputed = rc;
-      report->push_back(std::move(r));
-    }
-  }
-  // Forward transients: logits and cross-entropy working copies on the last stage.
-  for (const LayerOp& op : ops) b.fwd_transient_bytes = std::max(b.fwd_transient_bytes, op.transient_bytes);
-  return b;
-}
 
 std::string recompute_description(const StrategyConfig& s) {
   if (!s.recompute_active()) return "none";
@@ -123,6 +46,12 @@ constexpr double kGB = 1e9;
 
 SimulationResult simulate(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
                           const EfficiencyModel& eff, const SimulateOptions& opt) {
+  const ModelCosts mc = cost_model(model, st, sys, eff, opt.details);
+  return assemble(model, st, sys, eff, mc, opt);
+}
+
+SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
+                          const EfficiencyModel& eff, const ModelCosts& mc, const SimulateOptions& opt) {
   SimulationResult res;
   res.model_name = model.model_name;
   res.system_name = sys.name;
@@ -151,16 +80,15 @@ SimulationResult simulate(const ModelConfig& model, const StrategyConfig& st, co
     throw InputError(sys.name, "device.peak_tflops", e.what());
   }
 
-  const ModelOps ops = build_model_ops(model, st, sys.scale_up_domain_size);
-  const RecomputePlan plan = recompute_plan(ops.layer, st);
   const OpCoster coster(sys, eff);
   SourceTally tally;
-  std::vector<std::string> roofline_keys;
-  if (opt.details) tally.roofline_keys = &roofline_keys;
-  std::vector<OpReport>* report = opt.details ? &res.ops : nullptr;
-  const BlockCost layer = cost_block(ops.layer, &plan, coster, &tally, "layer", report);
-  const BlockCost emb = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report);
-  const BlockCost head = cost_block(ops.head, nullptr, coster, &tally, "head", report);
+  tally.kernels = mc.kernels_per_source;
+  std::vector<std::string> stage_keys;  // roofline keys of the per-layout collectives and optimizer
+  if (opt.details) tally.roofline_keys = &stage_keys;
+  if (opt.details) res.ops = mc.ops;
+  const BlockCost& layer = mc.layer;
+  const BlockCost& emb = mc.embedding;
+  const BlockCost& head = mc.head;
 
   const int p = st.pp_size, v = st.interleaving_size, m = static_cast<int>(st.micro_batch_num);
   const int stages = p * v;
@@ -206,7 +134,7 @@ SimulationResult simulate(const ModelConfig& model, const StrategyConfig& st, co
   double p2p_s = 0;
   if (p > 1) {
     const int stride = st.tp_size * st.cp_size * st.dp_size;
-    CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(ops.p2p_bytes), 2,
+    CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(mc.p2p_bytes), 2,
                     ranks_per_domain(2, stride, sys.scale_up_domain_size), st.dtype};
     p2p_s = coster.collective_s(k, &tally);
   }
@@ -372,7 +300,8 @@ SimulationResult simulate(const ModelConfig& model, const StrategyConfig& st, co
 
   res.kernels_per_source = tally.kernels;
   if (opt.details) {
-    std::set<std::string> uniq(roofline_keys.begin(), roofline_keys.end());
+    std::set<std::string> uniq(mc.roofline_keys.begin(), mc.roofline_keys.end());
+    uniq.insert(stage_keys.begin(), stage_keys.end());
     res.roofline_keys.assign(uniq.begin(), uniq.end());
   }
   if (opt.trace) res.events = std::move(pipe.events);

@@ -4,6 +4,7 @@
 
 #include "core/efficiency_model.h"
 #include "simulator/model_config.h"
+#include "simulator/model_costs.h"
 #include "simulator/result.h"
 #include "simulator/strategy_config.h"
 #include "simulator/system_config.h"
@@ -20,5 +21,10 @@ struct SimulateOptions {
 // the device.
 SimulationResult simulate(const ModelConfig& model, const StrategyConfig& strategy, const SystemConfig& system,
                           const EfficiencyModel& efficiency, const SimulateOptions& options = {});
+
+// Phase 2 alone: stages, pipeline schedule, DP communication, memory and metrics from costs made
+// by cost_model() for a strategy with the same layer_cost_key(). simulate() = assemble(cost_model()).
+SimulationResult assemble(const ModelConfig& model, const StrategyConfig& strategy, const SystemConfig& system,
+                          const EfficiencyModel& efficiency, const ModelCosts& costs, const SimulateOptions& options);
 
 }  // namespace calisim
