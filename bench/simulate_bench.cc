@@ -1,6 +1,6 @@
 // One full simulation of Llama-3-70B on 1024 H100s (tp 8, pp 8, vpp 5, gbs 1024, seq 8192):
 // op construction, costing through the EfficiencyModel, the event-driven interleaved schedule
-// and memory. Target: < 50 µs on a 2-core machine.
+// and memory. Target: < 50 µs on a 2-core machine. Plus a MoE case (DeepSeek-V3).
 #include <benchmark/benchmark.h>
 
 #include "simulator/config_loader.h"
@@ -15,35 +15,42 @@ struct Fixture {
   ModelConfig model;
   StrategyConfig strategy;
   SystemConfig system;
-  Fixture() {
+  Fixture(const std::string& model_name, const std::string& strategy_name) {
     const std::string root = CALISIM_CONFIG_DIR;
-    model = parse_model(read_json_file(root + "/models/llama3-70b.json"), "llama3-70b", nullptr);
-    strategy = parse_strategy(read_json_file(root + "/strategies/llama3-70b-1024gpu-vpp5.json"), "strategy");
+    model = parse_model(read_json_file(root + "/models/" + model_name + ".json"), model_name, nullptr);
+    strategy = parse_strategy(read_json_file(root + "/strategies/" + strategy_name + ".json"), strategy_name);
     system = parse_system(read_json_file(root + "/systems/h100-sxm.json"), "h100-sxm");
     validate_layout(model, strategy, "strategy", "model");
   }
 };
 
-void BM_SimulateLlama3_70B_1024Gpus(benchmark::State& state) {
-  static const Fixture f;
+const Fixture& llama() {
+  static const Fixture f("llama3-70b", "llama3-70b-1024gpu-vpp5");
+  return f;
+}
+
+void run_simulations(benchmark::State& state, const Fixture& f, bool details) {
   const DefaultEfficiencyModel eff(f.system);
   SimulateOptions opt;
-  opt.details = false;
+  opt.details = details;
   for (auto _ : state) {
     SimulationResult r = simulate(f.model, f.strategy, f.system, eff, opt);
     benchmark::DoNotOptimize(r.duration_time_per_iter_s);
   }
 }
+
+void BM_SimulateLlama3_70B_1024Gpus(benchmark::State& state) { run_simulations(state, llama(), false); }
 BENCHMARK(BM_SimulateLlama3_70B_1024Gpus)->Unit(benchmark::kMicrosecond);
 
-void BM_SimulateWithDetails(benchmark::State& state) {
-  static const Fixture f;
-  const DefaultEfficiencyModel eff(f.system);
-  for (auto _ : state) {
-    SimulationResult r = simulate(f.model, f.strategy, f.system, eff);
-    benchmark::DoNotOptimize(r.duration_time_per_iter_s);
-  }
-}
+void BM_SimulateWithDetails(benchmark::State& state) { run_simulations(state, llama(), true); }
 BENCHMARK(BM_SimulateWithDetails)->Unit(benchmark::kMicrosecond);
+
+// DeepSeek-V3 (MLA, 3 dense + 58 MoE layers) on 1024 H100s: tp 2, pp 16 (uneven), ep 64, 64
+// micro-batches, with DP / TP / EP overlap and Megatron recompute modules.
+void BM_SimulateDeepSeekV3_1024Gpus(benchmark::State& state) {
+  static const Fixture f("deepseek-v3", "deepseek-v3-1024gpu");
+  run_simulations(state, f, false);
+}
+BENCHMARK(BM_SimulateDeepSeekV3_1024Gpus)->Unit(benchmark::kMicrosecond);
 
 }  // namespace

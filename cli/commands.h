@@ -11,6 +11,10 @@ namespace calisim::cli {
 
 void register_simulate(CLI::App& app);
 void register_configs(CLI::App& app);
+void register_search(CLI::App& app);
+void register_sweep(CLI::App& app);
 void register_db(CLI::App& app);
+void register_predict(CLI::App& app);
+void register_profile(CLI::App& app);
 
 }  // namespace calisim::cli

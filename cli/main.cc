@@ -18,7 +18,11 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   calisim::cli::register_simulate(app);
   calisim::cli::register_configs(app);
+  calisim::cli::register_search(app);
+  calisim::cli::register_sweep(app);
   calisim::cli::register_db(app);
+  calisim::cli::register_predict(app);
+  calisim::cli::register_profile(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

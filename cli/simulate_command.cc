@@ -8,10 +8,9 @@
 
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
+#include "cli/efficiency_source.h"
 #include "cli/table.h"
 #include "core/error.h"
-#include "db/db_efficiency_model.h"
-#include "simulator/default_efficiency.h"
 #include "simulator/result_json.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
@@ -58,10 +57,14 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   row("compute", r.compute_s);
   row("recompute", r.recompute_s);
   row("TP communication (exposed)", r.tp_comm_exposed_s);
+  if (r.cp > 1) row("CP communication (exposed)", r.cp_comm_exposed_s);
+  if (r.ep > 1 || r.etp > 1) row("EP communication (exposed)", r.ep_comm_exposed_s);
+  if (r.offload_exposed_s > 0) row("activation offload (exposed)", r.offload_exposed_s);
   row("pipeline bubble", r.bubble_s);
   row("PP send/recv (exposed)", r.pp_comm_exposed_s);
   row("DP communication (exposed)", r.dp_comm_exposed_s);
   row("optimizer step", r.optimizer_s);
+  if (r.straggler_s > 0) row("stragglers (system straggler_cv)", r.straggler_s);
   out += br.render() + "\n";
 
   Table st({"stage", "layers", "fwd ms/mb", "bwd ms/mb", "bubble", "dp comm s", "model GB", "act GB", "in flight",
@@ -108,23 +111,11 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   return out;
 }
 
-// The database named by --db, else by the system file's "efficiency_db" (relative paths are
-// relative to the system file), else none.
-std::string database_path(const SimulateArgs& a, const RunConfigs& rc) {
-  if (!a.db.empty()) return a.db;
-  if (rc.system.efficiency_db.empty()) return "";
-  std::filesystem::path p(rc.system.efficiency_db);
-  if (p.is_relative()) p = std::filesystem::path(rc.system_file).parent_path() / p;
-  return p.string();
-}
-
 void run(const SimulateArgs& a) {
   RunConfigs rc = load_run_configs(a.model, a.strategy, a.system, a.overrides);
-  auto roofline = std::make_shared<const DefaultEfficiencyModel>(rc.system);
-  std::shared_ptr<const EfficiencyModel> eff = roofline;
-  const std::string db = database_path(a, rc);
-  // Resolution order (ARCHITECTURE.md): rows of this device in the database, then roofline.
-  if (!db.empty()) eff = load_db_efficiency_model(db, rc.system.device.name, roofline);
+  const EfficiencyChoice source = make_efficiency_source(rc.system, rc.system_file, a.db);
+  const std::shared_ptr<const EfficiencyModel> eff = source.model;
+  const std::string& db = source.database;
   SimulateOptions opt;
   opt.trace = !a.trace_file.empty();
   SimulationResult r = simulate(rc.model, rc.strategy, rc.system, *eff, opt);

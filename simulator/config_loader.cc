@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -141,11 +142,61 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.num_layers_in_first_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_first_pipeline_stage", 0));
   s.num_layers_in_last_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_last_pipeline_stage", 0));
   s.zero_state = static_cast<int>(r.nonneg_int_or("zero_state", 1));
-  if (s.zero_state > 1) {
-    r.fail("zero_state", fmt::format("expected 0 (replicated optimizer) or 1 (distributed optimizer), got {}; "
-                                     "ZeRO-2/3 are not modeled yet",
+  if (s.zero_state > 3) {
+    r.fail("zero_state", fmt::format("expected 0 (replicated optimizer), 1 (distributed optimizer), 2 (+ sharded "
+                                     "gradients) or 3 (+ sharded parameters, FSDP), got {}",
                                      s.zero_state));
   }
+  const std::string cp_type = r.string_or("cp_comm_type", "p2p");
+  if (cp_type == "p2p") s.cp_comm_type = CpCommType::p2p;
+  else if (cp_type == "a2a") s.cp_comm_type = CpCommType::a2a;
+  else r.fail("cp_comm_type", "expected \"p2p\" (ring attention) or \"a2a\" (Ulysses); \"allgather\" and "
+                              "\"a2a+p2p\" are not modeled, got \"" + cp_type + "\"");
+
+  // MoE dispatch and overlap.
+  const std::string disp = r.string_or("moe_dispatcher_policy", "all2all");
+  // SimuMax downgrades the deprecated "all2all-seq" to "all2all"; Megatron spells it "alltoall".
+  if (disp == "all2all" || disp == "alltoall" || disp == "all2all-seq") s.moe_dispatcher = MoeDispatcher::all_to_all;
+  else if (disp == "allgather") s.moe_dispatcher = MoeDispatcher::all_gather;
+  else r.fail("moe_dispatcher_policy", "expected \"all2all\" or \"allgather\" (the DeepEP \"flex\" dispatcher is "
+                                       "not modeled), got \"" + disp + "\"");
+  s.dispatch_probs = r.bool_or("dispatch_probs", false);
+  s.moe_token_imbalance_factor = r.positive_number_or("moe_token_imbalance_factor", 1.0);
+  if (s.moe_token_imbalance_factor < 1.0) {
+    r.fail("moe_token_imbalance_factor", "expected >= 1 (busiest EP rank's routed tokens / the average), got " +
+                                             nlohmann::json(s.moe_token_imbalance_factor).dump());
+  }
+  s.moe_shared_expert_overlap = r.bool_or("moe_shared_expert_overlap", false);
+  s.overlap_moe_expert_parallel_comm = r.bool_or("overlap_moe_expert_parallel_comm", false);
+
+  // FP8: SimuMax's boolean "fp8" with Megatron's --fp8-recipe.
+  const bool fp8 = r.bool_or("fp8", false);
+  const std::string recipe = r.string_or("fp8_recipe", "delayed");
+  if (recipe != "delayed" && recipe != "tensorwise" && recipe != "blockwise" && recipe != "mxfp8") {
+    r.fail("fp8_recipe", "expected \"delayed\", \"tensorwise\", \"blockwise\" or \"mxfp8\", got \"" + recipe + "\"");
+  }
+  if (fp8) {
+    s.fp8 = recipe == "delayed" ? Fp8Recipe::delayed : recipe == "tensorwise" ? Fp8Recipe::tensorwise
+            : recipe == "blockwise"                  ? Fp8Recipe::blockwise
+                                                     : Fp8Recipe::mxfp8;
+  }
+
+  // Overlap switches, named as Megatron's flags.
+  s.overlap_grad_reduce = r.bool_or("overlap_grad_reduce", false);
+  s.overlap_param_gather = r.bool_or("overlap_param_gather", false);
+  s.bucket_size = r.positive_int_or("bucket_size", 0);
+  s.tp_comm_overlap = r.bool_or("tp_comm_overlap", false);
+  const auto p2p_overlap = r.opt_bool("overlap_p2p_comm");
+  const auto p2p_async = r.opt_bool("pp_comm_async");  // SimuMax's name for the same switch
+  if (p2p_overlap && p2p_async && *p2p_overlap != *p2p_async) {
+    r.fail("pp_comm_async", "contradicts overlap_p2p_comm (SimuMax's name for the same switch); give one of them");
+  }
+  s.overlap_p2p_comm = p2p_overlap.value_or(p2p_async.value_or(true));
+
+  // Offload.
+  s.cpu_offloading_num_layers = static_cast<int>(r.nonneg_int_or("cpu_offloading_num_layers", 0));
+  s.optimizer_cpu_offload = r.bool_or("optimizer_cpu_offload", false);
+  s.optimizer_offload_fraction = r.fraction_or("optimizer_offload_fraction", 1.0);
   s.enable_dropout = r.bool_or("enable_dropout", false);
   s.use_flash_sdp = r.bool_or("use_flash_sdp", true);
   s.use_math_sdp = r.bool_or("use_math_sdp", false);
@@ -155,6 +206,13 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.use_fused_swiglu = r.bool_or("use_fused_swiglu", true);
   s.use_fp32_accum_grad = r.bool_or("use_fp32_accum_grad", true);
   s.use_fused_grad_accumulation = r.bool_or("use_fused_grad_accumulation", true);
+  // SimuMax's name for weight-gradient accumulation fusion.
+  if (const auto accm = r.opt_bool("use_accm_weight")) {
+    if (doc.contains("use_fused_grad_accumulation") && *accm != s.use_fused_grad_accumulation) {
+      r.fail("use_accm_weight", "contradicts use_fused_grad_accumulation (SimuMax's name for the same switch)");
+    }
+    s.use_fused_grad_accumulation = *accm;
+  }
   s.grad_reduce_in_bf16 = r.bool_or("grad_reduce_in_bf16", false);
   s.cross_entropy_loss_fusion = r.bool_or("cross_entropy_loss_fusion", false);
 
@@ -181,24 +239,50 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
     if (s.mla_rms_recompute && !s.attn_recompute) r.fail("mla_rms_recompute", "requires attn_recompute: true");
     if (s.mlp_rms_recompute && !s.mlp_recompute) r.fail("mlp_rms_recompute", "requires mlp_recompute: true");
   }
+  // Megatron 0.14 output-discarding recompute: a list of modules instead of the SimuMax switches.
+  const bool megatron_rc = r.bool_or("megatron_recompute", false);
+  if (const nlohmann::json* mods = r.opt_array("megatron_recompute_modules")) {
+    for (const auto& mod : *mods) {
+      const std::string name = mod.is_string() ? mod.get<std::string>() : describe_json(mod);
+      if (name == "layernorm") s.megatron_recompute_modules |= kRecomputeLayernorm;
+      else if (name == "mla_up_proj") s.megatron_recompute_modules |= kRecomputeMlaUpProj;
+      else if (name == "moe_act") s.megatron_recompute_modules |= kRecomputeMoeAct;
+      else if (name == "mlp") s.megatron_recompute_modules |= kRecomputeMlp;
+      else if (name == "moe") s.megatron_recompute_modules |= kRecomputeMoe;
+      else {
+        r.fail("megatron_recompute_modules", "expected module names among \"layernorm\", \"mla_up_proj\", "
+                                             "\"moe_act\", \"mlp\", \"moe\" (\"core_attn\" is not supported), got " +
+                                                 name);
+      }
+    }
+  }
+  if (megatron_rc) {
+    if (s.recompute_granularity != RecomputeGranularity::selective) {
+      r.fail("megatron_recompute", "requires recompute_granularity \"selective_recompute\"");
+    }
+    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute) {
+      r.fail("megatron_recompute", "is mutually exclusive with attn_recompute / mla_rms_recompute / mlp_recompute / "
+                                   "mlp_rms_recompute");
+    }
+    if (s.megatron_recompute_modules == 0) r.fail("megatron_recompute_modules", "megatron_recompute needs modules");
+  } else {
+    s.megatron_recompute_modules = 0;
+  }
   s.mem_factor = r.fraction_or("mem_factor", 0.94);
 
-  // SimuMax / Megatron fields accepted for compatibility that do not change our results yet.
-  r.accept_not_modeled({"fp8", "moe_dispatcher_policy", "tp_net", "pp_net", "dp_net", "ep_net", "etp_net", "edp_net",
-                        "use_accm_weight", "cache_groupgemm_col_fp8_inputs", "offload_groupgemm_col_inputs",
-                        "dispatch_probs", "pp_schedule", "pp_comm_async", "attention_sparse_ratio",
-                        "megatron_recompute", "megatron_recompute_modules", "account_for_embedding_in_pipeline_split",
-                        "account_for_loss_in_pipeline_split"});
+  // SimuMax / Megatron fields accepted for compatibility that do not change our results: the
+  // per-dimension network selectors (calisim picks the tier from the topology) and the pipeline
+  // split accounting switches (the split is given explicitly by num_layers_in_*_pipeline_stage).
+  r.accept_not_modeled({"tp_net", "pp_net", "dp_net", "ep_net", "etp_net", "edp_net", "cache_groupgemm_col_fp8_inputs",
+                        "offload_groupgemm_col_inputs", "pp_schedule", "attention_sparse_ratio",
+                        "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
   s.not_modeled_fields = r.finish();
 
   // Values of not-modeled fields that would change results are errors, not warnings.
-  if (doc.contains("fp8") && doc["fp8"].is_boolean() && doc["fp8"].get<bool>()) {
-    r.fail("fp8", "FP8 training is not modeled yet; set \"fp8\": false");
-  }
-  if (doc.contains("megatron_recompute") && doc["megatron_recompute"].is_boolean() &&
-      doc["megatron_recompute"].get<bool>()) {
-    r.fail("megatron_recompute", "Megatron 0.14 output-discarding recompute is not modeled yet; "
-                                 "use recompute_granularity with attn_recompute/mlp_recompute");
+  if (doc.contains("offload_groupgemm_col_inputs") && doc["offload_groupgemm_col_inputs"].is_boolean() &&
+      doc["offload_groupgemm_col_inputs"].get<bool>()) {
+    r.fail("offload_groupgemm_col_inputs", "offloading grouped-GEMM inputs alone is not modeled; use "
+                                           "cpu_offloading_num_layers (whole layers' activations)");
   }
   if (doc.contains("attention_sparse_ratio") && doc["attention_sparse_ratio"].is_number() &&
       doc["attention_sparse_ratio"].get<double>() != 0.0) {
@@ -206,6 +290,11 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   }
   if (doc.contains("pp_schedule") && doc["pp_schedule"].is_string() && doc["pp_schedule"].get<std::string>() != "1f1b") {
     r.fail("pp_schedule", "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled");
+  }
+  for (const char* k : {"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}) {
+    if (doc.contains(k) && doc[k].is_boolean() && doc[k].get<bool>()) {
+      r.fail(k, "not modeled; give the split explicitly with num_layers_in_first/last_pipeline_stage");
+    }
   }
   return s;
 }
@@ -281,6 +370,11 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     auto launch = e.opt_number("kernel_launch_us");
     if (launch && *launch < 0) e.fail("kernel_launch_us", "expected a non-negative number of microseconds");
     s.kernel_launch_us = launch.value_or(0);
+    auto slow = e.opt_number("comm_compute_slowdown");
+    if (slow && (*slow < 0 || *slow >= 1)) {
+      e.fail("comm_compute_slowdown", "expected a fraction in [0, 1): compute slowdown while communication runs beside it");
+    }
+    s.comm_compute_slowdown = slow.value_or(0);
     e.finish();
   }
   {
@@ -315,6 +409,18 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     }
     n.finish();
   }
+  if (const nlohmann::json* host = r.opt_object("host")) {
+    FieldReader hr(*host, file, "host");
+    s.host_link_name = hr.string_or("link", "");
+    s.host_link_gb_s = hr.positive_number_or("link_gb_s", 0);
+    s.host_link_efficiency = hr.fraction_or("link_efficiency", s.host_link_efficiency);
+    s.host_adam_params_per_s = hr.positive_number_or("adam_params_per_s", 0);
+    hr.finish();
+  }
+  if (auto cv = r.opt_number("straggler_cv")) {
+    if (*cv < 0) r.fail("straggler_cv", "expected a non-negative coefficient of variation (0 = off)");
+    s.straggler_cv = *cv;
+  }
   r.finish();
   return s;
 }
@@ -327,7 +433,6 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                                    s.world_size, s.tp_size, s.pp_size, s.cp_size, model_parallel));
   }
   s.dp_size = s.world_size / model_parallel;
-  if (s.cp_size > 1) fail("cp_size", "context parallelism is not modeled yet; set cp_size to 1");
   if (model.head_num % s.tp_size != 0) {
     fail("tp_size", fmt::format("head_num ({}, {}) must be divisible by tp_size ({})", model.head_num, mfile, s.tp_size));
   }
@@ -340,6 +445,24 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     fail("seq_len", fmt::format("seq_len ({}) must be divisible by tp_size ({}) with sequence parallelism", s.seq_len,
                                 s.tp_size));
   }
+  if (s.cp_size > 1) {
+    // Ring attention with causal load balancing splits the sequence into 2·cp chunks.
+    const std::int64_t parts = (s.cp_comm_type == CpCommType::p2p ? 2 : 1) * s.cp_size * (s.sequence_parallel ? s.tp_size : 1);
+    if (s.seq_len % parts != 0) {
+      fail("seq_len", fmt::format("seq_len ({}) must be divisible by {} with cp_size {}{}", s.seq_len, parts, s.cp_size,
+                                  s.cp_comm_type == CpCommType::p2p ? " (ring attention splits it into 2·cp chunks)" : ""));
+    }
+    if (!s.use_flash_sdp) fail("cp_size", "context parallelism needs use_flash_sdp: true (Megatron runs CP in TE's flash attention)");
+    if (s.cp_comm_type == CpCommType::a2a &&
+        ((model.head_num / s.tp_size) % s.cp_size != 0 || (model.kv_head_num / s.tp_size) % s.cp_size != 0)) {
+      fail("cp_comm_type", fmt::format("a2a (Ulysses) needs head_num/tp ({}) and kv_head_num/tp ({}) divisible by cp_size ({})",
+                                       model.head_num / s.tp_size, model.kv_head_num / s.tp_size, s.cp_size));
+    }
+  }
+  if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
+    fail("tp_comm_overlap", "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");
+  }
+  s.edp_size = 1;
   if (model.is_moe) {
     if (model.expert_num % s.ep_size != 0) {
       fail("ep_size", fmt::format("expert_num ({}) must be divisible by ep_size ({})", model.expert_num, s.ep_size));
@@ -349,8 +472,19 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
       fail("ep_size", fmt::format("world_size ({}) must be divisible by ep_size*etp_size*pp_size = {}", s.world_size,
                                   expert_parallel));
     }
+    s.edp_size = s.world_size / expert_parallel;
+    if (model.moe_ffn_hidden_size % s.etp_size != 0) {
+      fail("etp_size", fmt::format("moe_ffn_hidden_size ({}, {}) must be divisible by etp_size ({})",
+                                   model.moe_ffn_hidden_size, mfile, s.etp_size));
+    }
+    if (s.tp_size > 1 && !s.sequence_parallel) {
+      fail("enable_sequence_parallel", "MoE layers with tp_size > 1 need sequence parallelism (Megatron requires it)");
+    }
   } else if (s.ep_size != 1 || s.etp_size != 1) {
     fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");
+  }
+  if (model.attention_type == AttentionType::mla && model.head_num % s.tp_size != 0) {
+    fail("tp_size", fmt::format("head_num ({}, {}) must be divisible by tp_size ({})", model.head_num, mfile, s.tp_size));
   }
 
   // Batch arithmetic: global = mbs * m * dp.
@@ -414,6 +548,15 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
   s.layers_per_chunk.assign(static_cast<std::size_t>(p) * v, 0);
   for (int c = 0; c < v; ++c) {
     for (int i = 0; i < p; ++i) s.layers_per_chunk[static_cast<std::size_t>(c) * p + i] = stage_layers[i] / v;
+  }
+  if (s.cpu_offloading_num_layers > 0) {
+    int fewest = L;
+    for (int n : s.layers_per_chunk) fewest = std::min(fewest, n);
+    if (s.cpu_offloading_num_layers >= fewest) {
+      fail("cpu_offloading_num_layers", fmt::format("must be smaller than the layers of every model chunk ({} in the "
+                                                    "smallest); the last layer's activations are used at once",
+                                                    fewest));
+    }
   }
 }
 

@@ -84,6 +84,13 @@ const nlohmann::json* FieldReader::opt_object(const std::string& key) {
   return v;
 }
 
+const nlohmann::json* FieldReader::opt_array(const std::string& key) {
+  const nlohmann::json* v = find(key);
+  if (!v) return nullptr;
+  if (!v->is_array()) fail(key, "expected an array, got " + describe_json(*v));
+  return v;
+}
+
 std::int64_t FieldReader::req_int(const std::string& key) {
   auto v = opt_int(key);
   if (!v) fail(key, "required field is missing (expected an integer)");

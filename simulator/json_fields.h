@@ -26,6 +26,7 @@ class FieldReader {
   std::optional<bool> opt_bool(const std::string& key);
   std::optional<std::string> opt_string(const std::string& key);
   const nlohmann::json* opt_object(const std::string& key);  // nullptr when absent or null
+  const nlohmann::json* opt_array(const std::string& key);   // nullptr when absent or null
 
   std::int64_t req_int(const std::string& key);
   double req_number(const std::string& key);

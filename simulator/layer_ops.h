@@ -23,15 +23,24 @@ enum class OpKind : std::uint8_t { gemm, attention, memory };
 // Which recompute group an op belongs to (SimuMax's selective switches map onto these).
 enum class OpUnit : std::uint8_t {
   input_norm,
-  qkv,             // QKV projection and RoPE
+  qkv_down,        // MLA: q/kv down projections and their norms
+  qkv,             // QKV projection (MLA: q/kv up projections) and RoPE
   attention_core,  // flash attention, or scores/softmax/dropout/context when unfused
   out_proj,
   post_attn,
   post_norm,
-  mlp,
+  mlp,             // dense MLP
+  router,          // MoE router GEMM and top-k
+  moe_dispatch,    // permutation, dispatch / combine collectives, un-permutation
+  expert,          // routed experts' grouped GEMMs
+  expert_act,      // routed experts' activation
+  shared_expert,   // DeepSeek's shared experts
   post_mlp,
   other
 };
+
+// The process group an op's collectives run on (reports split exposed communication by it).
+enum class CommGroup : std::uint8_t { tp, cp, ep };
 
 struct LayerOp {
   const char* name = "";
@@ -48,27 +57,31 @@ struct LayerOp {
   double act_bytes = 0;         // kept from forward to backward
   double transient_bytes = 0;   // extra bytes live while the op runs (outputs not yet freed, workspaces)
 
-  // Tensor-parallel collectives tied to this op (absent when tp == 1).
-  std::optional<CollectiveKey> fwd_comm;             // exposed in forward
-  std::optional<CollectiveKey> bwd_comm;             // exposed in backward
-  std::optional<CollectiveKey> bwd_comm_with_dgrad;  // overlapped with this op's dgrad GEMM
-  std::optional<CollectiveKey> bwd_comm_with_wgrad;  // overlapped with this op's wgrad GEMM
+  // Collectives tied to this op (absent when their group has one rank).
+  CommGroup comm_group = CommGroup::tp;
+  std::optional<CollectiveKey> fwd_comm;             // exposed in forward unless fwd_comm_overlapped
+  std::optional<CollectiveKey> bwd_comm;             // exposed in backward unless bwd_comm_overlapped
+  std::optional<CollectiveKey> bwd_comm_with_dgrad;  // overlapped with this op's dgrad GEMM (attention: its backward)
+  std::optional<CollectiveKey> bwd_comm_with_wgrad;  // overlapped with this op's wgrad GEMM (attention: its backward)
+  bool fwd_comm_overlapped = false;  // fwd_comm runs beside this op's forward compute (TP overlap, CP ring)
+  bool bwd_comm_overlapped = false;  // bwd_comm runs beside this op's dgrad (TP overlap)
 
   double fwd_flops() const;
   double bwd_flops() const;
 };
 
-// Op lists for the three kinds of model chunk content.
+// Op lists for the kinds of model chunk content.
 struct ModelOps {
-  std::vector<LayerOp> layer;    // one dense transformer layer
+  std::vector<LayerOp> layer;      // one dense transformer layer (MoE models: one of the `dense_layers`)
+  std::vector<LayerOp> moe_layer;  // one MoE layer; empty for dense models
   std::vector<LayerOp> embedding;  // first chunk only
   std::vector<LayerOp> head;       // last chunk only: final norm, LM head, cross-entropy
   double layer_input_bytes = 0;    // a layer's input as kept by full recompute (sharded under SP)
   double p2p_bytes = 0;            // activation sent between pipeline stages per micro-batch
 };
 
-// Requires a validated strategy (validate_layout). Throws InputError for model features that are
-// not simulated yet (MoE layers, MLA).
+// Requires a validated strategy (validate_layout). Attention is MHA/GQA or MLA by the model;
+// a MoE model also gets `moe_layer` (router, dispatch, grouped GEMMs, shared experts, combine).
 ModelOps build_model_ops(const ModelConfig& model, const StrategyConfig& strategy, int scale_up_domain_size);
 
 // Recompute plan for one layer: recomputed[i] says op i is rerun before its backward and keeps no

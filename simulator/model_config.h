@@ -35,7 +35,7 @@ struct ModelConfig {
   bool untie_embeddings_and_output_weights = true;
   bool add_bias_linear = false;
 
-  // MoE (model_type "moe"); validated and counted, simulated by the MoE work.
+  // MoE (model_type "moe"): routed experts, top-k, shared experts, leading dense layers, capacity.
   std::int64_t expert_num = 1;
   std::int64_t topk = 0;
   std::int64_t moe_ffn_hidden_size = 0;

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <set>
 
+#include "core/error.h"
 #include "simulator/op_cost.h"
+#include "simulator/overlap.h"
 
 namespace calisim {
 namespace {
@@ -34,8 +36,17 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
     const OpTiming t = coster.cost(op, tally);
     b.fwd_s += t.fwd_s();
     b.bwd_s += t.bwd_s();
-    b.tp_comm_fwd_s += t.fwd_comm_s;
-    b.tp_comm_bwd_s += t.bwd_comm_s;
+    switch (op.comm_group) {
+      case CommGroup::tp: b.tp_comm_fwd_s += t.fwd_comm_s, b.tp_comm_bwd_s += t.bwd_comm_s; break;
+      case CommGroup::cp: b.cp_comm_fwd_s += t.fwd_comm_s, b.cp_comm_bwd_s += t.bwd_comm_s; break;
+      case CommGroup::ep: b.ep_comm_fwd_s += t.fwd_comm_s, b.ep_comm_bwd_s += t.bwd_comm_s; break;
+    }
+    if (op.unit == OpUnit::shared_expert) {
+      b.shared_expert_fwd_s += t.fwd_compute_s;
+      b.shared_expert_bwd_s += t.bwd_compute_s;
+    }
+    b.compute_fwd_s += t.fwd_compute_s;
+    b.compute_bwd_s += t.bwd_compute_s;
     b.fwd_flops += op.fwd_flops();
     b.bwd_flops += op.bwd_flops();
     b.act_bytes += op.act_bytes;
@@ -73,10 +84,32 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
   return b;
 }
 
+// Expert-parallel all-to-all overlap across ops of a MoE layer (the per-op model cannot see it):
+// Megatron's --moe-shared-expert-overlap runs the shared experts while the dispatch / combine
+// all-to-all are in flight; --overlap-moe-expert-parallel-comm (1F1B A2A overlap) hides them
+// behind the compute of another micro-batch, i.e. at most the whole layer's compute.
+void apply_moe_overlap(BlockCost& b, const StrategyConfig& st, double slowdown) {
+  auto hide = [&](double& ep, double& total, double window) {
+    const double after = overlap_extra_s(window, ep, slowdown);
+    total -= ep - after;
+    ep = after;
+  };
+  if (st.overlap_moe_expert_parallel_comm) {
+    hide(b.ep_comm_fwd_s, b.fwd_s, b.compute_fwd_s);
+    hide(b.ep_comm_bwd_s, b.bwd_s, b.compute_bwd_s);
+  } else if (st.moe_shared_expert_overlap) {
+    hide(b.ep_comm_fwd_s, b.fwd_s, b.shared_expert_fwd_s);
+    hide(b.ep_comm_bwd_s, b.bwd_s, b.shared_expert_bwd_s);
+  }
+}
+
 }  // namespace
 
 ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
                       const EfficiencyModel& eff, bool details) {
+  if (st.fp8_enabled() && sys.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] <= 0) {
+    throw InputError(sys.name, "device.peak_tflops.fp8", "the strategy enables fp8 but the device has no FP8 peak");
+  }
   ModelCosts mc;
   const ModelOps ops = build_model_ops(model, st, sys.scale_up_domain_size);
   const RecomputePlan plan = recompute_plan(ops.layer, st);
@@ -86,6 +119,11 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
   if (details) tally.roofline_keys = &keys;
   std::vector<OpReport>* report = details ? &mc.ops : nullptr;
   mc.layer = cost_block(ops.layer, &plan, coster, &tally, "layer", report);
+  if (!ops.moe_layer.empty()) {
+    const RecomputePlan moe_plan = recompute_plan(ops.moe_layer, st);
+    mc.moe_layer = cost_block(ops.moe_layer, &moe_plan, coster, &tally, "moe_layer", report);
+    apply_moe_overlap(mc.moe_layer, st, sys.comm_compute_slowdown);
+  }
   mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report);
   mc.head = cost_block(ops.head, nullptr, coster, &tally, "head", report);
   mc.p2p_bytes = ops.p2p_bytes;
@@ -105,15 +143,25 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
   std::uint32_t f = static_cast<std::uint32_t>(s.dtype);
   int bit = 4;
   for (bool b : {s.sequence_parallel, s.use_flash_sdp, s.enable_dropout, s.use_fused_norm, s.use_fused_swiglu,
-                 s.use_fp32_accum_grad, s.use_fused_grad_accumulation, s.cross_entropy_loss_fusion}) {
+                 s.use_fp32_accum_grad, s.use_fused_grad_accumulation, s.cross_entropy_loss_fusion,
+                 s.tp_comm_overlap, s.cp_comm_type == CpCommType::a2a}) {
     f |= static_cast<std::uint32_t>(b) << bit++;
   }
+  f |= static_cast<std::uint32_t>(s.fp8) << bit;
   k.flags = f;
+  std::uint32_t moe = static_cast<std::uint32_t>(s.moe_dispatcher);
+  bit = 4;
+  for (bool b : {s.dispatch_probs, s.moe_shared_expert_overlap, s.overlap_moe_expert_parallel_comm}) {
+    moe |= static_cast<std::uint32_t>(b) << bit++;
+  }
+  k.moe = moe;
+  k.moe_token_imbalance_factor = s.moe_token_imbalance_factor;
   std::uint32_t r = s.recompute_active() ? static_cast<std::uint32_t>(s.recompute_granularity) : 0u;
   bit = 4;
   for (bool b : {s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute, s.recompute_variance}) {
     r |= static_cast<std::uint32_t>(b && s.recompute_active()) << bit++;
   }
+  if (s.recompute_active()) r |= static_cast<std::uint32_t>(s.megatron_recompute_modules) << 12;
   k.recompute = r;
   return k;
 }

@@ -1,9 +1,10 @@
-// Phase 1 of a simulation: what one micro-batch costs in each kind of block (a transformer
-// layer, the embedding, the LM head) under a layout, through the EfficiencyModel.
+// Phase 1 of a simulation: what one micro-batch costs in each kind of block (a dense transformer
+// layer, a MoE layer, the embedding, the LM head) under a layout, through the EfficiencyModel.
 //
 // The result depends on the model, the system, the efficiency model and only the strategy fields
-// collected in LayerCostKey (TP size, sequence parallelism, micro-batch size, sequence length,
-// kernel and recompute choices) — not on pp, vpp, dp or the micro-batch count. The strategy
+// collected in LayerCostKey (TP/CP/EP/ETP sizes, sequence parallelism, micro-batch size, sequence
+// length, kernel, FP8, recompute, TP-overlap and MoE dispatch/overlap choices) — not on pp, vpp,
+// dp, ZeRO, DP overlap, offload or the micro-batch count. The strategy
 // search therefore computes it once per key and reuses it across candidates (assemble() is
 // phase 2). Pure and thread-safe.
 #pragma once
@@ -24,10 +25,17 @@ namespace calisim {
 
 // Sums of one op list's costs, split the way the pipeline and memory models need them.
 struct BlockCost {
-  double fwd_s = 0, bwd_s = 0;        // incl. exposed TP comm
-  double tp_comm_fwd_s = 0, tp_comm_bwd_s = 0;
+  double fwd_s = 0, bwd_s = 0;        // incl. exposed TP / CP / EP comm
+  double tp_comm_fwd_s = 0, tp_comm_bwd_s = 0;  // exposed, per group
+  double cp_comm_fwd_s = 0, cp_comm_bwd_s = 0;
+  double ep_comm_fwd_s = 0, ep_comm_bwd_s = 0;
+  double comm_s() const {
+    return tp_comm_fwd_s + tp_comm_bwd_s + cp_comm_fwd_s + cp_comm_bwd_s + ep_comm_fwd_s + ep_comm_bwd_s;
+  }
   double recompute_fwd_s = 0;         // forward rerun before backward, for a recomputed block
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
+  double compute_fwd_s = 0, compute_bwd_s = 0;  // kernels alone, no communication
+  double shared_expert_fwd_s = 0, shared_expert_bwd_s = 0;  // MoE shared experts' compute
   double act_bytes = 0;               // kept per micro-batch without recompute
   double act_bytes_recomputed = 0;    // kept when recomputed
   double fwd_transient_bytes = 0;     // largest extra live bytes while running forward
@@ -36,6 +44,7 @@ struct BlockCost {
 
 struct ModelCosts {
   BlockCost layer;       // one dense transformer layer (with the recompute plan applied)
+  BlockCost moe_layer;   // one MoE layer (zero for dense models)
   BlockCost embedding;   // first chunk only
   BlockCost head;        // last chunk only
   double p2p_bytes = 0;  // activation sent between pipeline stages per micro-batch
@@ -44,7 +53,7 @@ struct ModelCosts {
   std::vector<OpReport> ops;               // filled with details
 };
 
-// Requires a validated strategy. Throws InputError for model features not simulated yet.
+// Requires a validated strategy.
 ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& strategy, const SystemConfig& system,
                       const EfficiencyModel& efficiency, bool details);
 
@@ -52,8 +61,10 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& strategy, 
 struct LayerCostKey {
   std::int64_t micro_batch_size = 0, seq_len = 0;
   int tp = 0, cp = 0, ep = 0, etp = 0;
-  std::uint32_t flags = 0;  // dtype, SP, attention kind, dropout, fusions, grad accumulation
-  std::uint32_t recompute = 0;  // granularity and selective switches
+  std::uint32_t flags = 0;  // dtype, SP, attention kind, dropout, fusions, grad accumulation, FP8, TP overlap, CP kind
+  std::uint32_t recompute = 0;  // granularity, selective switches, Megatron recompute modules
+  std::uint32_t moe = 0;        // dispatcher, dispatch_probs, shared-expert and EP all-to-all overlap
+  double moe_token_imbalance_factor = 1.0;
   bool operator==(const LayerCostKey&) const = default;
 };
 LayerCostKey layer_cost_key(const StrategyConfig& strategy);

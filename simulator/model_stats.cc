@@ -45,6 +45,23 @@ double norm_params(const ModelConfig& m) {
 
 }  // namespace
 
+double routed_expert_params(const ModelConfig& m) {
+  return mlp_params(m, static_cast<double>(m.moe_ffn_hidden_size));
+}
+
+double shared_expert_params(const ModelConfig& m) {
+  return m.moe_shared_expert_intermediate_size > 0
+             ? mlp_params(m, static_cast<double>(m.moe_shared_expert_intermediate_size))
+             : 0.0;
+}
+
+double mla_replicated_params(const ModelConfig& m) {
+  if (m.attention_type != AttentionType::mla) return 0;
+  const double h = static_cast<double>(m.hidden_size);
+  return h * m.q_lora_rank + h * (m.kv_lora_rank + m.qk_pos_emb_head_dim) + static_cast<double>(m.q_lora_rank) +
+         m.kv_lora_rank;
+}
+
 LayerParams dense_layer_params(const ModelConfig& m) {
   LayerParams p;
   p.attention = attention_params(m);
@@ -58,10 +75,8 @@ LayerParams dense_layer_params(const ModelConfig& m) {
 LayerParams moe_layer_params(const ModelConfig& m) {
   LayerParams p;
   p.attention = attention_params(m);
-  const double expert = mlp_params(m, static_cast<double>(m.moe_ffn_hidden_size));
-  const double shared = m.moe_shared_expert_intermediate_size > 0
-                            ? mlp_params(m, static_cast<double>(m.moe_shared_expert_intermediate_size))
-                            : 0.0;
+  const double expert = routed_expert_params(m);
+  const double shared = shared_expert_params(m);
   const double router = static_cast<double>(m.hidden_size) * m.expert_num;
   p.mlp = expert * m.expert_num + shared + router;
   p.mlp_active = expert * m.topk + shared + router;

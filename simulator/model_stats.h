@@ -37,6 +37,11 @@ struct ModelStats {
 };
 
 LayerParams dense_layer_params(const ModelConfig& m);
+// One routed expert's MLP; the shared expert(s) together; MLA's TP-replicated part (q/kv down
+// projections and the compression norms; 0 for MHA/GQA).
+double routed_expert_params(const ModelConfig& m);
+double shared_expert_params(const ModelConfig& m);
+double mla_replicated_params(const ModelConfig& m);
 LayerParams moe_layer_params(const ModelConfig& m);
 // seq_len enters through the attention term only.
 ModelStats model_stats(const ModelConfig& m, std::int64_t seq_len);

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "simulator/comm_model.h"
+#include "simulator/overlap.h"
 
 namespace calisim {
 
@@ -48,30 +49,40 @@ double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally) const 
 OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   OpTiming t;
   Efficiency used;
+  const double slow = sys_.comm_compute_slowdown;
+  auto comm = [&](const std::optional<CollectiveKey>& k) { return k ? collective_s(*k, tally) : 0.0; };
+  const double c_fwd = comm(op.fwd_comm), c_bwd = comm(op.bwd_comm);
+  const double c_d = comm(op.bwd_comm_with_dgrad), c_w = comm(op.bwd_comm_with_wgrad);
   switch (op.kind) {
     case OpKind::gemm: {
       t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used);
       const double dgrad = gemm_s(op.gemm_dgrad, tally);
       const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally) : 0.0;
-      const double c_d = op.bwd_comm_with_dgrad ? collective_s(*op.bwd_comm_with_dgrad, tally) : 0.0;
-      const double c_w = op.bwd_comm_with_wgrad ? collective_s(*op.bwd_comm_with_wgrad, tally) : 0.0;
       t.bwd_compute_s = dgrad + wgrad;
-      t.bwd_comm_s = std::max(0.0, c_d - dgrad) + std::max(0.0, c_w - wgrad);
+      // Megatron overlaps the re-gather of a column-parallel input with dgrad and the input
+      // gradient's reduction with wgrad; with tp_comm_overlap the row-parallel output-gradient
+      // gather joins the dgrad too.
+      const double with_dgrad = c_d + (op.bwd_comm_overlapped ? c_bwd : 0.0);
+      t.bwd_comm_s = overlap_extra_s(dgrad, with_dgrad, slow) + overlap_extra_s(wgrad, c_w, slow) +
+                     (op.bwd_comm_overlapped ? 0.0 : c_bwd);
       break;
     }
-    case OpKind::attention:
+    case OpKind::attention: {
       t.fwd_compute_s = attention_s(op.attn_fwd, tally, &used);
       t.bwd_compute_s = attention_s(op.attn_bwd, tally);
+      // Ring context parallelism: KV (and dKV) blocks move while the attention backward runs.
+      t.bwd_comm_s = overlap_extra_s(t.bwd_compute_s, c_d + c_w, slow) + c_bwd;
       break;
+    }
     case OpKind::memory:
       t.fwd_compute_s = memory_s(op.mem_fwd, tally, &used);
       t.bwd_compute_s = memory_s(op.mem_bwd, tally);
+      t.bwd_comm_s = c_d + c_w + c_bwd;
       break;
   }
   t.source = used.source;
   t.efficiency = used.value;
-  if (op.fwd_comm) t.fwd_comm_s += collective_s(*op.fwd_comm, tally);
-  if (op.bwd_comm) t.bwd_comm_s += collective_s(*op.bwd_comm, tally);
+  t.fwd_comm_s = op.fwd_comm_overlapped ? overlap_extra_s(t.fwd_compute_s, c_fwd, slow) : c_fwd;
   return t;
 }
 

@@ -3,8 +3,10 @@
 // Per kernel: a measured/interpolated/scaled efficiency e gives time = FLOPs / (peak·e) (the
 // measurement already contains every loss); a roofline answer gives max(FLOPs / (peak·e),
 // bytes / (HBM·e_mem)). Memory-bound kernels take bytes / (HBM·e) + the launch latency.
-// TP collectives: forward ones are exposed; in backward, the ones Megatron overlaps with the
-// same layer's dgrad/wgrad GEMM cost max(compute, comm), the rest are exposed.
+// Collectives tied to an op: forward ones are exposed unless marked overlapped (tp_comm_overlap,
+// ring CP); in backward, the ones Megatron overlaps with the same op's dgrad/wgrad GEMM (or the
+// attention backward) cost max(compute, comm) + the system's SM-sharing slowdown on the hidden
+// part (simulator/overlap.h); the rest are exposed.
 #pragma once
 
 #include <array>
@@ -31,8 +33,8 @@ struct SourceTally {
 struct OpTiming {
   double fwd_compute_s = 0;
   double bwd_compute_s = 0;       // dgrad + wgrad (or element-wise backward)
-  double fwd_comm_s = 0;          // exposed TP communication in forward
-  double bwd_comm_s = 0;          // exposed TP communication in backward (incl. the unhidden part of overlapped)
+  double fwd_comm_s = 0;          // exposed communication in forward (incl. the overlap slowdown)
+  double bwd_comm_s = 0;          // exposed communication in backward (incl. the unhidden part of overlapped)
   double fwd_s() const { return fwd_compute_s + fwd_comm_s; }
   double bwd_s() const { return bwd_compute_s + bwd_comm_s; }
   EfficiencySource source = EfficiencySource::roofline;  // of the forward compute kernel

@@ -134,9 +134,88 @@ const CompiledSchedule& compiled_schedule(int p, int v, int m) {
 
 }  // namespace
 
+namespace {
+
+// Earliest start of rank r (micro-batch 0 crossing the chunk-0 stages before it) and its busy time.
+void rank_bounds(const PipelineSpec& s, int r, double* start, double* busy, double* tail) {
+  double st = 0, tl = 0, b = 0;
+  for (int j = 0; j < r; ++j) {
+    st += s.fwd_s[j] + s.p2p_s;
+    tl += s.bwd_s[j] + s.p2p_s;
+  }
+  for (int c = 0; c < s.v; ++c) b += s.fwd_s[c * s.p + r] + s.bwd_s[c * s.p + r];
+  *start = st;
+  *busy = b * s.m;
+  *tail = tl;
+}
+
+// Activation peaks from the unit order alone: +act on each forward, -act on each backward. A rank
+// whose chunks keep equal bytes peaks right after its warm-up plus one forward (1F1B and
+// interleaved alike), so only ranks with unequal chunks (embedding or LM head) are scanned.
+void activation_peaks(const PipelineSpec& s, PipelineResult& res) {
+  const bool track_act = !s.act_bytes.empty();
+  for (int r = 0; r < s.p; ++r) {
+    const RankSchedule rs = rank_schedule(r, s.p, s.v, s.m);
+    const int most = rs.warmup >= rs.total ? rs.total : rs.warmup + 1;
+    res.max_in_flight[r] = most;
+    bool uniform = true;
+    const double a0 = track_act ? s.act_bytes[r] : 0.0;
+    for (int c = 1; c < s.v && track_act; ++c) uniform = uniform && s.act_bytes[c * s.p + r] == a0;
+    if (uniform) {
+      res.peak_act_bytes[r] = most * a0;
+      continue;
+    }
+    double bytes = 0, peak = 0;
+    for (int i = 0; i < rs.size(); ++i) {
+      const ScheduleUnit u = rs.at(i);
+      const double a = s.act_bytes[u.chunk * s.p + r];
+      if (u.forward) {
+        bytes += a;
+        peak = std::max(peak, bytes);
+      } else {
+        bytes -= a;
+      }
+    }
+    res.peak_act_bytes[r] = peak;
+  }
+}
+
+}  // namespace
+
+double pipeline_lower_bound_s(const PipelineSpec& s) {
+  double lb = 0;
+  for (int r = 0; r < s.p; ++r) {
+    double start, busy, tail;
+    rank_bounds(s, r, &start, &busy, &tail);
+    lb = std::max(lb, start + busy + tail);
+  }
+  return lb;
+}
+
 PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
   const int p = s.p, v = s.v, m = s.m;
   const int stages = p * v;
+  if (!record_events && s.cutoff_s < std::numeric_limits<double>::infinity()) {
+    const double lb = pipeline_lower_bound_s(s);
+    if (lb > s.cutoff_s) {
+      PipelineResult res;
+      res.bounded = true;
+      res.rank_finish_s.assign(p, 0);
+      res.rank_busy_s.assign(p, 0);
+      res.rank_p2p_wait_s.assign(p, 0);
+      res.max_in_flight.assign(p, 0);
+      res.peak_act_bytes.assign(p, 0);
+      for (int r = 0; r < p; ++r) {
+        double start, busy, tail;
+        rank_bounds(s, r, &start, &busy, &tail);
+        res.rank_busy_s[r] = busy;
+        res.rank_finish_s[r] = r == 0 ? std::max(lb, start + busy) : start + busy;
+      }
+      res.makespan_s = lb;
+      activation_peaks(s, res);
+      return res;
+    }
+  }
   const CompiledSchedule& cs = compiled_schedule(p, v, m);
   const double unset = -1.0;
   thread_local std::vector<double> done;  // completion time per slot
@@ -155,7 +234,6 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
   double* const fin = done.data();
   int* const nx = next.data();
   const CompiledUnit* const units = cs.units.data();
-  const bool track_act = !s.act_bytes.empty();
   std::size_t remaining = cs.units.size();
   while (remaining > 0) {
     bool progressed = false;
@@ -195,28 +273,8 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
     }
     if (!progressed) throw std::logic_error("pipeline schedule deadlocked (schedule order bug)");
   }
-  // Activations held per rank follow from the unit order alone: +act on each forward, -act on
-  // each backward, so one pass per rank after the timing loop gives the in-flight peaks.
-  for (int r = 0; r < p; ++r) {
-    int held = 0, most = 0;
-    double bytes = 0, peak = 0;
-    for (int i = cs.begin[r]; i < cs.begin[r + 1]; ++i) {
-      const CompiledUnit& u = units[i];
-      const double a = track_act ? s.act_bytes[u.stage] : 0.0;
-      if (u.forward) {
-        ++held;
-        bytes += a;
-        most = std::max(most, held);
-        peak = std::max(peak, bytes);
-      } else {
-        --held;
-        bytes -= a;
-      }
-    }
-    res.max_in_flight[r] = most;
-    res.peak_act_bytes[r] = peak;
-    res.makespan_s = std::max(res.makespan_s, res.rank_finish_s[r]);
-  }
+  activation_peaks(s, res);
+  for (int r = 0; r < p; ++r) res.makespan_s = std::max(res.makespan_s, res.rank_finish_s[r]);
   return res;
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <span>
 #include <vector>
 
@@ -22,6 +23,9 @@ struct PipelineSpec {
   std::span<const double> bwd_s;      // per virtual stage: one micro-batch backward (incl. recompute)
   std::span<const double> act_bytes;  // per virtual stage: activations kept per micro-batch (may be empty)
   double p2p_s = 0;                   // one hop between adjacent virtual stages, per micro-batch
+  // When the schedule's lower bound exceeds cutoff_s the event loop is skipped and the result
+  // holds the bounds (bounded = true). Activation peaks are always exact.
+  double cutoff_s = std::numeric_limits<double>::infinity();
 };
 
 struct PipelineEvent {
@@ -38,7 +42,14 @@ struct PipelineResult {
   std::vector<int> max_in_flight;         // most micro-batch chunks whose activations are held at once
   std::vector<double> peak_act_bytes;     // max over time of the held activation bytes, per rank
   std::vector<PipelineEvent> events;      // filled only when requested
+  bool bounded = false;                   // times are lower bounds (cutoff exceeded), not simulated
 };
+
+// A lower bound on the makespan that needs no simulation: for each rank r, micro-batch 0 must
+// cross the r stages before it, r runs m·Σ(F+B) of its own work, and after its last backward the
+// r stages before it still run theirs: max_r [Σ_{j<r}(F_j + hop) + busy_r + Σ_{j<r}(B_j + hop)],
+// j over chunk-0 stages. Exact for equal stages without transfer cost.
+double pipeline_lower_bound_s(const PipelineSpec& spec);
 
 // Per-rank unit order of Megatron's schedule: forward units then backward units as (chunk, mb).
 struct ScheduleUnit {

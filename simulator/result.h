@@ -14,10 +14,10 @@ namespace calisim {
 
 struct OpReport {
   std::string name;
-  std::string scope;           // "layer", "embedding" or "head"
+  std::string scope;           // "layer", "moe_layer", "embedding" or "head"
   std::string kind;            // "gemm", "attention", "memory"
   double fwd_s = 0, bwd_s = 0;  // compute, one micro-batch, one instance
-  double fwd_comm_s = 0, bwd_comm_s = 0;  // exposed TP communication
+  double fwd_comm_s = 0, bwd_comm_s = 0;  // exposed communication (TP, CP or EP: the op's group)
   double fwd_flops = 0, bwd_flops = 0;
   double act_bytes = 0;
   double efficiency = 0;       // of the forward kernel
@@ -29,16 +29,24 @@ struct OpReport {
 struct StageReport {
   int rank = 0;
   int layers = 0;              // over all its chunks
+  int moe_layers = 0;          // of which MoE layers (the rest are dense)
+  std::vector<int> first_layers;  // global index of each chunk's first layer, chunk order
   int recomputed_layers = 0;
   bool has_embedding = false, has_head = false;
   double fwd_s_per_micro_batch = 0;   // all chunks of this rank, incl. exposed TP comm
   double bwd_s_per_micro_batch = 0;   // incl. recompute
   double recompute_s_per_micro_batch = 0;
   double tp_comm_s_per_micro_batch = 0;  // exposed
+  double cp_comm_s_per_micro_batch = 0;  // exposed context-parallel communication
+  double ep_comm_s_per_micro_batch = 0;  // exposed expert-parallel (all-to-all, ETP) communication
+  double dp_comm_s_per_micro_batch = 0;  // ZeRO-2/3 per-micro-batch collectives, exposed part
+  double offload_s_per_micro_batch = 0;  // activation offload transfers not hidden by compute
+  double p2p_blocking_s_per_micro_batch = 0;  // blocking send/recv (overlap_p2p_comm false)
   double pipeline_busy_s = 0, pipeline_finish_s = 0, bubble_s = 0, bubble_fraction = 0;
-  double dp_comm_s = 0;         // gradient reduce(-scatter) + parameter all-gather, exposed
+  double dp_comm_s = 0;         // per-iteration gradient reduce(-scatter) + parameter all-gather, exposed
   double optimizer_s = 0;
-  double params = 0;            // parameters held by this rank (after TP split)
+  double params = 0;            // parameters held by this rank (after TP / EP split)
+  double expert_params = 0;     // of which routed-expert parameters (sharded over the expert-DP group)
   double weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;
   double model_mem_bytes = 0;   // weight + grad + optimizer state
   double fwd_activation_cache_per_micro_batch_bytes = 0;
@@ -51,7 +59,7 @@ struct StageReport {
 
 struct SimulationResult {
   std::string model_name, strategy_name, system_name, device_name;
-  int world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, dp = 1;
+  int world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, dp = 1, ep = 1, etp = 1, edp = 1;
   long long micro_batch_size = 1, micro_batch_num = 1, global_batch_size = 1, seq_len = 0;
   bool sequence_parallel = false;
   std::string recompute;        // human-readable recompute setting
@@ -74,7 +82,9 @@ struct SimulationResult {
 
   // Breakdown of the critical stage's iteration.
   double compute_s = 0, recompute_s = 0, tp_comm_exposed_s = 0, pp_comm_exposed_s = 0, bubble_s = 0;
-  double dp_comm_exposed_s = 0, optimizer_s = 0;
+  double cp_comm_exposed_s = 0, ep_comm_exposed_s = 0, offload_exposed_s = 0;
+  double dp_comm_exposed_s = 0, optimizer_s = 0;  // dp: per-iteration + ZeRO-2/3 per-micro-batch
+  double straggler_s = 0;                         // wait for the slowest GPU (system straggler_cv)
 
   std::vector<StageReport> stages;
   std::vector<OpReport> ops;
@@ -85,6 +95,7 @@ struct SimulationResult {
   std::vector<std::string> warnings;
   double device_memory_bytes = 0;
   bool fits_in_memory = true;
+  bool pruned = false;                   // times are lower bounds (SimulateOptions::pipeline_cutoff_s)
 
   std::vector<PipelineEvent> events;     // filled when a trace is requested
 };

@@ -10,6 +10,7 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["system"] = r.system_name;
   j["device"] = r.device_name;
   j["layout"] = {{"world_size", r.world_size}, {"tp", r.tp}, {"pp", r.pp}, {"vpp", r.vpp}, {"cp", r.cp}, {"dp", r.dp},
+                 {"ep", r.ep}, {"etp", r.etp}, {"edp", r.edp},
                  {"micro_batch_size", r.micro_batch_size}, {"micro_batch_num", r.micro_batch_num},
                  {"global_batch_size", r.global_batch_size}, {"seq_len", r.seq_len},
                  {"sequence_parallel", r.sequence_parallel}, {"recompute", r.recompute}};
@@ -40,16 +41,24 @@ nlohmann::json to_json(const SimulationResult& r) {
                     {"recompute_s", r.recompute_s},
                     {"tp_comm_exposed_s", r.tp_comm_exposed_s},
                     {"pp_comm_exposed_s", r.pp_comm_exposed_s},
+                    {"cp_comm_exposed_s", r.cp_comm_exposed_s},
+                    {"ep_comm_exposed_s", r.ep_comm_exposed_s},
+                    {"offload_exposed_s", r.offload_exposed_s},
+                    {"straggler_s", r.straggler_s},
                     {"bubble_s", r.bubble_s},
                     {"dp_comm_exposed_s", r.dp_comm_exposed_s},
                     {"optimizer_s", r.optimizer_s}};
   j["comm"] = {{"tp_exposed_s", r.tp_comm_exposed_s},
                {"pp_exposed_s", r.pp_comm_exposed_s},
+               {"cp_exposed_s", r.cp_comm_exposed_s},
+               {"ep_exposed_s", r.ep_comm_exposed_s},
                {"dp_exposed_s", r.dp_comm_exposed_s}};
   json stages = json::array();
   for (const StageReport& st : r.stages) {
     stages.push_back({{"stage", st.rank},
                       {"layers", st.layers},
+                      {"moe_layers", st.moe_layers},
+                      {"first_layers", st.first_layers},
                       {"recomputed_layers", st.recomputed_layers},
                       {"has_embedding", st.has_embedding},
                       {"has_head", st.has_head},
@@ -57,6 +66,11 @@ nlohmann::json to_json(const SimulationResult& r) {
                       {"bwd_s_per_micro_batch", st.bwd_s_per_micro_batch},
                       {"recompute_s_per_micro_batch", st.recompute_s_per_micro_batch},
                       {"tp_comm_exposed_s_per_micro_batch", st.tp_comm_s_per_micro_batch},
+                      {"cp_comm_exposed_s_per_micro_batch", st.cp_comm_s_per_micro_batch},
+                      {"ep_comm_exposed_s_per_micro_batch", st.ep_comm_s_per_micro_batch},
+                      {"dp_comm_exposed_s_per_micro_batch", st.dp_comm_s_per_micro_batch},
+                      {"offload_exposed_s_per_micro_batch", st.offload_s_per_micro_batch},
+                      {"p2p_blocking_s_per_micro_batch", st.p2p_blocking_s_per_micro_batch},
                       {"pipeline_busy_s", st.pipeline_busy_s},
                       {"pipeline_finish_s", st.pipeline_finish_s},
                       {"bubble_s", st.bubble_s},
@@ -64,6 +78,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                       {"dp_comm_exposed_s", st.dp_comm_s},
                       {"optimizer_s", st.optimizer_s},
                       {"params", st.params},
+                      {"expert_params", st.expert_params},
                       {"memory",
                        {{"weight_bytes", st.weight_bytes},
                         {"grad_bytes", st.grad_bytes},

@@ -3,10 +3,15 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <set>
 
 #include "core/error.h"
 #include "simulator/comm_model.h"
+#include "simulator/data_parallel.h"
+#include "simulator/layer_placement.h"
+#include "simulator/overlap.h"
+#include "simulator/rank_params.h"
 #include "simulator/model_costs.h"
 #include "simulator/op_cost.h"
 #include "simulator/pipeline_schedule.h"
@@ -62,6 +67,9 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.vpp = st.interleaving_size;
   res.cp = st.cp_size;
   res.dp = st.dp_size;
+  res.ep = st.ep_size;
+  res.etp = st.etp_size;
+  res.edp = st.edp_size;
   res.micro_batch_size = st.micro_batch_size;
   res.micro_batch_num = st.micro_batch_num;
   res.global_batch_size = st.global_batch_size;
@@ -80,39 +88,89 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     throw InputError(sys.name, "device.peak_tflops", e.what());
   }
 
+  if ((st.cpu_offloading_num_layers > 0 || st.optimizer_cpu_offload) && sys.host_link_gb_s <= 0) {
+    throw InputError(sys.name, "host.link_gb_s", "offload needs the host link bandwidth (GB/s, one direction)");
+  }
+  if (st.optimizer_cpu_offload && sys.host_adam_params_per_s <= 0) {
+    throw InputError(sys.name, "host.adam_params_per_s",
+                     "optimizer_cpu_offload needs the host's CPU Adam throughput (parameters/s per GPU)");
+  }
   const OpCoster coster(sys, eff);
   SourceTally tally;
   tally.kernels = mc.kernels_per_source;
   std::vector<std::string> stage_keys;  // roofline keys of the per-layout collectives and optimizer
   if (opt.details) tally.roofline_keys = &stage_keys;
   if (opt.details) res.ops = mc.ops;
-  const BlockCost& layer = mc.layer;
   const BlockCost& emb = mc.embedding;
   const BlockCost& head = mc.head;
 
   const int p = st.pp_size, v = st.interleaving_size, m = static_cast<int>(st.micro_batch_num);
   const int stages = p * v;
   const bool rc_on = st.recompute_active();
+  const double slow = sys.comm_compute_slowdown;
+  const std::vector<ChunkLayers> chunks = chunk_layers(model, st);
+
+  // Parameters per virtual stage (this rank's TP/EP shard), split by DP group.
+  const RankParams dense_lp = dense_layer_params_per_rank(model, st);
+  const RankParams moe_lp = model.is_moe ? moe_layer_params_per_rank(model, st) : RankParams{};
+  const double vocab_rank = static_cast<double>(model.padded_vocab(st.tp_size)) / st.tp_size * model.hidden_size;
+  const double pos_params = model.position_embedding_type == PositionEmbedding::learned_absolute
+                                ? static_cast<double>(model.max_position_embeddings > 0 ? model.max_position_embeddings
+                                                                                        : st.seq_len) *
+                                      model.hidden_size
+                                : 0.0;
+  const double final_norm = dense_layer_params(model).norms / 2;
+  // Untied: the LM head weight. Tied with pp > 1: the last stage keeps its own copy of the word
+  // embedding, kept in sync by an all-reduce of its gradient with the first stage.
+  const bool head_weight = model.untie_embeddings_and_output_weights || p > 1;
+  std::vector<RankParams> chunk_params(stages);
+  for (int j = 0; j < stages; ++j) {
+    chunk_params[j] = chunks[j].dense * dense_lp;
+    chunk_params[j] += chunks[j].moe * moe_lp;
+    if (j == 0) chunk_params[j].dense += vocab_rank + pos_params;
+    if (j == stages - 1) chunk_params[j].dense += final_norm + (head_weight ? vocab_rank : 0.0);
+  }
+  const DpGroups groups = dp_groups(st, sys.scale_up_domain_size);
+
+  // Pipeline p2p: adjacent stages are tp·cp·dp ranks apart.
+  double p2p_s = 0;
+  if (p > 1) {
+    const int stride = st.tp_size * st.cp_size * st.dp_size;
+    CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(mc.p2p_bytes), 2,
+                    ranks_per_domain(2, stride, sys.scale_up_domain_size), st.dtype};
+    p2p_s = coster.collective_s(k, &tally);
+  }
+  const double host_bw = sys.host_link_gb_s * 1e9 * sys.host_link_efficiency;
 
   // Per virtual stage: times and activation bytes of one micro-batch.
-  std::vector<double> fwd(stages), bwd(stages), act(stages), rc_time(stages), tp_comm(stages);
-  std::vector<double> fwd_tr(stages), bwd_tr(stages);
+  std::vector<double> fwd(stages), bwd(stages), act(stages), rc_time(stages), fwd_tr(stages), bwd_tr(stages);
+  std::vector<double> tp_comm(stages), cp_comm(stages), ep_comm(stages), dp_mb_comm(stages), offload(stages);
+  std::vector<double> p2p_block(stages), rc_flops(stages);
   std::vector<int> layers_rc(stages);
   bool clamped = false;
   for (int j = 0; j < stages; ++j) {
-    const int n = st.layers_per_chunk[j];
+    const int n = chunks[j].total();
     const int nr = rc_on ? std::min(st.recompute_layer_num, n) : 0;
     if (rc_on && st.recompute_layer_num > n) clamped = true;
     layers_rc[j] = nr;
-    fwd[j] = n * layer.fwd_s;
-    bwd[j] = n * layer.bwd_s + nr * layer.recompute_fwd_s;
-    rc_time[j] = nr * layer.recompute_fwd_s;
-    tp_comm[j] = n * (layer.tp_comm_fwd_s + layer.tp_comm_bwd_s);
-    act[j] = (n - nr) * layer.act_bytes + nr * layer.act_bytes_recomputed;
-    fwd_tr[j] = n > 0 ? layer.fwd_transient_bytes : 0.0;
-    // While a recomputed layer runs backward, its recomputed activations are live again.
-    bwd_tr[j] = (n > 0 ? layer.bwd_transient_bytes : 0.0) +
-                (nr > 0 ? layer.act_bytes - layer.act_bytes_recomputed : 0.0);
+    // The first nr layers of the chunk are recomputed; dense layers come first in a chunk.
+    const int nr_dense = std::min(nr, chunks[j].dense), nr_moe = nr - nr_dense;
+    auto add_layers = [&](const BlockCost& b, int count, int count_rc) {
+      if (count <= 0) return;
+      fwd[j] += count * b.fwd_s;
+      bwd[j] += count * b.bwd_s + count_rc * b.recompute_fwd_s;
+      rc_time[j] += count_rc * b.recompute_fwd_s;
+      rc_flops[j] += count_rc * b.recompute_flops;
+      tp_comm[j] += count * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
+      cp_comm[j] += count * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
+      ep_comm[j] += count * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
+      act[j] += (count - count_rc) * b.act_bytes + count_rc * b.act_bytes_recomputed;
+      fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
+      // While a recomputed layer runs backward, its recomputed activations are live again.
+      bwd_tr[j] = std::max(bwd_tr[j], b.bwd_transient_bytes + (count_rc > 0 ? b.act_bytes - b.act_bytes_recomputed : 0.0));
+    };
+    add_layers(mc.layer, chunks[j].dense, nr_dense);
+    add_layers(mc.moe_layer, chunks[j].moe, nr_moe);
     auto add_block = [&](const BlockCost& b) {
       fwd[j] += b.fwd_s;
       bwd[j] += b.bwd_s;
@@ -123,6 +181,51 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     };
     if (j == 0) add_block(emb);
     if (j == stages - 1) add_block(head);
+
+    // Activation offload (Megatron --cpu-offloading-num-layers): the first layers' saved
+    // activations go to host memory during the forward and come back during the backward, on
+    // copy engines (no SM slowdown), hidden behind the chunk's compute where it is long enough.
+    if (st.cpu_offloading_num_layers > 0 && n > 0) {
+      const int off = std::min(st.cpu_offloading_num_layers, n - 1);
+      const double per_layer = (act[j] - (j == 0 ? emb.act_bytes : 0.0) - (j == stages - 1 ? head.act_bytes : 0.0)) / n;
+      const double bytes = off * per_layer;
+      const double xfer = bytes / host_bw;
+      const double extra_f = std::max(0.0, xfer - fwd[j]), extra_b = std::max(0.0, xfer - bwd[j]);
+      fwd[j] += extra_f;
+      bwd[j] += extra_b;
+      offload[j] = extra_f + extra_b;
+      act[j] -= bytes;
+      bwd_tr[j] += off > 0 ? per_layer : 0.0;  // the layer being reloaded
+    }
+    // ZeRO-2 reduce-scatters each micro-batch's gradients; ZeRO-3 also all-gathers every layer's
+    // parameters before its forward and again before its backward (prefetching the next layer).
+    if (st.dp_size * st.cp_size > 1 || st.edp_size > 1) {
+      const double layers = std::max(1, n);
+      if (st.zero_state >= 2) {
+        const double rs = grad_reduce_s(chunk_params[j], st, groups, coster, &tally);
+        const double extra = bucketed_overlap_s(rs, st.overlap_grad_reduce ? bwd[j] : 0.0,
+                                                std::max(1.0, std::ceil(chunk_params[j].total() / bucket_params(st))),
+                                                slow);
+        if (st.zero_state >= 3) {
+          const double ag = param_gather_s(chunk_params[j], st, groups, coster, &tally);
+          const double window_f = st.overlap_param_gather ? fwd[j] : 0.0;
+          const double window_b = st.overlap_param_gather ? bwd[j] : 0.0;
+          const double f_extra = bucketed_overlap_s(ag, window_f, layers, slow);
+          const double b_extra = bucketed_overlap_s(ag + rs, window_b, layers, slow);
+          fwd[j] += f_extra;
+          bwd[j] += b_extra;
+          dp_mb_comm[j] = f_extra + b_extra;
+        } else {
+          bwd[j] += extra;
+          dp_mb_comm[j] = extra;
+        }
+      }
+    }
+    // Blocking send/recv (overlap_p2p_comm false): the sender waits for its transfer.
+    if (p > 1 && !st.overlap_p2p_comm) {
+      if (j < stages - 1) fwd[j] += p2p_s, p2p_block[j] += p2p_s;
+      if (j > 0) bwd[j] += p2p_s, p2p_block[j] += p2p_s;
+    }
   }
   if (clamped) {
     res.warnings.push_back(fmt::format("recompute_layer_num ({}) exceeds the layers of some model chunks; those chunks "
@@ -130,32 +233,14 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
                                        st.recompute_layer_num));
   }
 
-  // Pipeline p2p: adjacent stages are tp·cp·dp ranks apart.
-  double p2p_s = 0;
-  if (p > 1) {
-    const int stride = st.tp_size * st.cp_size * st.dp_size;
-    CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(mc.p2p_bytes), 2,
-                    ranks_per_domain(2, stride, sys.scale_up_domain_size), st.dtype};
-    p2p_s = coster.collective_s(k, &tally);
-  }
-  PipelineSpec spec{p, v, m, fwd, bwd, act, p2p_s};
+  PipelineSpec spec{p, v, m, fwd, bwd, act, st.overlap_p2p_comm ? p2p_s : 0.0, opt.pipeline_cutoff_s};
   PipelineResult pipe = simulate_pipeline(spec, opt.trace);
+  res.pruned = pipe.bounded;
 
-  // Static memory and data-parallel work per pipeline rank.
-  const LayerParams lp = dense_layer_params(model);
-  const double t = st.tp_size;
-  const double layer_params_rank = (lp.attention + lp.mlp) / t + lp.norms;
-  const double vocab_rank = static_cast<double>(model.padded_vocab(st.tp_size)) / t * model.hidden_size;
-  const double pos_params = model.position_embedding_type == PositionEmbedding::learned_absolute
-                                ? static_cast<double>(model.max_position_embeddings > 0 ? model.max_position_embeddings
-                                                                                        : st.seq_len) *
-                                      model.hidden_size
-                                : 0.0;
   const double act_e = bytes_per_element(st.dtype);
   const double grad_e = st.use_fp32_accum_grad ? 4.0 : act_e;
-  const double reduce_e = st.grad_reduce_in_bf16 ? 2.0 : grad_e;
-  const int dp_stride = st.tp_size * st.cp_size;
-  const int dp_per_domain = ranks_per_domain(st.dp_size, dp_stride, sys.scale_up_domain_size);
+  const double largest_layer = std::max(dense_lp.total(), model.is_moe ? moe_lp.total() : 0.0);
+  const double bucket = bucket_params(st);
 
   res.stages.resize(p);
   double step = 0;
@@ -165,53 +250,55 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     sr.rank = r;
     sr.has_embedding = r == 0;
     sr.has_head = r == p - 1;
-    double params = 0, act_per_mb = 0, fwd_tr_max = 0, bwd_tr_max = 0;
+    RankParams params;
+    double act_per_mb = 0, fwd_tr_max = 0, bwd_tr_max = 0, fwd_mb = 0, bwd_mb = 0;
     for (int c = 0; c < v; ++c) {
       const int j = c * p + r;
-      sr.layers += st.layers_per_chunk[j];
+      sr.layers += chunks[j].total();
+      sr.moe_layers += chunks[j].moe;
+      sr.first_layers.push_back(chunks[j].first_layer);
       sr.recomputed_layers += layers_rc[j];
       sr.fwd_s_per_micro_batch += fwd[j];
       sr.bwd_s_per_micro_batch += bwd[j];
       sr.recompute_s_per_micro_batch += rc_time[j];
       sr.tp_comm_s_per_micro_batch += tp_comm[j];
+      sr.cp_comm_s_per_micro_batch += cp_comm[j];
+      sr.ep_comm_s_per_micro_batch += ep_comm[j];
+      sr.dp_comm_s_per_micro_batch += dp_mb_comm[j];
+      sr.offload_s_per_micro_batch += offload[j];
+      sr.p2p_blocking_s_per_micro_batch += p2p_block[j];
+      params += chunk_params[j];
       act_per_mb += act[j];
+      fwd_mb += fwd[j];
+      bwd_mb += bwd[j];
       fwd_tr_max = std::max(fwd_tr_max, fwd_tr[j]);
       bwd_tr_max = std::max(bwd_tr_max, bwd_tr[j]);
     }
-    params = sr.layers * layer_params_rank;
-    if (sr.has_embedding) params += vocab_rank + pos_params;
-    if (sr.has_head) {
-      params += lp.norms / 2;  // final norm
-      // Untied: the LM head weight. Tied with pp > 1: the last stage keeps its own copy of the
-      // word embedding, kept in sync by an all-reduce of its gradient with the first stage.
-      if (model.untie_embeddings_and_output_weights || p > 1) params += vocab_rank;
-    }
-    sr.params = params;
-    sr.weight_bytes = params * act_e;
-    sr.grad_bytes = params * grad_e;
-    sr.optimizer_bytes = params * 12.0 / (st.zero_state >= 1 ? st.dp_size : 1);
-    sr.model_mem_bytes = sr.weight_bytes + sr.grad_bytes + sr.optimizer_bytes;
+    sr.params = params.total();
+    sr.expert_params = params.expert;
+    const StaticMemory mem = static_memory(params, largest_layer, bucket, st, groups);
+    sr.weight_bytes = mem.weight_bytes;
+    sr.grad_bytes = mem.grad_bytes;
+    sr.optimizer_bytes = mem.optimizer_bytes;
+    sr.model_mem_bytes = mem.total();
 
     sr.pipeline_busy_s = pipe.rank_busy_s[r];
     sr.pipeline_finish_s = pipe.rank_finish_s[r];
     sr.bubble_s = sr.pipeline_finish_s - sr.pipeline_busy_s;
     sr.bubble_fraction = sr.pipeline_finish_s > 0 ? sr.bubble_s / sr.pipeline_finish_s : 0;
 
-    // Data-parallel gradient reduction (and ZeRO-1's parameter all-gather), exposed in full.
-    if (st.dp_size > 1) {
-      const double grad_bytes = params * reduce_e;
-      if (st.zero_state == 0) {
-        sr.dp_comm_s += coster.collective_s(
-            {CollectiveOp::all_reduce, static_cast<std::int64_t>(grad_bytes), st.dp_size, dp_per_domain, st.dtype},
-            &tally);
-      } else {
-        sr.dp_comm_s += coster.collective_s({CollectiveOp::reduce_scatter, static_cast<std::int64_t>(grad_bytes),
-                                             st.dp_size, dp_per_domain, st.dtype},
-                                            &tally);
-        sr.dp_comm_s += coster.collective_s({CollectiveOp::all_gather, static_cast<std::int64_t>(params * act_e),
-                                             st.dp_size, dp_per_domain, st.dtype},
-                                            &tally);
-      }
+    // Per-iteration DP communication: ZeRO-0/1 reduce the gradients once after the last
+    // micro-batch (hidden behind its backward with overlap_grad_reduce, bucket by bucket);
+    // ZeRO-1/2 all-gather the updated parameters (hidden behind the next forward with
+    // overlap_param_gather). ZeRO-2/3's per-micro-batch collectives are in the stage times.
+    const double buckets = std::max(1.0, std::ceil(params.total() / bucket));
+    if (st.zero_state <= 1) {
+      const double c = grad_reduce_s(params, st, groups, coster, &tally);
+      sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_grad_reduce ? bwd_mb : 0.0, buckets, slow);
+    }
+    if (st.zero_state == 1 || st.zero_state == 2) {
+      const double c = param_gather_s(params, st, groups, coster, &tally);
+      sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, buckets, slow);
     }
     if (!model.untie_embeddings_and_output_weights && p > 1 && (sr.has_embedding || sr.has_head)) {
       const int stride = st.tp_size * st.cp_size * st.dp_size * (p - 1);
@@ -220,9 +307,18 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
                                           &tally);
     }
     // Adam over this rank's shard: read param, grad, m, v (fp32), write param, m, v and the bf16
-    // copy; the gradient-norm pass reads the grads once more.
-    const double shard = params / (st.zero_state >= 1 ? st.dp_size : 1);
-    sr.optimizer_s = coster.memory_s({"adam_step", static_cast<std::int64_t>(shard * (16 + 12 + act_e + 4))}, &tally);
+    // copy; the gradient-norm pass reads the grads once more. With optimizer_cpu_offload the
+    // host runs its fraction after the gradients cross the host link (fp32) and the updated
+    // bf16 parameters come back; the GPU part runs concurrently.
+    const double shard = optimizer_shard_params(params, st, groups);
+    const double host_part = st.optimizer_cpu_offload ? st.optimizer_offload_fraction : 0.0;
+    sr.optimizer_s = coster.memory_s(
+        {"adam_step", static_cast<std::int64_t>(shard * (1.0 - host_part) * (16 + 12 + act_e + 4))}, &tally);
+    if (host_part > 0) {
+      const double host_params = shard * host_part;
+      const double host_s = host_params * (4.0 + act_e) / host_bw + host_params / sys.host_adam_params_per_s;
+      sr.optimizer_s = std::max(sr.optimizer_s, host_s);
+    }
     optimizer_max = std::max(optimizer_max, sr.optimizer_s);
     step = std::max(step, sr.pipeline_finish_s + sr.dp_comm_s);
 
@@ -235,7 +331,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     const bool bwd_peak = sr.bwd_peak_allocated_mem_bytes >= sr.fwd_peak_allocated_mem_bytes;
     sr.peak_mem_bytes = std::max(sr.fwd_peak_allocated_mem_bytes, sr.bwd_peak_allocated_mem_bytes);
     sr.peak_mem_with_reserved_bytes = sr.peak_mem_bytes / st.mem_factor;
-    sr.peak_path = fmt::format(
+    if (opt.details) sr.peak_path = fmt::format(
         "{}: model {:.2f} GB (weights {:.2f} + grads {:.2f} + optimizer {:.2f}) + activations {:.2f} GB "
         "({} micro-batch chunk(s) in flight) + transient {:.2f} GB",
         bwd_peak ? "backward" : "forward", sr.model_mem_bytes / kGB, sr.weight_bytes / kGB, sr.grad_bytes / kGB,
@@ -260,23 +356,36 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   }
   res.critical_rank = crit;
   const StageReport& cs = res.stages[crit];
+  // Stragglers: a synchronous step waits for the slowest of N GPUs; with per-GPU step times of
+  // coefficient of variation cv, the expected maximum of N normal draws is about
+  // mean·(1 + cv·sqrt(2·ln N)), charged on the critical stage's busy time.
+  if (sys.straggler_cv > 0 && st.world_size > 1) {
+    res.straggler_s = cs.pipeline_busy_s * sys.straggler_cv * std::sqrt(2.0 * std::log(static_cast<double>(st.world_size)));
+    step += res.straggler_s;
+  }
   res.duration_time_per_iter_s = step;
   double chunk = 0;
   for (const auto& sr : res.stages) chunk = std::max(chunk, sr.fwd_s_per_micro_batch + sr.bwd_s_per_micro_batch);
   res.chunk_time_s = chunk;
   res.recompute_s = cs.recompute_s_per_micro_batch * m;
   res.tp_comm_exposed_s = cs.tp_comm_s_per_micro_batch * m;
-  res.compute_s = cs.pipeline_busy_s - res.recompute_s - res.tp_comm_exposed_s;
+  res.cp_comm_exposed_s = cs.cp_comm_s_per_micro_batch * m;
+  res.ep_comm_exposed_s = cs.ep_comm_s_per_micro_batch * m;
+  res.offload_exposed_s = cs.offload_s_per_micro_batch * m;
+  res.compute_s = cs.pipeline_busy_s - res.recompute_s - res.tp_comm_exposed_s - res.cp_comm_exposed_s -
+                  res.ep_comm_exposed_s - res.offload_exposed_s - (cs.dp_comm_s_per_micro_batch +
+                  cs.p2p_blocking_s_per_micro_batch) * m;
   res.pp_comm_exposed_s = 0;
   res.bubble_s = cs.bubble_s;
   res.bubble_fraction = cs.bubble_fraction;
-  res.dp_comm_exposed_s = cs.dp_comm_s;
+  res.dp_comm_exposed_s = cs.dp_comm_s + cs.dp_comm_s_per_micro_batch * m;
   res.optimizer_s = optimizer_max;
   if (p > 1) {
     // Send/recv sits on the critical path: the part of the stage's idle time spent waiting on
     // transfers is PP communication, the rest is the schedule's bubble.
     res.pp_comm_exposed_s = pipe.rank_p2p_wait_s[crit];
     res.bubble_s = std::max(0.0, cs.bubble_s - res.pp_comm_exposed_s);
+    res.pp_comm_exposed_s += cs.p2p_blocking_s_per_micro_batch * m;
   }
 
   // Throughput and FLOP metrics.
@@ -294,7 +403,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   // HFU: the model FLOPs (same convention as mfu) plus the FLOPs of recomputed forwards, which
   // each TP rank executes for its 1/t share.
   double recompute_flops = 0;
-  for (int j = 0; j < stages; ++j) recompute_flops += layers_rc[j] * layer.recompute_flops;
+  for (int j = 0; j < stages; ++j) recompute_flops += rc_flops[j];
   recompute_flops *= static_cast<double>(m) * st.dp_size * st.tp_size * st.cp_size;
   res.hfu = (res.stats.model_flops_per_token * res.all_tokens_per_iter + recompute_flops) / denom;
 

@@ -2,6 +2,8 @@
 // EfficiencyModel. Pure: no I/O, deterministic, thread-safe for concurrent calls.
 #pragma once
 
+#include <limits>
+
 #include "core/efficiency_model.h"
 #include "simulator/model_config.h"
 #include "simulator/model_costs.h"
@@ -14,6 +16,10 @@ namespace calisim {
 struct SimulateOptions {
   bool details = true;   // per-op table, roofline key list (costs a few string allocations)
   bool trace = false;    // record pipeline events for a Chrome/Perfetto trace
+  // Strategy search: when the pipeline's lower bound already exceeds this step time, the event
+  // simulation is skipped and the result is marked `pruned` (its times are lower bounds; memory
+  // is exact).
+  double pipeline_cutoff_s = std::numeric_limits<double>::infinity();
 };
 
 // Requires strategy to have passed validate_layout against model. Throws InputError for features

@@ -18,6 +18,29 @@ namespace calisim {
 // `--recompute-granularity selective`, Korthikanti et al.'s selective recompute).
 enum class RecomputeGranularity : std::uint8_t { none, full_block, selective, attn_only, mlp_only, sdp_only };
 
+// Megatron 0.14's output-discarding recompute (`--recompute-modules`), SimuMax's
+// `megatron_recompute_modules`: one bit per module name.
+enum MegatronRecomputeModule : std::uint8_t {
+  kRecomputeLayernorm = 1,   // "layernorm": both pre-norms
+  kRecomputeMlaUpProj = 2,   // "mla_up_proj": MLA q/kv up projections and RoPE
+  kRecomputeMoeAct = 4,      // "moe_act": the routed experts' activation
+  kRecomputeMlp = 8,         // "mlp": a dense layer's MLP
+  kRecomputeMoe = 16,        // "moe": the whole MoE block (router, dispatch, experts, shared experts)
+};
+
+// Context-parallel attention (Megatron `--cp-comm-type`): p2p = ring attention exchanging KV
+// blocks overlapped with the attention compute; a2a = Ulysses, all-to-all of Q/K/V and output.
+enum class CpCommType : std::uint8_t { p2p, a2a };
+
+// MoE token dispatcher (Megatron `--moe-token-dispatcher-type`, SimuMax `moe_dispatcher_policy`).
+enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather };
+
+// FP8 scaling recipe (Megatron `--fp8-recipe`); none = no FP8 GEMMs.
+enum class Fp8Recipe : std::uint8_t { none, delayed, tensorwise, blockwise, mxfp8 };
+
+// Highest zero_state the simulator models (the loader and the search reject higher ones).
+inline constexpr int kMaxModeledZeroStage = 3;
+
 struct StrategyConfig {
   std::int64_t seq_len = 0;
   std::int64_t micro_batch_size = 1;
@@ -35,7 +58,29 @@ struct StrategyConfig {
   int interleaving_size = 1;             // v, virtual pipeline chunks per rank
   int num_layers_in_first_pipeline_stage = 0;  // 0 = even split
   int num_layers_in_last_pipeline_stage = 0;
-  int zero_state = 1;                    // 0: replicated optimizer, 1: distributed optimizer
+  int zero_state = 1;  // 0: replicated; 1: distributed optimizer; 2: + sharded grads; 3: + sharded params (FSDP)
+  CpCommType cp_comm_type = CpCommType::p2p;
+
+  // MoE.
+  MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
+  bool dispatch_probs = false;              // probs travel with the tokens (Megatron >= 0.14)
+  double moe_token_imbalance_factor = 1.0;  // busiest EP rank's routed tokens / the average (>= 1)
+  bool moe_shared_expert_overlap = false;   // shared experts run during the dispatch/combine all-to-all
+  bool overlap_moe_expert_parallel_comm = false;  // EP all-to-all hidden behind another micro-batch's compute
+
+  Fp8Recipe fp8 = Fp8Recipe::none;
+
+  // Overlap (Megatron flag names).
+  bool overlap_grad_reduce = false;     // DP grad reduce(-scatter) bucketed behind backward
+  bool overlap_param_gather = false;    // DP param all-gather bucketed behind forward
+  std::int64_t bucket_size = 0;         // parameters per DP bucket; 0 = Megatron's max(4e7, 1e6·dp)
+  bool tp_comm_overlap = false;         // TE userbuffers: TP all-gather / reduce-scatter overlapped with GEMMs
+  bool overlap_p2p_comm = true;         // PP send/recv asynchronous (false: the sender blocks)
+
+  // Offload to host memory over the system's host link.
+  int cpu_offloading_num_layers = 0;    // layers per model chunk whose activations are offloaded
+  bool optimizer_cpu_offload = false;
+  double optimizer_offload_fraction = 1.0;  // share of the optimizer state (and its step) on the host
 
   bool enable_dropout = false;
   bool use_flash_sdp = true;
@@ -56,11 +101,13 @@ struct StrategyConfig {
   bool mlp_recompute = false;
   bool mlp_rms_recompute = false;
   bool recompute_variance = false;
+  std::uint8_t megatron_recompute_modules = 0;  // MegatronRecomputeModule bits; non-zero = megatron_recompute
 
   double mem_factor = 0.94;  // reserved = allocated / mem_factor
 
   // Derived by the loader.
   int dp_size = 1;
+  int edp_size = 1;                            // expert-data-parallel: world / (ep·etp·pp)
   bool sequence_parallel = false;             // enable_sequence_parallel && tp_size > 1
   std::vector<int> layers_per_chunk;           // size pp*v, index = chunk*pp + rank (virtual stage)
   std::vector<std::string> not_modeled_fields; // accepted SimuMax fields that change nothing yet
@@ -68,6 +115,7 @@ struct StrategyConfig {
   bool recompute_active() const {
     return enable_recompute && recompute_granularity != RecomputeGranularity::none && recompute_layer_num > 0;
   }
+  bool fp8_enabled() const { return fp8 != Fp8Recipe::none; }
 };
 
 }  // namespace calisim

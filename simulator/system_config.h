@@ -39,6 +39,21 @@ struct SystemConfig {
   double nic_gb_s = 50;                  // one NIC, one direction
   NetworkTier scale_out;                 // gpu_gb_s derived: nics_per_node * nic_gb_s / gpus_per_node
 
+  // Fraction by which compute kernels slow down while communication kernels run beside them
+  // (NCCL / userbuffer kernels occupy SMs and memory bandwidth); charged on every overlapped
+  // pair as slowdown × hidden communication time. In [0, 1); 0 = free overlap.
+  double comm_compute_slowdown = 0;
+
+  // Host link used by activation and optimizer offload (PCIe, NVLink-C2C), one direction.
+  std::string host_link_name;
+  double host_link_gb_s = 0;             // 0 = unknown: offload is rejected
+  double host_link_efficiency = 0.8;     // achieved pinned-memory copy bandwidth / link bandwidth
+  double host_adam_params_per_s = 0;     // CPU Adam throughput per GPU (parameters/s); 0 = unknown
+
+  // Per-GPU step-time coefficient of variation; the step waits for the slowest of N GPUs:
+  // × (1 + cv·sqrt(2·ln N)). 0 = off (the default).
+  double straggler_cv = 0;
+
   std::string efficiency_db;             // optional path to an efficiency database (empty = none)
 };
 

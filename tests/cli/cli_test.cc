@@ -143,3 +143,99 @@ TEST(Cli, SimulateWithDatabaseUsesMeasuredEfficiencies) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kSmallSearch =
+    "search --model llama3-8b --system h100-sxm --world-size 16 --global-batch-size 32 --seq-len 4096 "
+    "--tp 1,2,4 --pp 1,2,4 --vpp 1,2 --mbs 1,2 --recompute none,attn+mlp,full --zero 0,1,3 --top 5";
+
+std::vector<std::uint64_t> top_indices(const nlohmann::json& j) {
+  std::vector<std::uint64_t> out;
+  for (const auto& c : j["top"]) out.push_back(c["index"].get<std::uint64_t>());
+  return out;
+}
+
+TEST(CliSearch, JsonTopAndCounts) {
+  const CmdResult r = run(kSmallSearch + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["top"].size(), 5u);
+  const auto& n = j["counts"];
+  EXPECT_EQ(n["illegal"].get<int>() + n["over_memory"].get<int>() + n["feasible"].get<int>(),
+            n["candidates"].get<int>());
+  for (std::size_t i = 1; i < j["top"].size(); ++i) {
+    EXPECT_LE(j["top"][i - 1]["step_time_s"].get<double>(), j["top"][i]["step_time_s"].get<double>());
+  }
+}
+
+TEST(CliSearch, ShardsMergeToTheWholeSearch) {
+  const std::string dir = ::testing::TempDir();
+  const auto whole = nlohmann::json::parse(run(kSmallSearch + " --json").out);
+  std::string files;
+  for (int i = 0; i < 3; ++i) {
+    const std::string out = dir + "calisim_shard" + std::to_string(i) + ".csv";
+    const CmdResult r = run(kSmallSearch + " --shard " + std::to_string(i) + "/3 --out " + out);
+    ASSERT_EQ(r.code, 0) << r.out;
+    files += " " + out;
+  }
+  const CmdResult m = run("search merge --top 5 --json" + files);
+  ASSERT_EQ(m.code, 0) << m.out;
+  const auto merged = nlohmann::json::parse(m.out);
+  std::vector<std::uint64_t> got;
+  for (const auto& c : merged) got.push_back(c["index"].get<std::uint64_t>());
+  EXPECT_EQ(got, top_indices(whole));
+}
+
+TEST(CliSearch, CsvHasEveryFeasibleCandidate) {
+  const std::string csv = ::testing::TempDir() + "calisim_all.csv";
+  const CmdResult r = run(kSmallSearch + " --csv " + csv);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(run(kSmallSearch + " --json").out);
+  std::ifstream in(csv);
+  std::string line;
+  int rows = -1;  // header
+  while (std::getline(in, line)) ++rows;
+  EXPECT_EQ(rows, j["counts"]["feasible"].get<int>());
+}
+
+TEST(CliSearch, NothingFitsIsExplained) {
+  const CmdResult r = run("search --model llama3-405b --system h100-sxm --world-size 64 --global-batch-size 64 "
+                          "--seq-len 8192");
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("no layout fits in 80.0 GB: the smallest needs"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("at tp "), std::string::npos) << r.out;
+}
+
+TEST(CliSearch, BadArgumentsExitTwo) {
+  EXPECT_EQ(run(kSmallSearch + " --shard 3/3").code, 2);
+  EXPECT_EQ(run(kSmallSearch + " --recompute sometimes").code, 2);
+  EXPECT_EQ(run(kSmallSearch + " --zero 4").code, 2);
+  EXPECT_EQ(run("search --model llama3-8b --system h100-sxm").code, 2);
+  const std::string bad = write_temp("bad_result.csv", "not,a,result\n");
+  const CmdResult r = run("search merge " + bad);
+  EXPECT_EQ(r.code, 2);
+  EXPECT_NE(r.out.find("bad_result.csv"), std::string::npos) << r.out;
+}
+
+TEST(CliSearch, MpirunRanksShardTheSpaceAndRankZeroMerges) {
+#ifndef CALISIM_MPIEXEC
+  GTEST_SKIP() << "calisim was built without MPI (install libopenmpi-dev and openmpi-bin to run this test)";
+#else
+  const auto whole = nlohmann::json::parse(run(kSmallSearch + " --json").out);
+  const std::string cmd = std::string(CALISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 " +
+                          std::string(CALISIM_EXE) + " " + kSmallSearch + " --json 2>&1";
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  const auto j = nlohmann::json::parse(out.substr(out.find('{')));
+  EXPECT_EQ(top_indices(j), top_indices(whole));
+  EXPECT_EQ(j["counts"]["candidates"], whole["counts"]["candidates"]);
+  EXPECT_EQ(j["counts"]["feasible"], whole["counts"]["feasible"]);
+#endif
+}
+
+}  // namespace

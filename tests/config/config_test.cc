@@ -151,8 +151,9 @@ TEST(SimuMaxFixtures, ModelFieldsAreRead) {
 TEST(SimuMaxFixtures, EveryStrategyLoadsAndValidates) {
   const ModelConfig dense = load_model(kData + "/simumax/models/llama3-8b.json");
   const ModelConfig moe = load_model(kData + "/simumax/models/deepseekv2.json");
-  // Accepted SimuMax fields that change nothing yet: reported, never ignored silently.
-  const std::vector<std::string> dispatcher = {"moe_dispatcher_policy"};
+  // Accepted SimuMax fields that change nothing: reported, never ignored silently. The
+  // dispatcher and pp_comm_async are modeled; only the network-tier selectors remain.
+  const std::vector<std::string> dispatcher = {};
   const std::map<std::string, std::vector<std::string>> expected_not_modeled = {
       {"ep4_pp2_dp4_mbs1", dispatcher},
       {"ep4_pp2_dp4_mbs1_full_recompute", dispatcher},
@@ -161,7 +162,7 @@ TEST(SimuMaxFixtures, EveryStrategyLoadsAndValidates) {
       {"tp1_pp1_dp8_mbs1", dispatcher},
       {"tp1_pp2_dp4_mbs1", dispatcher},
       {"tp1_pp4_vp2_sync_mbs1_mbc8_no_ckpt",
-       {"dp_net", "ep_net", "etp_net", "moe_dispatcher_policy", "pp_comm_async", "pp_net", "tp_net"}},
+       {"dp_net", "ep_net", "etp_net", "pp_net", "tp_net"}},
       {"tp2_pp1_dp4_mbs1", dispatcher},
       {"tp2_pp1_dp4_mbs1_full_recompute", dispatcher},
       {"tp2_pp1_dp4_mbs1_selective_recompute", dispatcher},
@@ -342,6 +343,7 @@ TEST(ShippedConfigs, StrategiesValidateAgainstTheirModels) {
       {"tp2_pp2_dp2_mbs1", {"llama3-8b", "llama2-7b", "llama2-13b", "mixtral-8x7b", "qwen3-30b-a3b"}},
       {"tp8_pp1_dp1_mbs1", {"llama3-8b", "llama3-70b", "llama2-70b", "llama2-13b", "mixtral-8x7b"}},
       {"ep8_pp1_dp8_mbs1", {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2", "deepseek-v3"}},
+      {"deepseek-v3-1024gpu", {"deepseek-v3"}},
       {"megatron-22b-korthikanti-full", {"megatron-22b"}},
       {"megatron-22b-korthikanti-selective", {"megatron-22b"}},
       {"gpt3-175b-korthikanti-full", {"gpt3-175b"}},
@@ -516,10 +518,10 @@ TEST(Validation, NotModeledFieldsAreReportedNotIgnored) {
   EXPECT_EQ(not_modeled, std::vector<std::string>{"orig_vocab_size"});
 
   json st = base_strategy();
-  st["fp8"] = false;
+  st["fp8"] = false;  // modeled: not reported
   st["pp_schedule"] = "1f1b";
   st["tp_net"] = "high_intra_node";
-  EXPECT_EQ(parse_strategy(st, "s.json").not_modeled_fields, (std::vector<std::string>{"fp8", "pp_schedule", "tp_net"}));
+  EXPECT_EQ(parse_strategy(st, "s.json").not_modeled_fields, (std::vector<std::string>{"pp_schedule", "tp_net"}));
 }
 
 TEST(Validation, WrongType) {
@@ -859,17 +861,28 @@ TEST(Validation, RejectedStrategyValues) {
     const char* problem;
   };
   const std::vector<Case> cases = {
-      {"fp8", true, "FP8 training is not modeled yet; set \"fp8\": false"},
-      {"zero_state", 2,
-       "expected 0 (replicated optimizer) or 1 (distributed optimizer), got 2; ZeRO-2/3 are not modeled yet"},
-      {"zero_state", 3,
-       "expected 0 (replicated optimizer) or 1 (distributed optimizer), got 3; ZeRO-2/3 are not modeled yet"},
+      {"fp8_recipe", "nvfp4", "expected \"delayed\", \"tensorwise\", \"blockwise\" or \"mxfp8\", got \"nvfp4\""},
+      {"zero_state", 4,
+       "expected 0 (replicated optimizer), 1 (distributed optimizer), 2 (+ sharded gradients) or 3 (+ sharded "
+       "parameters, FSDP), got 4"},
+      {"cp_comm_type", "a2a+p2p",
+       "expected \"p2p\" (ring attention) or \"a2a\" (Ulysses); \"allgather\" and \"a2a+p2p\" are not modeled, got "
+       "\"a2a+p2p\""},
+      {"moe_dispatcher_policy", "flex",
+       "expected \"all2all\" or \"allgather\" (the DeepEP \"flex\" dispatcher is not modeled), got \"flex\""},
+      {"moe_token_imbalance_factor", 0.5, "expected >= 1 (busiest EP rank's routed tokens / the average), got 0.5"},
+      {"offload_groupgemm_col_inputs", true,
+       "offloading grouped-GEMM inputs alone is not modeled; use cpu_offloading_num_layers (whole layers' "
+       "activations)"},
+      {"account_for_loss_in_pipeline_split", true,
+       "not modeled; give the split explicitly with num_layers_in_first/last_pipeline_stage"},
       {"dtype", "fp8",
        "expected \"bf16\" or \"fp16\" (the training dtype; FP8 is the separate \"fp8\" switch), got \"fp8\""},
       {"dtype", "int4", "expected \"bf16\" or \"fp16\", got \"int4\""},
-      {"megatron_recompute", true,
-       "Megatron 0.14 output-discarding recompute is not modeled yet; use recompute_granularity with "
-       "attn_recompute/mlp_recompute"},
+      {"megatron_recompute", true, "requires recompute_granularity \"selective_recompute\""},
+      {"megatron_recompute_modules", json::array({"layernorm", "core_attn"}),
+       "expected module names among \"layernorm\", \"mla_up_proj\", \"moe_act\", \"mlp\", \"moe\" (\"core_attn\" "
+       "is not supported), got core_attn"},
       {"attention_sparse_ratio", 0.5, "sparse attention is not modeled; causal masking is applied automatically"},
       {"pp_schedule", "zero_bubble",
        "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled"},
@@ -911,13 +924,66 @@ TEST(Validation, RejectedStrategyValues) {
   EXPECT_EQ(parse_strategy(st, "s.json").recompute_granularity, RecomputeGranularity::none);
 }
 
-TEST(Validation, ContextParallelNotModeled) {
+TEST(Validation, ContextParallelRules) {
   json st = base_strategy();
   st["cp_size"] = 2;
-  const InputError e = expect_input_error([&] { layout(base_model(), st); });
+  st["seq_len"] = 4098;  // ring attention needs 2·cp chunks
+  InputError e = expect_input_error([&] { layout(base_model(), st); });
   EXPECT_EQ(e.file(), "s.json");
+  EXPECT_EQ(e.where(), "seq_len");
+  EXPECT_EQ(e.problem(), "seq_len (4098) must be divisible by 4 with cp_size 2 (ring attention splits it into 2·cp chunks)");
+  st["seq_len"] = 4096;
+  const StrategyConfig ok = layout(base_model(), st);
+  EXPECT_EQ(ok.dp_size * ok.cp_size * ok.tp_size * ok.pp_size, ok.world_size);
+  st["use_flash_sdp"] = false;
+  e = expect_input_error([&] { layout(base_model(), st); });
   EXPECT_EQ(e.where(), "cp_size");
-  EXPECT_EQ(e.problem(), "context parallelism is not modeled yet; set cp_size to 1");
+  EXPECT_EQ(e.problem(), "context parallelism needs use_flash_sdp: true (Megatron runs CP in TE's flash attention)");
+  st["use_flash_sdp"] = true;
+  st["cp_comm_type"] = "a2a";
+  st["cp_size"] = 16;
+  st["world_size"] = 16;
+  json m = base_model();
+  m["kv_head_num"] = 8;
+  e = expect_input_error([&] { layout(m, st); });
+  EXPECT_EQ(e.where(), "cp_comm_type");
+}
+
+TEST(Validation, OverlapAndMoeRules) {
+  json st = base_strategy();
+  st["tp_size"] = 2;
+  st["enable_sequence_parallel"] = false;
+  st["tp_comm_overlap"] = true;
+  InputError e = expect_input_error([&] { layout(base_model(), st); });
+  EXPECT_EQ(e.where(), "tp_comm_overlap");
+  EXPECT_EQ(e.problem(), "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");
+
+  st = base_strategy();
+  st["pp_comm_async"] = false;
+  st["overlap_p2p_comm"] = true;
+  e = expect_input_error([&] { parse_strategy(st, "s.json"); });
+  EXPECT_EQ(e.where(), "pp_comm_async");
+  st.erase("overlap_p2p_comm");
+  EXPECT_FALSE(parse_strategy(st, "s.json").overlap_p2p_comm);
+
+  json moe = base_model();
+  moe["model_type"] = "moe";
+  moe["expert_num"] = 8;
+  moe["topk"] = 2;
+  st = base_strategy();
+  st["tp_size"] = 2;
+  st["enable_sequence_parallel"] = false;
+  e = expect_input_error([&] { layout(moe, st); });
+  EXPECT_EQ(e.where(), "enable_sequence_parallel");
+  EXPECT_EQ(e.problem(), "MoE layers with tp_size > 1 need sequence parallelism (Megatron requires it)");
+  st["enable_sequence_parallel"] = true;
+  st["ep_size"] = 2;
+  st["etp_size"] = 2;
+  const StrategyConfig ok = layout(moe, st);
+  EXPECT_EQ(ok.edp_size, ok.world_size / 4);
+  st["cpu_offloading_num_layers"] = 1000;
+  e = expect_input_error([&] { layout(moe, st); });
+  EXPECT_EQ(e.where(), "cpu_offloading_num_layers");
 }
 
 TEST(Validation, ExpertParallelRules) {

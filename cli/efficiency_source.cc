@@ -1,0 +1,26 @@
+#include "cli/efficiency_source.h"
+
+#include <filesystem>
+
+#include "db/db_efficiency_model.h"
+#include "simulator/default_efficiency.h"
+
+namespace calisim::cli {
+
+EfficiencyChoice make_efficiency_source(const SystemConfig& system, const std::string& system_file,
+                                        const std::string& db_flag) {
+  EfficiencyChoice out;
+  auto roofline = std::make_shared<const DefaultEfficiencyModel>(system);
+  out.model = roofline;
+  out.database = db_flag;
+  if (out.database.empty() && !system.efficiency_db.empty()) {
+    std::filesystem::path p(system.efficiency_db);
+    if (p.is_relative()) p = std::filesystem::path(system_file).parent_path() / p;
+    out.database = p.string();
+  }
+  // Resolution order (ARCHITECTURE.md): this device's rows in the database, then roofline.
+  if (!out.database.empty()) out.model = load_db_efficiency_model(out.database, system.device.name, roofline);
+  return out;
+}
+
+}  // namespace calisim::cli

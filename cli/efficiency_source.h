@@ -1,0 +1,22 @@
+// Which EfficiencyModel a command uses: the database named by --db, else the system file's
+// "efficiency_db" (relative to the system file), else the system file's roofline defaults.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "core/efficiency_model.h"
+#include "simulator/system_config.h"
+
+namespace calisim::cli {
+
+struct EfficiencyChoice {
+  std::shared_ptr<const EfficiencyModel> model;
+  std::string database;  // empty when roofline only
+};
+
+// Throws InputError when the database cannot be read or lacks the system's device.
+EfficiencyChoice make_efficiency_source(const SystemConfig& system, const std::string& system_file,
+                                        const std::string& db_flag);
+
+}  // namespace calisim::cli

@@ -1,0 +1,196 @@
+// `calisim predict`: efficiency tables for a GPU that was never measured, scaled from measured
+// devices, and the predictor's accuracy report.
+//
+//   calisim predict --from DEVICE[,DEVICE] --to SYSTEM --db FILE [--out FILE] [--json]
+//     reads the source devices' rows from FILE, writes rows of source `predicted` under the
+//     system file's device.name into --out (default: FILE), so that `calisim simulate --system
+//     SYSTEM --db FILE` finds them.
+//   calisim predict --evaluate --db FILE [--json]
+//     leave-one-out error per family on each device, and cross-device error for every ordered pair.
+// Source devices get the achievable efficiencies and links of the shipped system whose
+// device.name equals theirs (when there is one), so that both sides of every ratio come from the
+// same kind of figure. Problems the user can fix are InputErrors (exit 2).
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "cli/commands.h"
+#include "cli/config_catalog.h"
+#include "cli/table.h"
+#include "core/error.h"
+#include "db/efficiency_db.h"
+#include "predictor/evaluate.h"
+#include "predictor/prediction_rows.h"
+#include "simulator/config_loader.h"
+
+namespace calisim::cli {
+namespace {
+
+using nlohmann::ordered_json;
+using predictor::DeviceData;
+using predictor::DeviceProfile;
+
+struct PredictArgs {
+  std::string from, to, db, out;
+  bool evaluate = false, json = false;
+};
+
+std::string pct(double v) { return fmt::format("{:.1f}", v); }
+std::string num(double v) { return fmt::format("{:.4g}", v); }
+
+predictor::LinkSpec link_from_tier(const NetworkTier& t) {
+  predictor::LinkSpec l;
+  l.gpu_gb_s = t.gpu_gb_s;
+  l.latency_us = t.latency_us;
+  for (int i = 0; i < kCollectiveOpCount; ++i) l.efficiency[i] = t.efficiency[i];
+  return l;
+}
+
+DeviceProfile profile_from_system(const SystemConfig& s) {
+  DeviceProfile p;
+  p.spec = s.device;
+  p.matmul_efficiency = s.matmul_efficiency;
+  p.attention_efficiency = s.attention_efficiency;
+  p.memory_efficiency = s.memory_efficiency;
+  p.intra_node = link_from_tier(s.scale_up);
+  p.inter_node = link_from_tier(s.scale_out);
+  p.ranks_per_node = s.scale_up_domain_size;
+  return p;
+}
+
+SystemConfig load_system(const std::string& name_or_path) {
+  const std::string file = resolve_config(ConfigKind::system, name_or_path);
+  return parse_system(read_json_file(file), file);
+}
+
+// The shipped system describing this GPU model, if any (matched on device.name).
+std::optional<DeviceProfile> shipped_profile(const std::string& device_name) {
+  for (const auto& name : list_configs(ConfigKind::system)) {
+    const SystemConfig s = load_system(name);
+    if (s.device.name == device_name) return profile_from_system(s);
+  }
+  return std::nullopt;
+}
+
+DeviceData device_data(db::EfficiencyDb& file, const std::string& name_or_alias) {
+  DeviceData d;
+  d.record = file.device(name_or_alias);
+  d.runs = file.load_runs(d.record.name);
+  d.profile = predictor::profile_from_record(d.record);
+  if (auto system = shipped_profile(d.record.name)) d.profile = predictor::enrich_profile(d.profile, *system);
+  return d;
+}
+
+std::vector<std::string> split_devices(const std::string& list) {
+  std::vector<std::string> out;
+  std::stringstream ss(list);
+  for (std::string item; std::getline(ss, item, ',');) {
+    const auto b = item.find_first_not_of(' ');
+    const auto e = item.find_last_not_of(' ');
+    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+  }
+  if (out.empty()) throw InputError("--from", "", "name at least one measured device (comma-separated)");
+  return out;
+}
+
+void run_predict(const PredictArgs& a) {
+  if (a.from.empty() || a.to.empty()) {
+    throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM, or --evaluate");
+  }
+  std::vector<DeviceData> sources;
+  {
+    auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);
+    for (const auto& name : split_devices(a.from)) sources.push_back(device_data(file, name));
+  }
+  const DeviceProfile target = profile_from_system(load_system(a.to));
+  const predictor::Prediction p = predictor::predict_target(sources, target);
+
+  const std::string out_path = a.out.empty() ? a.db : a.out;
+  auto out = db::EfficiencyDb::open(out_path, db::OpenMode::create);
+  out.add_device_if_missing(p.device);
+  const std::int64_t run_id = out.insert_run(p.batch);
+
+  Table t({"family", "rows", "mean source eff", "mean predicted eff"});
+  ordered_json families = ordered_json::array();
+  for (const auto& f : p.families) {
+    if (f.rows == 0) continue;
+    t.add_row({f.family, std::to_string(f.rows), num(f.mean_source_efficiency), num(f.mean_efficiency)});
+    families.push_back({{"family", f.family},
+                        {"rows", f.rows},
+                        {"mean_source_efficiency", f.mean_source_efficiency},
+                        {"mean_efficiency", f.mean_efficiency}});
+  }
+  if (a.json) {
+    const ordered_json doc = {{"target", target.spec.name}, {"database", out_path}, {"run", run_id},
+                              {"rows", p.batch.rows.size()}, {"notes", p.batch.run.notes},
+                              {"families", families},       {"warnings", p.warnings}};
+    fmt::print("{}\n", doc.dump(2));
+    return;
+  }
+  std::string text = fmt::format("predicted {} rows for {} into {} (run {})\n{}\n", p.batch.rows.size(),
+                                 target.spec.name, out_path, run_id, p.batch.run.notes);
+  text += t.render("  ");
+  for (const auto& w : p.warnings) text += "warning: " + w + "\n";
+  fmt::print("{}", text);
+}
+
+void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorSummary>& rows, bool cross) {
+  for (const auto& e : rows) {
+    std::vector<std::string> cells;
+    if (cross) cells.push_back(e.from);
+    for (std::string c : {e.device, e.family, std::to_string(e.n), pct(e.mape_pct), pct(e.max_ape_pct)}) {
+      cells.push_back(std::move(c));
+    }
+    t.add_row(cells);
+    ordered_json j;
+    if (cross) j["from"] = e.from;
+    j["device"] = e.device;
+    j["family"] = e.family;
+    j["n"] = e.n;
+    j["mape_pct"] = e.mape_pct;
+    j["max_ape_pct"] = e.max_ape_pct;
+    doc.push_back(j);
+  }
+}
+
+void run_evaluate(const PredictArgs& a) {
+  std::vector<DeviceData> devices;
+  {
+    auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);
+    for (const auto& d : file.devices()) devices.push_back(device_data(file, d.name));
+  }
+  const predictor::Evaluation e = predictor::evaluate(devices);
+  Table loo({"device", "family", "n", "MAPE %", "max %"});
+  Table cross({"from", "to", "family", "n", "MAPE %", "max %"});
+  ordered_json jloo = ordered_json::array(), jcross = ordered_json::array();
+  add_errors(loo, jloo, e.leave_one_out, false);
+  add_errors(cross, jcross, e.cross_device, true);
+  if (a.json) {
+    fmt::print("{}\n", ordered_json{{"database", a.db}, {"leave_one_out", jloo}, {"cross_device", jcross}}.dump(2));
+    return;
+  }
+  std::string text = "leave-one-out (each row predicted from the fit of the other rows of its group)\n";
+  text += jloo.empty() ? "  no group has enough rows\n" : loo.render("  ");
+  text += "\ncross-device (each row of `to` predicted from `from` alone)\n";
+  text += jcross.empty() ? "  needs two devices with rows of a common family\n" : cross.render("  ");
+  fmt::print("{}", text);
+}
+
+}  // namespace
+
+void register_predict(CLI::App& app) {
+  auto args = std::make_shared<PredictArgs>();
+  CLI::App* sub = app.add_subcommand(
+      "predict", "Predict a GPU's efficiency tables from measured devices, or report the predictor's accuracy");
+  sub->add_option("--db", args->db, "efficiency database (SQLite) holding the measured devices")->required();
+  sub->add_option("--from", args->from, "measured device(s), comma-separated names or aliases");
+  sub->add_option("--to", args->to, "target system: shipped name or path to a system .json");
+  sub->add_option("--out", args->out, "database to write the predicted rows into (default: --db)");
+  sub->add_flag("--evaluate", args->evaluate, "report leave-one-out and cross-device error instead");
+  sub->add_flag("--json", args->json, "print one JSON document");
+  sub->callback([args] { args->evaluate ? run_evaluate(*args) : run_predict(*args); });
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,247 @@
+// `calisim profile plan|run`: which kernel shapes a configuration needs, and measuring them on
+// this machine's GPUs into the efficiency database (docs/profiling.md).
+//
+// `plan` is pure and always available. `run` needs a CUDA build; without one it exits with an
+// InputError that says how to get one. Every finished measurement is committed on its own, so
+// Ctrl-C (first press: finish the kernel in flight, then stop; second: stop at once) keeps what
+// is done and a rerun resumes.
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <map>
+#include <memory>
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "cli/config_catalog.h"
+#include "core/error.h"
+#include "profiler/profile_plan.h"
+#include "profiler/sweep.h"
+#include "simulator/config_loader.h"
+#include "simulator/kernel_plan.h"
+
+#ifdef CALISIM_HAVE_CUDA_PROFILER
+#include "profiler/cuda_bench.h"
+#include "profiler/device_match.h"
+#include "profiler/runner.h"
+#endif
+
+namespace calisim::cli {
+namespace {
+
+namespace prof = calisim::profiler;
+
+struct PlanArgs {
+  std::string model, strategy, system = "h100-sxm", out;
+  std::vector<std::string> overrides;
+  bool json = false;
+};
+
+struct RunArgs {
+  std::string plan, sweep, db, system, csv;
+  std::vector<std::string> dtypes{"bf16"};
+  int device = 0;
+  bool hot = false, retry_skipped = false;
+  std::string timer = "cupti";
+  double budget_s = 2.0, max_rel_stddev = 0.01;
+  int min_samples = 10, warmup = 3;
+};
+
+prof::ProfilePlan plan_from_configs(const PlanArgs& a) {
+  const RunConfigs rc = load_run_configs(a.model, a.strategy, a.system, a.overrides);
+  const KernelPlan kp = plan_kernels(rc.model, rc.strategy, rc.system);
+  prof::ProfilePlan plan;
+  plan.description = fmt::format("kernels of model {} with strategy {} on system {}", a.model, a.strategy, a.system);
+  for (const auto& k : kp.gemm) plan.add(k);
+  for (const auto& k : kp.attention) plan.add(k);
+  for (const auto& k : kp.memory) plan.add(k);
+  for (const auto& k : kp.collective) plan.add(k);
+  return plan;
+}
+
+void run_plan_command(const PlanArgs& a) {
+  const prof::ProfilePlan plan = plan_from_configs(a);
+  if (!a.out.empty() && a.out != "-") prof::write_plan_file(plan, a.out);
+  const std::size_t g = plan.count(db::KeyKind::gemm), at = plan.count(db::KeyKind::attention),
+                    m = plan.count(db::KeyKind::memory), c = plan.count(db::KeyKind::collective);
+  if (a.out.empty() || a.out == "-") {
+    fmt::print("{}", prof::plan_to_json(plan));
+    return;
+  }
+  if (a.json) {
+    fmt::print("{}\n", nlohmann::ordered_json{{"path", a.out}, {"gemm", g}, {"attention", at}, {"memory", m},
+                                              {"collective", c}}
+                           .dump(2));
+    return;
+  }
+  fmt::print("wrote {}: {} kernels ({} GEMM, {} attention, {} memory, {} collective)\n", a.out, plan.kernels.size(), g,
+             at, m, c);
+  fmt::print("measure them with: calisim profile run --plan {} --db FILE\n", a.out);
+}
+
+#ifdef CALISIM_HAVE_CUDA_PROFILER
+
+std::atomic<bool> g_stop{false};
+
+extern "C" void on_sigint(int) {
+  // First Ctrl-C: finish the kernel in flight and stop. A second one kills as usual.
+  g_stop = true;
+  std::signal(SIGINT, SIG_DFL);
+}
+
+std::vector<DType> parse_dtypes(const std::vector<std::string>& names) {
+  std::vector<DType> out;
+  for (const auto& n : names) {
+    try {
+      out.push_back(parse_dtype(n));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("<command line>", "--dtype", e.what());
+    }
+  }
+  return out;
+}
+
+void run_run_command(const RunArgs& a) {
+  if (a.plan.empty() == a.sweep.empty()) {
+    throw InputError("<command line>", "profile run", "give exactly one of --plan FILE or --sweep KIND");
+  }
+  if (a.timer != "cupti" && a.timer != "events") {
+    throw InputError("<command line>", "--timer", "expected cupti or events, got '" + a.timer + "'");
+  }
+  std::string why;
+  const int gpus = prof::cuda_device_count(&why);
+  if (gpus == 0) throw InputError("<this machine>", "", "no CUDA device to profile: " + why);
+  if (a.device < 0 || a.device >= gpus) {
+    throw InputError("<command line>", "--device", fmt::format("this machine has CUDA devices 0..{}", gpus - 1));
+  }
+
+  prof::ProfilePlan plan;
+  if (!a.plan.empty()) {
+    plan = prof::read_plan_file(a.plan);
+  } else {
+    prof::SweepOptions so;
+    so.dtypes = parse_dtypes(a.dtypes);
+    so.ranks = so.ranks_per_node = gpus;
+    plan = prof::make_sweep(prof::parse_sweep_kind(a.sweep), so);
+  }
+
+  prof::CudaBenchOptions bo;
+  bo.device = a.device;
+  bo.allow_cupti = a.timer == "cupti";
+  bo.loop.cold_l2 = !a.hot;
+  bo.loop.warmup_runs = a.warmup;
+  bo.loop.rule.min_samples = a.min_samples;
+  bo.loop.rule.time_budget_s = a.budget_s;
+  bo.loop.rule.max_rel_stddev = a.max_rel_stddev;
+  prof::CudaBench bench(bo);  // subscribes CUPTI before any other CUDA work
+  const prof::CudaEnvironment env = prof::describe_cuda(a.device);
+
+  std::string system_name = a.system.empty() ? prof::system_for_cuda_device(env.name) : a.system;
+  if (system_name.empty()) {
+    throw InputError("<command line>", "--system",
+                     fmt::format("no shipped system matches '{}'; name one (`calisim configs list`) so the "
+                                 "efficiencies have peaks to divide by",
+                                 env.name));
+  }
+  const std::string system_path = resolve_config(ConfigKind::system, system_name);
+  const SystemConfig sys = parse_system(read_json_file(system_path), system_path);
+
+  db::DeviceRecord dev;
+  dev.name = sys.device.name;
+  dev.sm_count = env.sm_count;
+  dev.peak_tflops = sys.device.peak_tflops;
+  dev.hbm_gb_s = sys.device.hbm_gb_s;
+  dev.memory_gb = sys.device.memory_gb;
+  dev.l2_mb = env.l2_mb;
+  dev.driver_version = env.driver_version;
+  dev.cuda_version = env.cuda_version;
+  dev.library_versions = env.library_versions;
+  prof::LinkBandwidth links{sys.scale_up.gpu_gb_s,
+                            sys.gpus_per_node > 0 ? sys.nics_per_node * sys.nic_gb_s / sys.gpus_per_node : 0.0};
+
+  prof::StoreOptions so;
+  so.retry_skipped = a.retry_skipped;
+  so.csv_path = a.csv;
+  so.notes = fmt::format("calisim profile run ({}); GPU '{}' (CUDA device {} of {}), sm_{}; timer {}; {} L2; "
+                         "driver {}, CUDA {}, {}",
+                         plan.description, env.name, a.device, gpus, env.compute_capability,
+                         bench.timer_description(), a.hot ? "hot" : "cold", env.driver_version, env.cuda_version,
+                         env.library_versions);
+  prof::ProfileStore store(a.db, dev, env.name, so);
+
+  fmt::print(stderr, "profiling {} kernels on {} (system {}, {} GPU(s)); timer {}; database {}\n", plan.kernels.size(),
+             env.name, system_name, gpus, bench.timer_description(), a.db);
+  prof::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0);
+  prof::RunnerOptions ro;
+  ro.stop_requested = &g_stop;
+  ro.progress = &progress;
+  g_stop = false;
+  std::signal(SIGINT, on_sigint);
+  const prof::RunReport r = prof::run_plan(plan, bench, store, sys.device, links, ro);
+  std::signal(SIGINT, SIG_DFL);
+
+  fmt::print("{} planned: {} measured, {} skipped, {} already in {} ({}){}\n", r.planned, r.measured, r.skipped,
+             r.already_done, a.db, prof::format_duration(r.elapsed_s),
+             r.interrupted ? "; interrupted: rerun the same command to resume" : "");
+  // Skip reasons, grouped: the same reason for many keys is one line.
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& s : r.skips) {
+    const auto colon = s.find(": ");
+    by_reason[s.substr(colon + 2)].push_back(s.substr(0, colon));
+  }
+  for (const auto& [reason, keys] : by_reason) {
+    fmt::print("skipped {} ({}): {}\n", keys.size(), keys.front() + (keys.size() > 1 ? ", ..." : ""), reason);
+  }
+  for (const auto& t : r.throttled) fmt::print("throttled: {}\n", t);
+}
+
+#else
+
+void run_run_command(const RunArgs&) {
+  throw InputError("<this build>", "profile run",
+                   "this calisim was built without CUDA, so it cannot measure kernels. Build it on a machine "
+                   "with the CUDA toolkit (cuBLASLt, cuDNN, NCCL, CUPTI) with `cmake -S . -B build "
+                   "-DCALISIM_CUDA=ON`, or see docs/profiling.md for building here and running on a GPU machine. "
+                   "`calisim profile plan` works in every build.");
+}
+
+#endif
+
+}  // namespace
+
+void register_profile(CLI::App& app) {
+  CLI::App* profile = app.add_subcommand("profile", "Plan and measure kernel efficiencies on this machine's GPUs");
+  profile->require_subcommand(1);
+
+  auto pa = std::make_shared<PlanArgs>();
+  CLI::App* plan = profile->add_subcommand("plan", "List the kernel shapes a simulation of this config needs");
+  plan->add_option("--model", pa->model, "model config name or path")->required();
+  plan->add_option("--strategy", pa->strategy, "strategy config name or path")->required();
+  plan->add_option("--system", pa->system, "system config name or path (default h100-sxm)");
+  plan->add_option("--set", pa->overrides, "override a config field, e.g. strategy.tp_size=4");
+  plan->add_option("--out,-o", pa->out, "write the plan here (default: print it)");
+  plan->add_flag("--json", pa->json, "print a JSON summary");
+  plan->callback([pa] { run_plan_command(*pa); });
+
+  auto ra = std::make_shared<RunArgs>();
+  CLI::App* run = profile->add_subcommand("run", "Measure a plan or a built-in sweep into the database (CUDA builds)");
+  run->add_option("--plan", ra->plan, "plan file from `calisim profile plan`");
+  run->add_option("--sweep", ra->sweep, "built-in sweep: gemm, attention, collective, memory or all");
+  run->add_option("--db", ra->db, "efficiency database to write (created when missing)")->required();
+  run->add_option("--dtype", ra->dtypes, "GEMM / attention input types of a sweep (default bf16)")->delimiter(',');
+  run->add_option("--system", ra->system, "system config whose peaks efficiencies divide by (default: from the GPU name)");
+  run->add_option("--device", ra->device, "CUDA device for single-GPU kernels (default 0)");
+  run->add_flag("--hot", ra->hot, "do not flush L2 between samples (default: cold)");
+  run->add_option("--timer", ra->timer, "cupti (default; falls back to events when CUPTI is taken) or events");
+  run->add_option("--budget-s", ra->budget_s, "time budget per kernel, seconds (default 2)");
+  run->add_option("--max-rel-stddev", ra->max_rel_stddev, "stop sampling below this relative spread (default 0.01)");
+  run->add_option("--min-samples", ra->min_samples, "samples before the spread is judged (default 10)");
+  run->add_option("--warmup", ra->warmup, "untimed runs before sampling (default 3)");
+  run->add_flag("--retry-skipped", ra->retry_skipped, "measure again the kernels an earlier run skipped");
+  run->add_option("--csv", ra->csv, "also append every result (with its details) to this CSV file");
+  run->callback([ra] { run_run_command(*ra); });
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,106 @@
+#include "cli/search_csv.h"
+
+#include <fmt/format.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "core/error.h"
+
+namespace calisim::cli {
+namespace {
+
+const char* const kColumns[] = {"index", "tp", "pp", "vpp", "cp", "ep", "mbs", "dp", "zero", "recompute",
+                                "micro_batch_num", "first_stage_layers", "middle_stage_layers",
+                                "last_stage_layers", "step_time_s", "mfu", "tokens_per_s_per_gpu", "bubble_fraction",
+                                "tp_comm_s", "pp_comm_s", "dp_comm_s", "recompute_s", "first_stage_peak_gb",
+                                "last_stage_peak_gb", "max_peak_gb"};
+constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
+
+}  // namespace
+
+std::string search_csv_header() {
+  std::string h;
+  for (int i = 0; i < kColumnCount; ++i) {
+    if (i) h += ',';
+    h += kColumns[i];
+  }
+  return h;
+}
+
+std::string search_csv_row(const CandidateResult& r) {
+  const Candidate& c = r.candidate;
+  // %.17g keeps doubles exact so merged shards rank exactly as one run would.
+  return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
+                     "{:.17g},{:.17g},{:.17g}",
+                     r.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.mbs, r.dp, c.zero, to_string(c.recompute),
+                     r.micro_batch_num, r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers,
+                     r.step_time_s, r.mfu, r.tokens_per_s_per_gpu, r.bubble_fraction, r.tp_comm_s,
+                     r.pp_comm_s, r.dp_comm_s, r.recompute_s, r.first_stage_peak_gb, r.last_stage_peak_gb,
+                     r.max_peak_gb);
+}
+
+void write_search_csv(const std::string& path, const std::vector<CandidateResult>& rows) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path, "", "cannot open for writing");
+  out << search_csv_header() << "\n";
+  for (const auto& r : rows) out << search_csv_row(r) << "\n";
+  if (!out) throw InputError(path, "", "write failed");
+}
+
+std::vector<CandidateResult> read_search_csv(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw InputError(path, "", "cannot open file");
+  std::string line;
+  if (!std::getline(in, line) || line != search_csv_header()) {
+    throw InputError(path, "line 1", "expected the header written by `calisim search --out/--csv`: " +
+                                         search_csv_header());
+  }
+  std::vector<CandidateResult> rows;
+  int lineno = 1;
+  while (std::getline(in, line)) {
+    ++lineno;
+    if (line.empty()) continue;
+    rows.push_back(parse_search_csv_row(line, path, lineno));
+  }
+  return rows;
+}
+
+CandidateResult parse_search_csv_row(const std::string& line, const std::string& path, int lineno) {
+  std::vector<std::string> f;
+  std::stringstream ss(line);
+  std::string cell;
+  while (std::getline(ss, cell, ',')) f.push_back(cell);
+  if (static_cast<int>(f.size()) != kColumnCount) {
+    throw InputError(path, fmt::format("line {}", lineno), fmt::format("expected {} columns, got {}", kColumnCount, f.size()));
+  }
+  CandidateResult r;
+  int col = 0;
+  auto num = [&](auto& dst) {
+    const std::string& s = f[col];
+    try {
+      std::size_t used = 0;
+      if constexpr (std::is_floating_point_v<std::remove_reference_t<decltype(dst)>>) dst = std::stod(s, &used);
+      else dst = static_cast<std::remove_reference_t<decltype(dst)>>(std::stoll(s, &used));
+      if (used != s.size()) throw std::invalid_argument(s);
+    } catch (const std::exception&) {
+      throw InputError(path, fmt::format("line {}, column {}", lineno, kColumns[col]), "expected a number, got '" + s + "'");
+    }
+    ++col;
+  };
+  Candidate& c = r.candidate;
+  num(r.index), num(c.tp), num(c.pp), num(c.vpp), num(c.cp), num(c.ep), num(c.mbs), num(r.dp), num(c.zero);
+  try {
+    c.recompute = parse_recompute_choice(f[col]);
+  } catch (const std::invalid_argument& e) {
+    throw InputError(path, fmt::format("line {}, column recompute", lineno), e.what());
+  }
+  ++col;
+  num(r.micro_batch_num), num(r.first_stage_layers), num(r.middle_stage_layers), num(r.last_stage_layers);
+  num(r.step_time_s), num(r.mfu), num(r.tokens_per_s_per_gpu), num(r.bubble_fraction);
+  num(r.tp_comm_s), num(r.pp_comm_s), num(r.dp_comm_s), num(r.recompute_s), num(r.first_stage_peak_gb);
+  num(r.last_stage_peak_gb), num(r.max_peak_gb);
+  return r;
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,45 @@
+// Command-line inputs shared by `calisim search` and `calisim sweep`: the model, a base strategy
+// (a file or calisim's defaults) with the batch and sequence length, the system, and the lists
+// that span the search space.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+#include <vector>
+
+#include "simulator/model_config.h"
+#include "simulator/search_space.h"
+#include "simulator/strategy_config.h"
+#include "simulator/system_config.h"
+
+namespace calisim::cli {
+
+struct SpaceArgs {
+  std::string model, system, strategy;
+  int world_size = 0;
+  long long global_batch_size = 0, seq_len = 0;
+  std::vector<int> tp, pp, vpp, cp, ep, zero;
+  std::vector<long long> mbs;
+  std::vector<std::string> recompute, overrides;
+  double memory_margin_gb = 0;
+  bool allocated_memory = false;
+  int threads = 0;
+};
+
+// Adds --model, --system, --strategy, --seq-len, --tp ... --zero, --memory-margin-gb,
+// --allocated-memory, --threads and --set; with `batch`, also --world-size and --global-batch-size.
+void add_space_options(CLI::App* app, SpaceArgs& a, bool batch);
+
+struct SpaceInputs {
+  ModelConfig model;
+  StrategyConfig base;
+  SystemConfig system;
+  std::string system_file;
+  SearchSpace lists;  // the user's lists (empty = default), world size and batch set
+};
+
+// Resolves, reads, applies --set and parses. `require_batch` demands world size and batch.
+SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch);
+
+}  // namespace calisim::cli

@@ -1,0 +1,307 @@
+// `calisim sweep hardware|scale|layout`: design-space studies, each point a full strategy search.
+#include <fmt/format.h>
+
+#include <fstream>
+#include <memory>
+
+#include "cli/commands.h"
+#include "cli/config_catalog.h"
+#include "cli/progress_bar.h"
+#include "cli/search_inputs.h"
+#include "cli/svg_plot.h"
+#include "cli/table.h"
+#include "core/error.h"
+#include "simulator/config_loader.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/sweep.h"
+
+namespace calisim::cli {
+namespace {
+
+struct SweepArgs {
+  SpaceArgs space;
+  std::vector<std::string> vary;  // "param=spec"
+  int points = 5;
+  bool grid = false;
+  std::string gpus = "64..16384";
+  std::vector<std::string> systems;
+  bool weak = false;
+  double train_tokens = 1e12;
+  std::string csv, svg;
+  bool json = false;
+};
+
+std::string layout(const CandidateResult& r) {
+  const Candidate& c = r.candidate;
+  return fmt::format("tp{} pp{} vpp{} dp{} mbs{} {}", c.tp, c.pp, c.vpp, r.dp, c.mbs, to_string(c.recompute));
+}
+
+void write_text(const std::string& path, const std::string& text) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path, "", "cannot open for writing");
+  out << text;
+}
+
+SearchOptions options_from(const SpaceArgs& a) {
+  SearchOptions o;
+  o.threads = a.threads;
+  o.memory_margin_gb = a.memory_margin_gb;
+  o.use_reserved_memory = !a.allocated_memory;
+  return o;
+}
+
+void run_hardware(const SweepArgs& a) {
+  const SpaceInputs in = load_space_inputs(a.space, true);
+  if (a.vary.empty()) throw InputError("<command line>", "--vary", "give at least one param=values");
+  std::vector<HardwareParam> params;
+  std::vector<std::vector<double>> values;
+  for (const auto& v : a.vary) {
+    const auto eq = v.find('=');
+    try {
+      if (eq == std::string::npos) throw std::invalid_argument("expected param=values, got '" + v + "'");
+      const HardwareParam p = parse_hardware_param(v.substr(0, eq));
+      params.push_back(p);
+      values.push_back(parse_sweep_values(v.substr(eq + 1), hardware_value(in.system, p), a.points));
+    } catch (const std::invalid_argument& e) {
+      throw InputError("<command line>", "--vary " + v, e.what());
+    }
+  }
+  if (a.grid && params.size() != 2) throw InputError("<command line>", "--grid", "a grid needs exactly two --vary");
+  ProgressBar bar("sweeping");
+  SearchOptions o = options_from(a.space);
+  std::vector<std::pair<HardwareParam, std::vector<SweepPoint>>> runs;
+  if (a.grid) {
+    runs.push_back({params[0], sweep_hardware(in.model, in.base, in.system, in.lists, params, values, o)});
+  } else {
+    for (std::size_t i = 0; i < params.size(); ++i) {
+      runs.push_back({params[i], sweep_hardware(in.model, in.base, in.system, in.lists, {params[i]}, {values[i]}, o)});
+      bar.update(i + 1, params.size());
+    }
+  }
+  bar.finish();
+
+  std::string csv = "parameter,value" + std::string(a.grid ? ",value2" : "") +
+                    ",feasible,step_time_s,mfu,tokens_per_s_per_gpu,layout,limit\n";
+  nlohmann::json js = nlohmann::json::array();
+  std::string text = fmt::format("calisim sweep hardware: {} on {} x {} (base {}), global batch {}\n",
+                                 in.model.model_name, in.lists.world_size, in.system.device.name, in.system.name,
+                                 in.lists.global_batch_size);
+  std::vector<Series> series;
+  for (const auto& [param, pts] : runs) {
+    const std::string pname = a.grid ? fmt::format("{} x {}", to_string(params[0]), to_string(params[1]))
+                                     : std::string(to_string(param));
+    Table t({a.grid ? fmt::format("{} / {}", to_string(params[0]), to_string(params[1]))
+                    : fmt::format("{} ({})", to_string(param), unit_of(param)),
+             "step s", "MFU", "tok/s/GPU", "best layout", "limited by"});
+    Series s{pname, {}};
+    for (const auto& p : pts) {
+      const std::string label = a.grid ? fmt::format("{:g} / {:g}", p.values[0], p.values[1]) : fmt::format("{:g}", p.values[0]);
+      if (p.feasible) {
+        t.add_row({label, fmt::format("{:.4f}", p.best.step_time_s), fmt::format("{:.1f}%", p.best.mfu * 100),
+                   fmt::format("{:.0f}", p.best.tokens_per_s_per_gpu), layout(p.best), p.limit});
+        if (!a.grid) s.points.push_back({p.values[0] / hardware_value(in.system, param), p.best.mfu * 100});
+      } else {
+        t.add_row({label, "-", "-", "-", "nothing fits", p.limit});
+      }
+      csv += fmt::format("{},{:g}{},{},{:.9g},{:.9g},{:.9g},\"{}\",\"{}\"\n", pname, p.values[0],
+                         a.grid ? fmt::format(",{:g}", p.values[1]) : "", p.feasible ? 1 : 0,
+                         p.feasible ? p.best.step_time_s : 0.0, p.feasible ? p.best.mfu : 0.0,
+                         p.feasible ? p.best.tokens_per_s_per_gpu : 0.0, p.feasible ? layout(p.best) : "", p.limit);
+      js.push_back({{"parameter", pname}, {"values", p.values}, {"feasible", p.feasible},
+                    {"step_time_s", p.feasible ? p.best.step_time_s : 0.0}, {"mfu", p.feasible ? p.best.mfu : 0.0},
+                    {"layout", p.feasible ? layout(p.best) : ""}, {"limit", p.limit}});
+    }
+    text += "\n" + t.render();
+    if (!s.points.empty()) series.push_back(s);
+  }
+  if (!a.csv.empty()) write_text(a.csv, csv);
+  if (!a.svg.empty() && !series.empty()) {
+    ChartSpec spec{fmt::format("{} on {} GPUs: best MFU vs hardware", in.model.model_name, in.lists.world_size),
+                   fmt::format("parameter / {} baseline", in.system.name), "best MFU (%)", true, true};
+    write_text(a.svg, line_chart_svg(spec, series));
+  }
+  if (a.json) fmt::print("{}\n", js.dump(2));
+  else fmt::print("{}", text);
+}
+
+std::vector<int> parse_gpus(const std::string& spec) {
+  std::vector<int> out;
+  try {
+    const auto dots = spec.find("..");
+    if (dots != std::string::npos) {
+      const int a = std::stoi(spec.substr(0, dots)), b = std::stoi(spec.substr(dots + 2));
+      if (a < 1 || b < a) throw std::invalid_argument(spec);
+      for (long long n = a; n <= b; n *= 2) out.push_back(static_cast<int>(n));
+    } else {
+      std::size_t start = 0;
+      while (start <= spec.size()) {
+        const auto c = spec.find(',', start);
+        out.push_back(std::stoi(spec.substr(start, c == std::string::npos ? std::string::npos : c - start)));
+        if (c == std::string::npos) break;
+        start = c + 1;
+      }
+    }
+  } catch (const std::exception&) {
+    throw InputError("<command line>", "--gpus", "expected a..b (powers of two from a) or a list, got '" + spec + "'");
+  }
+  for (int n : out) {
+    if (n < 1) throw InputError("<command line>", "--gpus", "GPU counts must be positive");
+  }
+  return out;
+}
+
+void run_scale(const SweepArgs& a) {
+  SpaceArgs sa = a.space;
+  if (!a.systems.empty()) sa.system = a.systems.front();
+  sa.world_size = 1;  // per point below
+  const SpaceInputs in = load_space_inputs(sa, false);
+  if (a.space.global_batch_size <= 0) throw InputError("<command line>", "--global-batch-size", "required (positive)");
+  std::vector<SystemConfig> systems{in.system};
+  for (std::size_t i = 1; i < a.systems.size(); ++i) {
+    const std::string f = resolve_config(ConfigKind::system, a.systems[i]);
+    systems.push_back(parse_system(read_json_file(f), f));
+  }
+  const std::vector<int> gpus = parse_gpus(a.gpus);
+  ProgressBar bar("scaling");
+  SearchOptions o = options_from(a.space);
+  o.progress = [&bar](std::uint64_t d, std::uint64_t t) { bar.update(d, t); };
+  const auto pts = sweep_scale(in.model, in.base, systems, gpus, a.space.global_batch_size, a.weak, a.train_tokens,
+                               in.lists, o);
+  bar.finish();
+  Table t({"system", "GPUs", "gbs", "step s", "MFU", "tok/s/GPU", "time to train", "GPU-hours", "best layout"});
+  std::string csv = "system,gpus,global_batch_size,feasible,step_time_s,mfu,tokens_per_s_per_gpu,time_to_train_s,"
+                    "gpu_hours,layout\n";
+  std::vector<Series> mfu_series, time_series;
+  nlohmann::json js = nlohmann::json::array();
+  for (const auto& p : pts) {
+    if (mfu_series.empty() || mfu_series.back().name != p.system) {
+      mfu_series.push_back({p.system, {}});
+      time_series.push_back({p.system, {}});
+    }
+    if (p.feasible) {
+      t.add_row({p.system, std::to_string(p.gpus), std::to_string(p.global_batch_size),
+                 fmt::format("{:.3f}", p.best.step_time_s), fmt::format("{:.1f}%", p.best.mfu * 100),
+                 fmt::format("{:.0f}", p.best.tokens_per_s_per_gpu), fmt::format("{:.1f} d", p.time_to_train_s / 86400),
+                 fmt::format("{:.3g}", p.gpu_hours), layout(p.best)});
+      mfu_series.back().points.push_back({static_cast<double>(p.gpus), p.best.mfu * 100});
+      time_series.back().points.push_back({static_cast<double>(p.gpus), p.time_to_train_s / 86400});
+    } else {
+      t.add_row({p.system, std::to_string(p.gpus), std::to_string(p.global_batch_size), "-", "-", "-", "-", "-",
+                 "nothing fits"});
+    }
+    csv += fmt::format("\"{}\",{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},\"{}\"\n", p.system, p.gpus,
+                       p.global_batch_size, p.feasible ? 1 : 0, p.best.step_time_s, p.best.mfu,
+                       p.best.tokens_per_s_per_gpu, p.time_to_train_s, p.gpu_hours, p.feasible ? layout(p.best) : "");
+    js.push_back({{"system", p.system}, {"gpus", p.gpus}, {"global_batch_size", p.global_batch_size},
+                  {"feasible", p.feasible}, {"step_time_s", p.best.step_time_s}, {"mfu", p.best.mfu},
+                  {"tokens_per_s_per_gpu", p.best.tokens_per_s_per_gpu}, {"time_to_train_s", p.time_to_train_s},
+                  {"gpu_hours", p.gpu_hours}, {"layout", p.feasible ? layout(p.best) : ""}});
+  }
+  if (!a.csv.empty()) write_text(a.csv, csv);
+  if (!a.svg.empty()) {
+    std::string base = a.svg;
+    if (base.size() > 4 && base.substr(base.size() - 4) == ".svg") base.resize(base.size() - 4);
+    write_text(base + ".svg", line_chart_svg({fmt::format("{}: best MFU, {} scaling", in.model.model_name,
+                                                          a.weak ? "weak" : "strong"),
+                                              "GPUs", "best MFU (%)", true, true},
+                                             mfu_series));
+    write_text(base + "_time.svg",
+               line_chart_svg({fmt::format("{}: time to train {:.3g} tokens", in.model.model_name, a.train_tokens),
+                               "GPUs", "days", true, true},
+                              time_series));
+  }
+  if (a.json) {
+    fmt::print("{}\n", js.dump(2));
+    return;
+  }
+  fmt::print("calisim sweep scale: {} ({} scaling, global batch {}{}), {:.3g} training tokens\n\n{}",
+             in.model.model_name, a.weak ? "weak" : "strong", a.space.global_batch_size,
+             a.weak ? " at the first GPU count" : "", a.train_tokens, t.render());
+}
+
+void run_layout(const SweepArgs& a) {
+  const SpaceInputs in = load_space_inputs(a.space, true);
+  SearchSpace space = in.lists;
+  fill_default_lists(space, in.model, in.system.scale_up_domain_size);
+  const DefaultEfficiencyModel eff(in.system);
+  SearchOptions o = options_from(a.space);
+  o.top_k = 1;
+  const SearchResult best = run_search(in.model, in.base, in.system, eff, space, o);
+  if (best.top.empty()) throw InputError("sweep layout", "", best.explanation);
+  const CandidateResult& b = best.top.front();
+  const auto steps = walk_layouts(in.model, in.base, in.system, eff, space, b, o);
+  Table t({"change", "step s", "vs best", "bubble", "TP comm s", "DP comm s", "recompute s", "peak GB", "headroom GB",
+           "note"});
+  std::string csv = "dimension,value,legal,fits,step_time_s,bubble_fraction,tp_comm_s,dp_comm_s,recompute_s,"
+                    "max_peak_gb,note\n";
+  nlohmann::json js = nlohmann::json::array();
+  const double cap = in.system.device.memory_gb - a.space.memory_margin_gb;
+  for (const auto& s : steps) {
+    const std::string name = fmt::format("{} = {}{}", s.dimension, s.value, s.is_best ? " (best)" : "");
+    if (!s.legal) {
+      t.add_row({name, "-", "-", "-", "-", "-", "-", "-", "-", s.why_not});
+    } else {
+      const CandidateResult& r = s.result;
+      t.add_row({name, fmt::format("{:.4f}", r.step_time_s),
+                 fmt::format("{:+.1f}%", (r.step_time_s / b.step_time_s - 1) * 100),
+                 fmt::format("{:.1f}%", r.bubble_fraction * 100), fmt::format("{:.3f}", r.tp_comm_s),
+                 fmt::format("{:.3f}", r.dp_comm_s), fmt::format("{:.3f}", r.recompute_s),
+                 fmt::format("{:.1f}", r.max_peak_gb), fmt::format("{:.1f}", cap - r.max_peak_gb),
+                 s.fits ? "" : s.why_not});
+    }
+    csv += fmt::format("{},{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},\"{}\"\n", s.dimension, s.value,
+                       s.legal ? 1 : 0, s.fits ? 1 : 0, s.result.step_time_s, s.result.bubble_fraction,
+                       s.result.tp_comm_s, s.result.dp_comm_s, s.result.recompute_s, s.result.max_peak_gb, s.why_not);
+    js.push_back({{"dimension", s.dimension}, {"value", s.value}, {"best", s.is_best}, {"legal", s.legal},
+                  {"fits", s.fits}, {"step_time_s", s.result.step_time_s}, {"note", s.why_not}});
+  }
+  if (!a.csv.empty()) write_text(a.csv, csv);
+  if (a.json) {
+    fmt::print("{}\n", js.dump(2));
+    return;
+  }
+  fmt::print("calisim sweep layout: {} on {} x {}, best {} ({:.4f} s, MFU {:.1f}%, limited by {})\n\n{}",
+             in.model.model_name, in.lists.world_size, in.system.device.name, layout(b), b.step_time_s, b.mfu * 100,
+             bottleneck(b), t.render());
+}
+
+}  // namespace
+
+void register_sweep(CLI::App& app) {
+  auto a = std::make_shared<SweepArgs>();
+  CLI::App* sub = app.add_subcommand("sweep", "Design-space studies: hardware what-ifs, scaling curves, layout walks");
+  sub->require_subcommand(1);
+
+  CLI::App* hw = sub->add_subcommand("hardware", "Best step time and MFU as hardware parameters change");
+  add_space_options(hw, a->space, true);
+  hw->add_option("--vary", a->vary,
+                 "param=values, repeatable: peak_bf16, hbm_gb_s, memory_gb, scaleup_gb_s, nic_gb_s, scaleup_domain; "
+                 "values a list (1000,2000 or 0.5x,2x) or a range a..b (geometric, --points values)")
+      ->required();
+  hw->add_option("--points", a->points, "values in a range (default 5)");
+  hw->add_flag("--grid", a->grid, "sweep the grid of two --vary parameters instead of one at a time");
+  hw->add_option("--csv", a->csv, "write the points to FILE");
+  hw->add_option("--svg", a->svg, "write a plot (best MFU vs parameter, relative to the base system) to FILE");
+  hw->add_flag("--json", a->json, "print JSON");
+  hw->callback([a] { run_hardware(*a); });
+
+  CLI::App* sc = sub->add_subcommand("scale", "Strong or weak scaling curves over GPU counts, for several systems");
+  add_space_options(sc, a->space, false);
+  sc->add_option("--global-batch-size", a->space.global_batch_size, "sequences per iteration (at the first count)");
+  sc->add_option("--gpus", a->gpus, "GPU counts: a..b (powers of two) or a list (default 64..16384)");
+  sc->add_option("--systems", a->systems, "several systems to compare (overrides --system)")->delimiter(',');
+  sc->add_flag("--weak", a->weak, "scale the global batch with the GPU count (weak scaling)");
+  sc->add_option("--train-tokens", a->train_tokens, "token budget for time to train (default 1e12)");
+  sc->add_option("--csv", a->csv, "write the points to FILE");
+  sc->add_option("--svg", a->svg, "write plots FILE.svg (MFU) and FILE_time.svg (time to train)");
+  sc->add_flag("--json", a->json, "print JSON");
+  sc->callback([a] { run_scale(*a); });
+
+  CLI::App* lo = sub->add_subcommand("layout", "Walk the layouts around the best one: what each dimension costs");
+  add_space_options(lo, a->space, true);
+  lo->add_option("--csv", a->csv, "write the walk to FILE");
+  lo->add_flag("--json", a->json, "print JSON");
+  lo->callback([a] { run_layout(*a); });
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,155 @@
+#include "predictor/device_fit.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "predictor/shape_features.h"
+
+namespace calisim::predictor {
+namespace {
+
+// Fitted target: logit of the fraction of the roofline bound reached, kept off 0 and 1.
+double logit_of_fraction(double efficiency, double roof) {
+  const double r = std::clamp(efficiency / roof, 1e-3, 0.999);
+  return std::log(r / (1.0 - r));
+}
+
+double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
+
+double roof_of(const GemmKey& k, const DeviceSpec& d) { return roofline_fraction(k.flops(), k.bytes(), k.dtype, d); }
+double roof_of(const AttentionKey& k, const DeviceSpec& d) {
+  return roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
+}
+
+template <class Row, class FeatureFn>
+LinearFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, FeatureFn features) {
+  using Features = decltype(features(rows.front().key, device));
+  constexpr int p = std::tuple_size_v<Features>;
+  std::vector<double> x;
+  std::vector<double> y;
+  x.reserve(rows.size() * p);
+  y.reserve(rows.size());
+  for (const Row& r : rows) {
+    const Features f = features(r.key, device);
+    x.insert(x.end(), f.begin(), f.end());
+    y.push_back(logit_of_fraction(std::min(r.efficiency, 1.0), roof_of(r.key, device)));
+  }
+  return fit_ridge(x, y, p);
+}
+
+}  // namespace
+
+LinearFit fit_gemm(const std::vector<db::GemmRow>& rows, const DeviceSpec& device) {
+  return fit_shape(rows, device, gemm_features);
+}
+
+double predict_gemm(const LinearFit& fit, const GemmKey& key, const DeviceSpec& device) {
+  return roof_of(key, device) * sigmoid(fit.predict(gemm_features(key, device)));
+}
+
+LinearFit fit_attention(const std::vector<db::AttentionRow>& rows, const DeviceSpec& device) {
+  return fit_shape(rows, device, attention_features);
+}
+
+double predict_attention(const LinearFit& fit, const AttentionKey& key, const DeviceSpec& device) {
+  return roof_of(key, device) * sigmoid(fit.predict(attention_features(key, device)));
+}
+
+CollectiveCurve fit_collective(const std::vector<db::CollectiveRow>& rows) {
+  std::vector<double> wire, t, links;
+  for (const auto& r : rows) {
+    wire.push_back(static_cast<double>(r.key.bytes) * db::bus_factor(r.key.op, r.key.ranks));
+    t.push_back(r.stats.median_s);
+    links.push_back(r.link_gb_s);
+  }
+  std::nth_element(links.begin(), links.begin() + links.size() / 2, links.end());
+  return {fit_alpha_beta(wire, t), links[links.size() / 2]};
+}
+
+double predict_collective(const CollectiveCurve& curve, const CollectiveKey& key) {
+  const double wire = static_cast<double>(key.bytes) * db::bus_factor(key.op, key.ranks);
+  if (wire <= 0 || curve.link_gb_s <= 0) return std::min(1.0, curve.time.beta_per_s / (curve.link_gb_s * 1e9));
+  return std::min(1.0, wire / curve.time.time_s(wire) / (curve.link_gb_s * 1e9));
+}
+
+AlphaBetaFit fit_memory(const std::vector<db::MemoryOpRow>& rows) {
+  std::vector<double> bytes, t;
+  for (const auto& r : rows) {
+    bytes.push_back(static_cast<double>(r.key.bytes));
+    t.push_back(r.stats.median_s);
+  }
+  return fit_alpha_beta(bytes, t);
+}
+
+double predict_memory(const AlphaBetaFit& fit, const MemoryOpKey& key, const DeviceSpec& device) {
+  const double bytes = static_cast<double>(std::max<std::int64_t>(key.bytes, 1));
+  return std::min(1.0, bytes / fit.time_s(bytes) / device.hbm_bytes_per_s());
+}
+
+std::uint64_t collective_group(const CollectiveKey& key) {
+  return (static_cast<std::uint64_t>(key.op) << 48) | (static_cast<std::uint64_t>(key.ranks) << 24) |
+         static_cast<std::uint64_t>(key.ranks_per_node & 0xffffff);
+}
+
+int attention_group(DType dtype, AttentionDirection direction) {
+  return static_cast<int>(dtype) * 2 + (direction == AttentionDirection::backward ? 1 : 0);
+}
+
+GroupedRows group_rows(const std::vector<db::RunBatch>& runs) {
+  GroupedRows g;
+  for (const auto& b : runs) {
+    if (b.run.source == db::Source::predicted) continue;
+    for (const auto& r : b.rows.gemm) g.gemm[static_cast<int>(r.key.dtype)].push_back(r);
+    for (const auto& r : b.rows.attention) g.attention[attention_group(r.key.dtype, r.key.direction)].push_back(r);
+    for (const auto& r : b.rows.collective) {
+      if (r.stats.median_s > 0 && r.key.bytes > 0 && r.link_gb_s > 0) g.collective[collective_group(r.key)].push_back(r);
+    }
+    for (const auto& r : b.rows.memory) {
+      if (r.stats.median_s > 0 && r.key.bytes > 0) g.memory[r.key.kind].push_back(r);
+    }
+  }
+  return g;
+}
+
+DeviceFit::DeviceFit(const DeviceSpec& device, const GroupedRows& rows) : device_(device) {
+  // A dtype the device has no peak for cannot be expressed as a fraction of it: not fitted.
+  const auto has_peak = [&](int dtype) { return device_.peak_tflops[dtype] > 0; };
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (has_peak(i) && rows.gemm[i].size() >= kMinRowsPerFit) gemm_[i] = fit_gemm(rows.gemm[i], device_);
+  }
+  for (int i = 0; i < 2 * kDTypeCount; ++i) {
+    if (has_peak(i / 2) && rows.attention[i].size() >= kMinRowsPerFit) {
+      attention_[i] = fit_attention(rows.attention[i], device_);
+    }
+  }
+  for (const auto& [code, group] : rows.collective) collective_.emplace(code, fit_collective(group));
+  if (device_.hbm_gb_s > 0) {
+    for (const auto& [kind, group] : rows.memory) memory_.emplace(kind, fit_memory(group));
+  }
+}
+
+std::optional<double> DeviceFit::gemm(const GemmKey& key) const {
+  const auto& fit = gemm_[static_cast<int>(key.dtype)];
+  if (!fit || device_.peak_tflops[static_cast<int>(key.dtype)] <= 0) return std::nullopt;
+  return predict_gemm(*fit, key, device_);
+}
+
+std::optional<double> DeviceFit::attention(const AttentionKey& key) const {
+  const auto& fit = attention_[attention_group(key.dtype, key.direction)];
+  if (!fit || device_.peak_tflops[static_cast<int>(key.dtype)] <= 0) return std::nullopt;
+  return predict_attention(*fit, key, device_);
+}
+
+std::optional<double> DeviceFit::collective(const CollectiveKey& key) const {
+  const auto it = collective_.find(collective_group(key));
+  if (it == collective_.end()) return std::nullopt;
+  return predict_collective(it->second, key);
+}
+
+std::optional<double> DeviceFit::memory_op(const MemoryOpKey& key) const {
+  const auto it = memory_.find(key.kind);
+  if (it == memory_.end()) return std::nullopt;
+  return predict_memory(it->second, key, device_);
+}
+
+}  // namespace calisim::predictor

@@ -1,0 +1,80 @@
+// The fitted efficiency models of one device: what interpolation answers unmeasured shapes from.
+//
+// Per (family, dtype) — GEMM per dtype, attention per (dtype, direction) — a ridge fit
+// (ridge_fit.h) of logit(efficiency / roofline_fraction) on the shape features of
+// shape_features.h; the answer is roofline_fraction(shape) · sigmoid(fit), so it is bounded in
+// (0, 1], follows the roofline outside the data (the roofline term uses the real shape; the
+// learned correction sees features clamped to the fitted range), and tends to the measured level
+// inside it. Collectives: an α-β fit per (op, ranks, ranks per node) over message sizes, the
+// efficiency being busbw / link bandwidth of the rows' tier. Memory ops: an α-β fit per kind.
+//
+// Rows of source `predicted` are never fitted (no predictions from predictions). Pure: building
+// reads only its arguments; the answers are const and safe to call from many threads.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "core/device_spec.h"
+#include "db/records.h"
+#include "predictor/alpha_beta_fit.h"
+#include "predictor/ridge_fit.h"
+
+namespace calisim::predictor {
+
+// Minimum rows for a shape fit; groups with fewer rows are not fitted (the caller falls back).
+inline constexpr std::size_t kMinRowsPerFit = 3;
+
+LinearFit fit_gemm(const std::vector<db::GemmRow>& rows, const DeviceSpec& device);
+double predict_gemm(const LinearFit& fit, const GemmKey& key, const DeviceSpec& device);
+LinearFit fit_attention(const std::vector<db::AttentionRow>& rows, const DeviceSpec& device);
+double predict_attention(const LinearFit& fit, const AttentionKey& key, const DeviceSpec& device);
+
+struct CollectiveCurve {
+  AlphaBetaFit time;       // of wire bytes (bytes · bus factor)
+  double link_gb_s = 0;    // the tier the rows ran over (median of the rows)
+};
+CollectiveCurve fit_collective(const std::vector<db::CollectiveRow>& rows);  // rows non-empty
+double predict_collective(const CollectiveCurve& curve, const CollectiveKey& key);
+
+// Memory ops: efficiency = bytes / time / HBM bandwidth.
+AlphaBetaFit fit_memory(const std::vector<db::MemoryOpRow>& rows);  // rows non-empty
+double predict_memory(const AlphaBetaFit& fit, const MemoryOpKey& key, const DeviceSpec& device);
+
+// Group codes: which fit answers a key.
+std::uint64_t collective_group(const CollectiveKey& key);
+int attention_group(DType dtype, AttentionDirection direction);
+
+// Rows of one device, split into fit groups (predicted rows left out).
+struct GroupedRows {
+  std::array<std::vector<db::GemmRow>, kDTypeCount> gemm;
+  std::array<std::vector<db::AttentionRow>, 2 * kDTypeCount> attention;  // by attention_group
+  std::unordered_map<std::uint64_t, std::vector<db::CollectiveRow>> collective;
+  std::unordered_map<std::string, std::vector<db::MemoryOpRow>> memory;
+};
+GroupedRows group_rows(const std::vector<db::RunBatch>& runs);
+
+class DeviceFit {
+ public:
+  DeviceFit(const DeviceSpec& device, const GroupedRows& rows);
+
+  const DeviceSpec& device() const { return device_; }
+  // nullopt when no fit covers the key's group.
+  std::optional<double> gemm(const GemmKey& key) const;
+  std::optional<double> attention(const AttentionKey& key) const;
+  std::optional<double> collective(const CollectiveKey& key) const;
+  std::optional<double> memory_op(const MemoryOpKey& key) const;
+
+ private:
+  DeviceSpec device_;
+  std::array<std::optional<LinearFit>, kDTypeCount> gemm_;
+  std::array<std::optional<LinearFit>, 2 * kDTypeCount> attention_;
+  std::unordered_map<std::uint64_t, CollectiveCurve> collective_;
+  std::unordered_map<std::string, AlphaBetaFit> memory_;
+};
+
+}  // namespace calisim::predictor

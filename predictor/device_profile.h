@@ -1,0 +1,52 @@
+// What cross-device scaling knows about one GPU: its datasheet spec, the efficiencies a
+// well-tuned kernel typically reaches on it, and its links.
+//
+// Built from a database device record (a measured source) or from a system file (a target; the
+// CLI converts SystemConfig, so this library does not depend on the simulator). Achievable
+// efficiencies and links are optional (0 = unknown): a scaling ratio that needs an unknown number
+// is taken as 1, which is stated in the prediction's provenance.
+#pragma once
+
+#include <array>
+#include <string>
+#include <vector>
+
+#include "core/device_spec.h"
+#include "core/kernel_keys.h"
+#include "db/records.h"
+
+namespace calisim::predictor {
+
+struct LinkSpec {
+  double gpu_gb_s = 0;     // per-GPU one-direction bandwidth of the tier, GB/s; 0 = unknown
+  double latency_us = 0;   // per algorithm step; 0 = unknown
+  std::array<double, 5> efficiency{};  // busbw / gpu_gb_s by CollectiveOp; 0 = unknown
+};
+
+struct DeviceProfile {
+  DeviceSpec spec;
+  // Typical achieved fraction of peak for compute-bound GEMMs and flash attention, and of HBM
+  // bandwidth for bandwidth-bound kernels (a system file's "efficiency" block); 0 = unknown.
+  double matmul_efficiency = 0, attention_efficiency = 0, memory_efficiency = 0;
+  LinkSpec intra_node, inter_node;
+  int ranks_per_node = 0;  // GPUs in one scale-up domain; 0 = unknown
+
+  const LinkSpec& tier(db::LinkTier t) const { return t == db::LinkTier::intra_node ? intra_node : inter_node; }
+};
+
+// The spec of a database device; efficiencies and links unknown.
+DeviceProfile profile_from_record(const db::DeviceRecord& record);
+
+// Fills what `record_profile` lacks (sm_count, l2, efficiencies, links) from `system`, which
+// describes the same GPU model. Peaks and bandwidth stay those of the record, because the stored
+// efficiencies are fractions of them.
+DeviceProfile enrich_profile(DeviceProfile record_profile, const DeviceProfile& system);
+
+// The per-GPU link bandwidth of each tier as the device's collective rows and fits recorded it
+// (their efficiencies are fractions of it), replacing the profile's where the rows have one.
+DeviceProfile with_row_links(DeviceProfile profile, const std::vector<db::RunBatch>& runs);
+
+// A device record for storing predictions of the target (name and specs from its profile).
+db::DeviceRecord record_from_profile(const DeviceProfile& profile);
+
+}  // namespace calisim::predictor

@@ -1,0 +1,35 @@
+// Accuracy of the predictor on data it did not see.
+//
+// Leave-one-out, per device and family group: every row is predicted by the fit of the other
+// rows of its group (GEMM per dtype, attention per dtype and direction, collectives per op,
+// ranks and ranks per node, memory ops per kind), never from itself.
+// Cross-device, for every ordered pair of devices (A, B): every row of B is predicted from A's
+// rows (interpolated on A, then scaled to B's profile by cross_device.h) without any of B's
+// rows. Rows of source `predicted` are neither fitted nor scored.
+// Errors are absolute percentage errors of efficiency (equivalently of time) against the stored
+// value; MAPE is their mean. Pure; deterministic.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "predictor/prediction_rows.h"
+
+namespace calisim::predictor {
+
+struct ErrorSummary {
+  std::string from;           // source device (cross-device); empty for leave-one-out
+  std::string device;         // the device whose rows were predicted
+  std::string family;         // e.g. "gemm bf16", "attention bwd bf16", "collective all_reduce"
+  std::size_t n = 0;
+  double mape_pct = 0, max_ape_pct = 0;
+};
+
+struct Evaluation {
+  std::vector<ErrorSummary> leave_one_out;
+  std::vector<ErrorSummary> cross_device;
+};
+
+Evaluation evaluate(const std::vector<DeviceData>& devices);
+
+}  // namespace calisim::predictor

@@ -1,0 +1,179 @@
+#include "predictor/prediction_rows.h"
+
+#include <fmt/core.h>
+
+#include <algorithm>
+#include <stdexcept>
+#include <unordered_set>
+
+#include "core/error.h"
+#include "predictor/cross_device.h"
+#include "predictor/interpolating_model.h"
+#include "predictor/scaled_model.h"
+
+namespace calisim::predictor {
+namespace {
+
+// Running means for the summary table.
+struct Tally {
+  std::size_t n = 0;
+  double source_sum = 0, predicted_sum = 0;
+  void add(double source, double predicted) {
+    ++n;
+    source_sum += source;
+    predicted_sum += predicted;
+  }
+  FamilySummary summary(const char* family) const {
+    return {family, n, n ? source_sum / n : 0.0, n ? predicted_sum / n : 0.0};
+  }
+};
+
+std::vector<std::string> unknown_ratio_warnings(const std::vector<DeviceData>& sources, const DeviceProfile& t) {
+  std::vector<std::string> out;
+  const auto check = [&](const char* what, double target, double source, const std::string& name) {
+    if (!(target > 0 && source > 0)) {
+      out.push_back(fmt::format("{} efficiency of {} unknown: {} ratio taken as 1", what,
+                                target > 0 ? name : t.spec.name, what));
+    }
+  };
+  for (const auto& s : sources) {
+    check("matmul", t.matmul_efficiency, s.profile.matmul_efficiency, s.profile.spec.name);
+    check("attention", t.attention_efficiency, s.profile.attention_efficiency, s.profile.spec.name);
+    check("memory", t.memory_efficiency, s.profile.memory_efficiency, s.profile.spec.name);
+    if (s.profile.spec.sm_count <= 0 || t.spec.sm_count <= 0) {
+      out.push_back(fmt::format("SM count of {} unknown: wave quantization not rescaled",
+                                s.profile.spec.sm_count <= 0 ? s.profile.spec.name : t.spec.name));
+    }
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+// Rows of one kind, keyed so each key is predicted once; the first source holding it supplies the
+// "source efficiency" of the summary.
+template <class Row, class Emit>
+void for_each_new_key(const std::vector<DeviceData>& sources, std::vector<Row> db::MeasurementSet::*table,
+                      Emit emit) {
+  using Key = decltype(Row{}.key);
+  std::unordered_set<Key> seen;
+  for (const auto& s : sources) {
+    for (const auto& b : s.runs) {
+      if (b.run.source == db::Source::predicted) continue;
+      for (const Row& r : b.rows.*table) {
+        if (seen.insert(r.key).second) emit(r);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Prediction predict_target(const std::vector<DeviceData>& sources, const DeviceProfile& target) {
+  if (sources.empty()) throw std::invalid_argument("predict_target: no source devices");
+  std::vector<SourceDevice> models;
+  std::string from;
+  for (const auto& s : sources) {
+    if (s.record.name == target.spec.name) {
+      throw InputError("--to", "", "the target device '" + target.spec.name +
+                                       "' is also a source; predict a device from other devices");
+    }
+    const DeviceProfile profile = with_row_links(s.profile, s.runs);
+    models.push_back({profile, make_interpolating_model(profile.spec, s.record, s.runs, no_data_model())});
+    from += (from.empty() ? "" : ", ") + s.record.name;
+  }
+  const auto scaled = make_scaled_model(models, target, no_data_model());
+
+  Prediction p;
+  p.device = record_from_profile(target);
+  p.warnings = unknown_ratio_warnings(sources, target);
+  db::RunRecord& run = p.batch.run;
+  run.device = target.spec.name;
+  run.source = db::Source::predicted;
+  run.tool_version = db::tool_version();
+  run.started_at = run.ended_at = db::now_utc_iso8601();
+  run.notes = fmt::format("predicted from {} by {}", from, kPredictorModelVersion);
+  for (const auto& w : p.warnings) run.notes += "; " + w;
+
+  db::MeasurementSet& out = p.batch.rows;
+  const auto peak = [&](DType t) { return target.spec.peak_tflops[static_cast<int>(t)]; };
+  Tally gemm, attention, collective, memory, fits;
+  for_each_new_key(sources, &db::MeasurementSet::gemm, [&](const db::GemmRow& r) {
+    const Efficiency e = scaled->gemm(r.key);
+    if (e.source != EfficiencySource::scaled || peak(r.key.dtype) <= 0) return;
+    out.gemm.push_back(db::row_from_tflops<db::GemmRow>(r.key, e.value * peak(r.key.dtype), peak(r.key.dtype)));
+    gemm.add(r.efficiency, e.value);
+  });
+  for_each_new_key(sources, &db::MeasurementSet::attention, [&](const db::AttentionRow& r) {
+    const Efficiency e = scaled->attention(r.key);
+    if (e.source != EfficiencySource::scaled || peak(r.key.dtype) <= 0) return;
+    out.attention.push_back(
+        db::row_from_tflops<db::AttentionRow>(r.key, e.value * peak(r.key.dtype), peak(r.key.dtype)));
+    attention.add(r.efficiency, e.value);
+  });
+  for_each_new_key(sources, &db::MeasurementSet::collective, [&](const db::CollectiveRow& r) {
+    const Efficiency e = scaled->collective(r.key);
+    const double link = target.tier(collective_tier(r.key)).gpu_gb_s;
+    const double factor = db::bus_factor(r.key.op, r.key.ranks);
+    if (e.source != EfficiencySource::scaled || link <= 0 || factor <= 0 || r.key.bytes <= 0) return;
+    db::CollectiveRow row;
+    row.key = r.key;
+    row.link_gb_s = link;
+    row.efficiency = e.value;
+    row.busbw_gb_s = e.value * link;
+    row.algbw_gb_s = row.busbw_gb_s / factor;
+    const double t = static_cast<double>(r.key.bytes) / (row.algbw_gb_s * 1e9);
+    row.stats = db::SampleStats{t, t, t, 0.0, 0};
+    out.collective.push_back(row);
+    collective.add(r.efficiency, e.value);
+  });
+  for_each_new_key(sources, &db::MeasurementSet::memory, [&](const db::MemoryOpRow& r) {
+    const Efficiency e = scaled->memory_op(r.key);
+    if (e.source != EfficiencySource::scaled || target.spec.hbm_gb_s <= 0 || r.key.bytes <= 0) return;
+    db::MemoryOpRow row;
+    row.key = r.key;
+    row.efficiency = e.value;
+    row.gb_s = e.value * target.spec.hbm_gb_s;
+    const double t = static_cast<double>(r.key.bytes) / (row.gb_s * 1e9);
+    row.stats = db::SampleStats{t, t, t, 0.0, 0};
+    out.memory.push_back(row);
+    memory.add(r.efficiency, e.value);
+  });
+
+  // Size-independent fits, first source holding each (kind) or (op, tier, ranks).
+  std::unordered_set<std::string> fit_seen;
+  for (std::size_t i = 0; i < sources.size(); ++i) {
+    const DeviceProfile& s = models[i].profile;
+    for (const auto& b : sources[i].runs) {
+      if (b.run.source == db::Source::predicted) continue;
+      for (const auto& f : b.rows.memory_fits) {
+        if (target.spec.hbm_gb_s <= 0 || !fit_seen.insert("mem " + f.kind).second) continue;
+        // As a fraction of the source's HBM (the fit's own bandwidth figure may differ), then scaled.
+        const double frac = s.spec.hbm_gb_s > 0 ? f.efficiency * f.bandwidth_gb_s / s.spec.hbm_gb_s : f.efficiency;
+        db::MemoryFit g = f;
+        g.bandwidth_gb_s = target.spec.hbm_gb_s;
+        g.efficiency = scale_memory_op(frac, s, target);
+        out.memory_fits.push_back(g);
+        fits.add(f.efficiency, g.efficiency);
+      }
+      for (const auto& f : b.rows.collective_fits) {
+        const LinkSpec& lt = target.tier(f.tier);
+        const LinkSpec& ls = s.tier(f.tier);
+        const std::string code = fmt::format("coll {} {} {}", to_string(f.op), to_string(f.tier), f.ranks);
+        if (lt.gpu_gb_s <= 0 || !fit_seen.insert(code).second) continue;
+        db::CollectiveFit g = f;
+        g.link_gb_s = lt.gpu_gb_s;
+        const int op = static_cast<int>(f.op);
+        g.efficiency = std::clamp(f.efficiency * known_ratio(lt.efficiency[op], ls.efficiency[op]), 1e-6, 1.0);
+        g.latency_us = f.latency_us * known_ratio(lt.latency_us, ls.latency_us);
+        out.collective_fits.push_back(g);
+        fits.add(f.efficiency, g.efficiency);
+      }
+    }
+  }
+  p.families = {gemm.summary("gemm"), attention.summary("attention"), collective.summary("collective"),
+                memory.summary("memory"), fits.summary("fits")};
+  return p;
+}
+
+}  // namespace calisim::predictor

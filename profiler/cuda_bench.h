@@ -1,0 +1,54 @@
+// CudaBench: the KernelBench of a CUDA build, and a description of the machine it runs on.
+//
+// It owns one measuring stream on `device`, the sample timer (CUPTI when this process can
+// subscribe, else CUDA events, and every row says which and why), NVML, the L2 flush and the
+// GEMM / memory benchmarks; the NCCL benchmark over all visible GPUs is created on the first
+// collective. Attention keys are recorded as skipped until the cuDNN SDPA benchmark exists.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "profiler/measure_loop.h"
+#include "profiler/runner.h"
+
+namespace calisim::profiler {
+
+struct CudaEnvironment {
+  int device = 0;
+  int device_count = 0;
+  std::string name;            // as CUDA reports it, e.g. "NVIDIA H100 80GB HBM3"
+  int sm_count = 0;
+  int compute_capability = 0;  // 90 for sm_90
+  double l2_mb = 0, memory_gb = 0;
+  std::string driver_version;  // NVML's, e.g. "580.159.04"; else CUDA's driver API version
+  std::string cuda_version;    // runtime version, e.g. "13.0"
+  std::string library_versions;
+};
+
+// Number of CUDA devices; 0 when there is no device or no driver (never throws).
+int cuda_device_count(std::string* why_none = nullptr);
+// Throws GpuError when the device does not exist.
+CudaEnvironment describe_cuda(int device);
+
+struct CudaBenchOptions {
+  int device = 0;
+  LoopOptions loop;
+  bool allow_cupti = true;
+};
+
+class CudaBench final : public KernelBench {
+ public:
+  explicit CudaBench(const CudaBenchOptions& options);
+  ~CudaBench() override;
+
+  Measurement measure(const PlannedKernel& kernel) override;
+  // "cupti" or "cuda_events (CUPTI unavailable: ...)".
+  std::string timer_description() const;
+
+ private:
+  struct State;
+  std::unique_ptr<State> s_;
+};
+
+}  // namespace calisim::profiler

@@ -1,0 +1,30 @@
+// Classifying CUDA kernels by name: what a trace's kernels are, without knowing the program.
+//
+// Contract: classify_kernel() looks at the (mangled or demangled) name only, case-insensitively,
+// and returns one class; names it cannot place are `other`. The rules, first match wins:
+//   nccl        - NCCL's device kernels ("ncclDevKernel_...", "ncclKernel_...");
+//   attention   - flash / fused multi-head attention (FlashAttention "flash_fwd", cuDNN
+//                 "...sdpa..." / "fmha", TE/xformers "fmha", "attention", "attn");
+//   gemm        - matrix products: cuBLAS/cuBLASLt ("gemm", Hopper "nvjet_", "xmma", "cutlass"),
+//                 Triton templates ("triton_tem_fused_mm"), "matmul";
+//   elementwise - bandwidth-bound kernels: PyTorch's elementwise/reduce/norm/softmax/dropout
+//                 kernels, Triton pointwise/reduction kernels ("triton_poi_", "triton_red_",
+//                 "triton_per_"), Apex/TE norms, optimizers ("adam", "multi_tensor");
+//   other       - anything else (sorting, indexing, RNG, ...).
+// Attention is tested before GEMM because fused attention kernels often carry "gemm" or
+// "cutlass" in their template names. Copies and memsets are not kernels; CUPTI reports them as
+// their own record kinds (KernelClass::memcpy is for those).
+#pragma once
+
+#include <cstdint>
+#include <string_view>
+
+namespace calisim::profiler {
+
+enum class KernelClass : std::uint8_t { gemm, attention, nccl, elementwise, memcpy, other };
+inline constexpr int kKernelClassCount = 6;
+std::string_view to_string(KernelClass c);
+
+KernelClass classify_kernel(std::string_view name);
+
+}  // namespace calisim::profiler

@@ -1,0 +1,116 @@
+"""calisim.simulate() and calisim.search(): the CLI's `simulate` and `search` as functions.
+
+Both take configs as shipped names, paths, dicts or config objects; both give the same numbers
+as the `calisim` executable for the same inputs (the tests compare them).
+"""
+import json
+import os
+
+from . import _native
+from ._native import ConfigError, _core
+from .configs import ModelConfig, StrategyConfig, SystemConfig
+from .records import SearchResult, SimulationResult
+
+_SECTIONS = ("strategy", "model", "system")
+
+
+def _assignment(key, value):
+    return f"{key}={value if isinstance(value, str) else json.dumps(value)}"
+
+
+def override_list(configs, overrides=None, fields=None):
+    """--set style assignments from a list ("strategy.tp_size=4") and keyword fields: a dotted
+    name is used as given; a plain name goes to the one config (strategy, model, system) that has
+    that field. ConfigError when no config or more than one has it."""
+    out = list(overrides or [])
+    for key, value in (fields or {}).items():
+        if "." in key:
+            out.append(_assignment(key, value))
+            continue
+        owners = [s for s in _SECTIONS if key in configs[s].parsed() or key in configs[s].to_dict()]
+        if len(owners) != 1:
+            where = "no config has" if not owners else f"{' and '.join(owners)} configs all have"
+            raise ConfigError(f"<overrides>: {key}: {where} a field '{key}'; write it as section.{key} "
+                              f"(section: strategy, model or system)")
+        out.append(_assignment(f"{owners[0]}.{key}", value))
+    return out
+
+
+def run_simulation(model, strategy, system, db=None, overrides=(), details=True, trace=False):
+    """SimulationResult of three config objects (no name resolution), as `calisim simulate`."""
+    docs = [_native.dumps(c.to_dict()) for c in (model, strategy, system)]
+    files = [c.file for c in (model, strategy, system)]
+    text, trace_text = _core.simulate(docs, files, list(overrides), os.fspath(db or ""), details, trace)
+    return SimulationResult(json.loads(text), json.loads(trace_text) if trace_text else None)
+
+
+def simulate(model, strategy, system, db=None, overrides=None, details=True, trace=False, **fields):
+    """Simulates one training iteration.
+
+    model, strategy, system: shipped names, paths, dicts or config objects.
+    db: efficiency database (default: the system file's efficiency_db, else roofline defaults).
+    overrides: --set style strings; **fields: more overrides by field name
+    (``tp_size=4``, or ``**{"system.device.memory_gb": 141}``).
+    details: include the per-op table; trace: also return the Perfetto trace (``result.trace``).
+    Raises ConfigError (a ValueError) with the CLI's message on bad input.
+    """
+    configs = {"model": ModelConfig.load(model), "strategy": StrategyConfig.load(strategy),
+               "system": SystemConfig.load(system)}
+    sets = override_list(configs, overrides, fields)
+    return run_simulation(configs["model"], configs["strategy"], configs["system"], db, sets, details, trace)
+
+
+class NoFeasibleLayout(ConfigError):
+    """No layout of the space fits in memory; ``.result`` holds the search (its explanation and
+    the smallest layout)."""
+
+
+def _int_list(values):
+    if values is None:
+        return None
+    if isinstance(values, int):
+        return [values]
+    return [int(v) for v in values]
+
+
+def run_search(model, system, world_size, global_batch_size, strategy=None, seq_len=None, tp=None, pp=None,
+               vpp=None, cp=None, ep=None, mbs=None, recompute=None, zero=None, memory_margin_gb=0.0,
+               allocated_memory=False, top=10, threads=0, keep_all=False, csv=None, out=None, db=None,
+               overrides=None, objective="mfu"):
+    """SearchResult of config objects (strategy may be None: calisim's defaults)."""
+    strategy_doc = strategy.to_dict() if strategy is not None else {}
+    request = {
+        "model_doc": model.to_dict(), "model_file": model.file,
+        "strategy_doc": strategy_doc, "strategy_file": strategy.file if strategy is not None else "<search defaults>",
+        "system_doc": system.to_dict(), "system_file": system.file,
+        "overrides": list(overrides or []),
+        "space": {"world_size": int(world_size), "global_batch_size": int(global_batch_size),
+                  "seq_len": int(seq_len or 0), "tp": _int_list(tp), "pp": _int_list(pp), "vpp": _int_list(vpp),
+                  "cp": _int_list(cp), "ep": _int_list(ep), "zero": _int_list(zero), "mbs": _int_list(mbs),
+                  "recompute": [recompute] if isinstance(recompute, str) else recompute},
+        "options": {"top_k": int(top), "threads": int(threads), "memory_margin_gb": float(memory_margin_gb),
+                    "use_reserved_memory": not allocated_memory, "keep_all": bool(keep_all),
+                    "objective": objective},
+        "db": os.fspath(db or ""), "csv_path": os.fspath(csv or ""), "out_path": os.fspath(out or ""),
+    }
+    if objective not in ("mfu", "tokens"):
+        raise ConfigError(f"<search>: objective: expected mfu or tokens, got '{objective}'")
+    return SearchResult(json.loads(_core.search(_native.dumps(request))))
+
+
+def search(model, system, world_size, global_batch_size, strategy=None, **options):
+    """Finds the fastest parallel layouts that fit in memory (`calisim search`).
+
+    model, system, strategy (the base for non-layout fields): names, paths, dicts or objects.
+    options: seq_len, tp, pp, vpp, cp, ep, mbs (lists; None = calisim's defaults), recompute
+    (names: none, selective, attn, mlp, attn+mlp, full or SimuMax's), zero, memory_margin_gb,
+    allocated_memory, top, threads, keep_all, csv, out, db, overrides, objective.
+    The GIL is released while it runs. Raises NoFeasibleLayout when nothing fits.
+    """
+    result = run_search(ModelConfig.load(model), SystemConfig.load(system), world_size, global_batch_size,
+                        StrategyConfig.load(strategy) if strategy is not None else None, **options)
+    if result.explanation:
+        err = NoFeasibleLayout(f"search: {result.explanation}")
+        err.result = result
+        raise err
+    return result

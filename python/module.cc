@@ -1,0 +1,182 @@
+// calisim._core: the C++ core as a Python extension module (pybind11).
+//
+// Everything crosses the boundary as JSON text (configs in, results out); the pure-Python package
+// (python/calisim/) turns it into objects. Long calls (simulate, search) copy their inputs into C++
+// values and release the GIL while they run. calisim::InputError becomes calisim.ConfigError (a
+// ValueError) with the message the CLI prints and .file, .where, .problem attributes.
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <filesystem>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cli/config_catalog.h"
+#include "cli/efficiency_source.h"
+#include "core/error.h"
+#include "python/config_json.h"
+#include "python/db_binding.h"
+#include "python/run_docs.h"
+#include "python/search_binding.h"
+#include "simulator/config_loader.h"
+#include "simulator/result_json.h"
+#include "simulator/simulate.h"
+#include "simulator/trace.h"
+
+namespace py = pybind11;
+using nlohmann::json;
+
+namespace calisim::python {
+namespace {
+
+cli::ConfigKind parse_kind(const std::string& kind) {
+  if (kind == "model") return cli::ConfigKind::model;
+  if (kind == "strategy") return cli::ConfigKind::strategy;
+  if (kind == "system") return cli::ConfigKind::system;
+  throw std::invalid_argument("config kind must be model, strategy or system, got '" + kind + "'");
+}
+
+// JSON text from Python; a syntax error is the caller's bug, reported with the file it names.
+json parse_doc(const std::string& text, const std::string& file) {
+  try {
+    return json::parse(text);
+  } catch (const json::parse_error& e) {
+    throw InputError(file, "(document)", std::string("not valid JSON: ") + e.what());
+  }
+}
+
+std::string resolve_one(const std::string& kind, const std::string& text, const std::string& file) {
+  const json doc = parse_doc(text, file);
+  switch (parse_kind(kind)) {
+    case cli::ConfigKind::model: {
+      ModelConfig m = parse_model(doc, file, nullptr);
+      if (m.model_name.empty()) m.model_name = std::filesystem::path(file).stem().string();
+      return model_json(m).dump();
+    }
+    case cli::ConfigKind::strategy: return strategy_json(parse_strategy(doc, file), false).dump();
+    case cli::ConfigKind::system: return system_json(parse_system(doc, file)).dump();
+  }
+  return "{}";
+}
+
+struct RunInputs {
+  ConfigDoc model, strategy, system;
+  std::vector<std::string> overrides;
+};
+
+RunInputs run_inputs(const std::vector<std::string>& docs, const std::vector<std::string>& files,
+                     std::vector<std::string> overrides) {
+  if (docs.size() != 3 || files.size() != 3) throw std::invalid_argument("expected model, strategy and system");
+  return {{parse_doc(docs[0], files[0]), files[0]},
+          {parse_doc(docs[1], files[1]), files[1]},
+          {parse_doc(docs[2], files[2]), files[2]},
+          std::move(overrides)};
+}
+
+std::string resolve_run(const RunInputs& in) {
+  const cli::RunConfigs rc = load_run_docs(in.model, in.strategy, in.system, in.overrides);
+  return json{{"model", model_json(rc.model)},
+              {"strategy", strategy_json(rc.strategy, true)},
+              {"system", system_json(rc.system)},
+              {"warnings", rc.warnings}}
+      .dump();
+}
+
+// What `calisim simulate --json [--trace]` computes, from documents.
+std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std::string& db, bool details,
+                                                 bool trace) {
+  const cli::RunConfigs rc = load_run_docs(in.model, in.strategy, in.system, in.overrides);
+  const cli::EfficiencyChoice source = cli::make_efficiency_source(rc.system, rc.system_file, db);
+  SimulateOptions opt;
+  opt.details = details;
+  opt.trace = trace;
+  SimulationResult r = simulate(rc.model, rc.strategy, rc.system, *source.model, opt);
+  r.efficiency_db = source.database;
+  r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
+  r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
+  return {to_json(r).dump(), trace ? chrome_trace(r).dump() : std::string()};
+}
+
+void register_errors(py::module_& m) {
+  static py::exception<InputError> config_error(m, "ConfigError", PyExc_ValueError);
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const InputError& e) {
+      py::object err = py::handle(config_error.ptr())(e.what());
+      err.attr("file") = e.file();
+      err.attr("where") = e.where();
+      err.attr("problem") = e.problem();
+      PyErr_SetObject(config_error.ptr(), err.ptr());
+    }
+  });
+}
+
+}  // namespace
+}  // namespace calisim::python
+
+PYBIND11_MODULE(_core, m) {
+  using namespace calisim;
+  using namespace calisim::python;
+  m.doc() = "calisim C++ core (JSON in, JSON out); use the `calisim` package, not this module";
+  register_errors(m);
+
+  m.def("config_root", &cli::config_root, "Directory the shipped configs are looked up in");
+  m.def("list_configs", [](const std::string& kind) { return cli::list_configs(parse_kind(kind)); });
+  m.def("resolve_config", [](const std::string& kind, const std::string& name) {
+    return cli::resolve_config(parse_kind(kind), name);
+  });
+  m.def("read_json_file", [](const std::string& path) { return read_json_file(path).dump(); },
+        "A config file's JSON text; ConfigError with line and column on syntax errors");
+  m.def("resolve_config_doc", &resolve_one, py::arg("kind"), py::arg("doc"), py::arg("file"),
+        "Parses one config document and returns every field of the parsed config as JSON text");
+  m.def(
+      "resolve_run",
+      [](const std::vector<std::string>& docs, const std::vector<std::string>& files,
+         std::vector<std::string> overrides) { return resolve_run(run_inputs(docs, files, std::move(overrides))); },
+      py::arg("docs"), py::arg("files"), py::arg("overrides"),
+      "Validates model, strategy and system together; their parsed fields (strategy with derived sizes)");
+  m.def(
+      "simulate",
+      [](const std::vector<std::string>& docs, const std::vector<std::string>& files,
+         std::vector<std::string> overrides, const std::string& db, bool details, bool trace) {
+        const RunInputs in = run_inputs(docs, files, std::move(overrides));
+        py::gil_scoped_release release;
+        return simulate_run(in, db, details, trace);
+      },
+      py::arg("docs"), py::arg("files"), py::arg("overrides"), py::arg("db"), py::arg("details"), py::arg("trace"),
+      "(result JSON as `calisim simulate --json` prints it, Chrome trace JSON or '')");
+  m.def(
+      "search",
+      [](const std::string& request_text) {
+        const json r = parse_doc(request_text, "<search>");
+        SearchRequest q;
+        q.model = {r.at("model_doc"), r.at("model_file").get<std::string>()};
+        q.base_strategy = {r.at("strategy_doc"), r.at("strategy_file").get<std::string>()};
+        q.system = {r.at("system_doc"), r.at("system_file").get<std::string>()};
+        q.overrides = r.value("overrides", std::vector<std::string>{});
+        q.space = r.at("space");
+        q.options = r.value("options", json::object());
+        q.db = r.value("db", std::string());
+        q.csv_path = r.value("csv_path", std::string());
+        q.out_path = r.value("out_path", std::string());
+        py::gil_scoped_release release;
+        return run_search_request(q).dump();
+      },
+      py::arg("request"), "Strategy search; request and result as JSON text (python/search_binding.h)");
+  m.def("database_devices", &database_devices, py::arg("path"));
+  m.def(
+      "query_database",
+      [](const std::string& path, const std::string& device, const std::string& key, int nearest) {
+        return query_database(path, device, key, nearest).dump();
+      },
+      py::arg("path"), py::arg("device"), py::arg("key"), py::arg("nearest"));
+  m.def(
+      "predict_efficiency",
+      [](const std::string& path, const std::string& device, const std::string& key) {
+        py::gil_scoped_release release;
+        return predict_efficiency(path, device, key).dump();
+      },
+      py::arg("path"), py::arg("device"), py::arg("key"));
+}

@@ -1,0 +1,123 @@
+#include "python/search_binding.h"
+
+#include <filesystem>
+
+#include "cli/efficiency_source.h"
+#include "cli/search_csv.h"
+#include "core/error.h"
+#include "simulator/config_loader.h"
+#include "simulator/search.h"
+
+namespace calisim::python {
+namespace {
+
+using nlohmann::json;
+
+template <typename T>
+std::vector<T> list_of(const json& space, const char* key) {
+  std::vector<T> out;
+  if (!space.contains(key) || space[key].is_null()) return out;
+  try {
+    for (const auto& v : space[key]) out.push_back(v.get<T>());
+  } catch (const json::exception&) {
+    throw InputError("<search>", key, "expected a list of integers, got " + space[key].dump());
+  }
+  return out;
+}
+
+SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConfig& system) {
+  SearchSpace space;
+  space.world_size = j.at("world_size").get<int>();
+  space.global_batch_size = j.at("global_batch_size").get<std::int64_t>();
+  space.tp = list_of<int>(j, "tp");
+  space.pp = list_of<int>(j, "pp");
+  space.vpp = list_of<int>(j, "vpp");
+  space.cp = list_of<int>(j, "cp");
+  space.ep = list_of<int>(j, "ep");
+  space.zero = list_of<int>(j, "zero");
+  space.mbs = list_of<std::int64_t>(j, "mbs");
+  if (j.contains("recompute") && !j["recompute"].is_null()) {
+    for (const auto& r : j["recompute"]) {
+      try {
+        space.recompute.push_back(parse_recompute_choice(r.get<std::string>()));
+      } catch (const std::exception& e) {
+        throw InputError("<search>", "recompute_search_type", e.what());
+      }
+    }
+  }
+  for (int z : space.zero) {
+    if (z < 0 || z > kMaxModeledZeroStage) {
+      throw InputError("<search>", "zero", "ZeRO stage " + std::to_string(z) + " is not modeled (expected 0.." +
+                                               std::to_string(kMaxModeledZeroStage) + ")");
+    }
+  }
+  fill_default_lists(space, model, system.scale_up_domain_size);
+  return space;
+}
+
+}  // namespace
+
+json candidate_json(const CandidateResult& r) {
+  const Candidate& c = r.candidate;
+  return {{"index", r.index}, {"tp", c.tp}, {"pp", c.pp}, {"vpp", c.vpp}, {"cp", c.cp}, {"ep", c.ep},
+          {"micro_batch_size", c.mbs}, {"dp", r.dp}, {"zero_state", c.zero}, {"recompute", to_string(c.recompute)},
+          {"micro_batch_num", r.micro_batch_num}, {"first_stage_layers", r.first_stage_layers},
+          {"middle_stage_layers", r.middle_stage_layers}, {"last_stage_layers", r.last_stage_layers},
+          {"step_time_s", r.step_time_s}, {"mfu", r.mfu},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"bubble_fraction", r.bubble_fraction},
+          {"tp_comm_exposed_s", r.tp_comm_s}, {"pp_comm_exposed_s", r.pp_comm_s}, {"dp_comm_exposed_s", r.dp_comm_s},
+          {"recompute_s", r.recompute_s}, {"first_stage_peak_gb", r.first_stage_peak_gb},
+          {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb}};
+}
+
+json run_search_request(const SearchRequest& q) {
+  json model_doc = q.model.doc, base_doc = q.base_strategy.doc, system_doc = q.system.doc;
+  if (base_doc.is_null()) base_doc = json::object();
+  base_doc["world_size"] = q.space.at("world_size");
+  base_doc["global_batch_size"] = q.space.at("global_batch_size");
+  base_doc.erase("micro_batch_num");
+  if (q.space.value("seq_len", 0LL) > 0) base_doc["seq_len"] = q.space["seq_len"];
+  if (!base_doc.contains("seq_len")) {
+    throw InputError("<search>", "seq_len", "required when the base strategy does not give seq_len");
+  }
+  for (const auto& o : q.overrides) apply_override(o, model_doc, base_doc, system_doc);
+  ModelConfig model = parse_model(model_doc, q.model.file, nullptr);
+  if (model.model_name.empty()) model.model_name = std::filesystem::path(q.model.file).stem().string();
+  const StrategyConfig base = parse_strategy(base_doc, q.base_strategy.file);
+  const SystemConfig system = parse_system(system_doc, q.system.file);
+  const cli::EfficiencyChoice eff = cli::make_efficiency_source(system, q.system.file, q.db);
+  const SearchSpace space = make_space(q.space, model, system);
+
+  SearchOptions opt;
+  const json& o = q.options;
+  opt.objective = o.value("objective", std::string("mfu")) == "tokens" ? SearchObjective::tokens : SearchObjective::mfu;
+  opt.top_k = o.value("top_k", 10);
+  opt.threads = o.value("threads", 0);
+  opt.memory_margin_gb = o.value("memory_margin_gb", 0.0);
+  opt.use_reserved_memory = o.value("use_reserved_memory", true);
+  opt.keep_all = o.value("keep_all", false) || !q.csv_path.empty();
+  const SearchResult res = run_search(model, base, system, *eff.model, space, opt);
+  if (!q.csv_path.empty()) cli::write_search_csv(q.csv_path, res.feasible);
+  if (!q.out_path.empty()) cli::write_search_csv(q.out_path, res.top);
+
+  json j;
+  j["model"] = model.model_name;
+  j["system"] = system.name;
+  j["world_size"] = space.world_size;
+  j["global_batch_size"] = space.global_batch_size;
+  j["seq_len"] = base.seq_len;
+  j["efficiency_db"] = eff.database.empty() ? json(nullptr) : json(eff.database);
+  j["counts"] = {{"candidates", res.space_size}, {"illegal", res.illegal},     {"over_memory", res.too_big},
+                 {"feasible", res.feasible_count}, {"simulated", res.simulated}, {"pruned_by_bound", res.pruned}};
+  j["elapsed_s"] = res.elapsed_s;
+  j["candidates_per_s"] = res.elapsed_s > 0 ? res.space_size / res.elapsed_s : 0.0;
+  j["top"] = json::array();
+  for (const auto& r : res.top) j["top"].push_back(candidate_json(r));
+  j["feasible"] = json::array();
+  for (const auto& r : res.feasible) j["feasible"].push_back(candidate_json(r));
+  j["explanation"] = res.explanation.empty() ? json(nullptr) : json(res.explanation);
+  j["smallest"] = res.have_smallest ? candidate_json(res.smallest) : json(nullptr);
+  return j;
+}
+
+}  // namespace calisim::python

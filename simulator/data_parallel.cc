@@ -1,0 +1,79 @@
+#include "simulator/data_parallel.h"
+
+#include <algorithm>
+
+#include "simulator/comm_model.h"
+
+namespace calisim {
+
+DpGroups dp_groups(const StrategyConfig& st, int domain) {
+  DpGroups g;
+  g.dense_ranks = st.dp_size * st.cp_size;
+  g.dense_per_domain = ranks_per_domain(g.dense_ranks, st.tp_size, domain);
+  g.expert_ranks = st.edp_size;
+  g.expert_per_domain = ranks_per_domain(g.expert_ranks, st.ep_size * st.etp_size, domain);
+  return g;
+}
+
+double optimizer_shard_params(const RankParams& p, const StrategyConfig& st, const DpGroups& g) {
+  if (st.zero_state == 0) return p.total();
+  return p.dense / g.dense_ranks + p.expert / g.expert_ranks;
+}
+
+double bucket_params(const StrategyConfig& st) {
+  return st.bucket_size > 0 ? static_cast<double>(st.bucket_size) : std::max(4e7, 1e6 * st.dp_size);
+}
+
+StaticMemory static_memory(const RankParams& p, double largest_layer, double bucket, const StrategyConfig& st,
+                           const DpGroups& g) {
+  StaticMemory m;
+  const double e = bytes_per_element(st.dtype);
+  const double grad_e = st.use_fp32_accum_grad ? 4.0 : e;
+  const double shard = p.dense / g.dense_ranks + p.expert / g.expert_ranks;
+  // ZeRO-3 keeps its shard plus the layer being run and the prefetched next one, gathered.
+  m.weight_bytes = (st.zero_state >= 3 ? shard + std::min(p.total(), 2 * largest_layer) : p.total()) * e;
+  // TransformerEngine caches FP8 copies of the weights (row-wise and transposed) across
+  // micro-batches: two bytes per parameter of the layers it holds.
+  if (st.fp8_enabled()) m.weight_bytes += 2.0 * (st.zero_state >= 3 ? 2 * largest_layer : p.total());
+  // ZeRO-2/3 keep their gradient shard plus one bucket of unreduced gradients.
+  m.grad_bytes = (st.zero_state >= 2 ? shard + std::min(p.total(), bucket) : p.total()) * grad_e;
+  const double opt_params = st.zero_state >= 1 ? shard : p.total();
+  const double on_device = st.optimizer_cpu_offload ? 1.0 - st.optimizer_offload_fraction : 1.0;
+  m.optimizer_bytes = opt_params * 12.0 * on_device;
+  return m;
+}
+
+namespace {
+
+double over_groups(const RankParams& p, double bytes_per_param, CollectiveOp op, const StrategyConfig& st,
+                   const DpGroups& g, const OpCoster& coster, SourceTally* tally) {
+  double t = 0;
+  if (p.dense > 0 && g.dense_ranks > 1) {
+    t += coster.collective_s({op, static_cast<std::int64_t>(p.dense * bytes_per_param), g.dense_ranks,
+                              g.dense_per_domain, st.dtype},
+                             tally);
+  }
+  if (p.expert > 0 && g.expert_ranks > 1) {
+    t += coster.collective_s({op, static_cast<std::int64_t>(p.expert * bytes_per_param), g.expert_ranks,
+                              g.expert_per_domain, st.dtype},
+                             tally);
+  }
+  return t;
+}
+
+}  // namespace
+
+double grad_reduce_s(const RankParams& p, const StrategyConfig& st, const DpGroups& g, const OpCoster& coster,
+                     SourceTally* tally) {
+  const double e = bytes_per_element(st.dtype);
+  const double reduce_e = st.grad_reduce_in_bf16 ? 2.0 : (st.use_fp32_accum_grad ? 4.0 : e);
+  const CollectiveOp op = st.zero_state == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
+  return over_groups(p, reduce_e, op, st, g, coster, tally);
+}
+
+double param_gather_s(const RankParams& p, const StrategyConfig& st, const DpGroups& g, const OpCoster& coster,
+                      SourceTally* tally) {
+  return over_groups(p, bytes_per_element(st.dtype), CollectiveOp::all_gather, st, g, coster, tally);
+}
+
+}  // namespace calisim

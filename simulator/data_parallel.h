@@ -1,0 +1,46 @@
+// Data-parallel state and communication of one pipeline rank (MODELING.md §2, §4):
+// ZeRO-0 (replicated), ZeRO-1 (Megatron's distributed optimizer), ZeRO-2 (+ sharded gradients),
+// ZeRO-3 / FSDP (+ sharded parameters, gathered per layer in forward and backward).
+//
+// Dense parameters reduce over the dp·cp group (stride tp), routed-expert parameters over the
+// expert-data-parallel group (stride ep·etp); the two run one after the other.
+// Bytes: weights e (bf16/fp16) per parameter, main grads 4 (use_fp32_accum_grad) or e, Adam
+// state + fp32 master 12; gradients are reduced in fp32 unless grad_reduce_in_bf16.
+#pragma once
+
+#include "simulator/op_cost.h"
+#include "simulator/rank_params.h"
+#include "simulator/strategy_config.h"
+#include "simulator/system_config.h"
+
+namespace calisim {
+
+struct DpGroups {
+  int dense_ranks = 1, dense_per_domain = 1;
+  int expert_ranks = 1, expert_per_domain = 1;
+};
+DpGroups dp_groups(const StrategyConfig& strategy, int scale_up_domain_size);
+
+// Parameters of `p` this rank keeps optimizer state for (its ZeRO shard, or all of them at ZeRO-0).
+double optimizer_shard_params(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g);
+
+struct StaticMemory {
+  double weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;
+  double total() const { return weight_bytes + grad_bytes + optimizer_bytes; }
+};
+// params: all parameters of this rank's chunks; largest_layer: the biggest layer's parameters on
+// this rank (ZeRO-3 holds it gathered, plus the prefetched next one); bucket_params: DP bucket.
+StaticMemory static_memory(const RankParams& params, double largest_layer_params, double bucket_params,
+                           const StrategyConfig& strategy, const DpGroups& g);
+
+// Megatron's DP bucket in parameters: bucket_size, or max(4e7, 1e6·dp) when unset.
+double bucket_params(const StrategyConfig& strategy);
+
+// Collective times (not yet overlapped) for `p`: the gradient reduction (all-reduce at ZeRO-0,
+// reduce-scatter otherwise) and the parameter all-gather.
+double grad_reduce_s(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g, const OpCoster& coster,
+                     SourceTally* tally);
+double param_gather_s(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g, const OpCoster& coster,
+                      SourceTally* tally);
+
+}  // namespace calisim

@@ -1,0 +1,130 @@
+// MHA/GQA attention (flash or unfused, with context parallelism) and the dense MLP.
+#include "simulator/op_builders.h"
+
+namespace calisim::ops {
+namespace {
+
+// Context parallelism on a flash-attention op (MODELING.md §2). Ring (p2p): this rank's s/c
+// queries attend to all s keys; with Megatron's causal load balancing (each rank holds chunks i
+// and 2c−1−i) every rank does 1/c of the causal work, which the key (seq_q = s/c, seq_kv = s,
+// causal) reproduces. The c−1 KV blocks a rank receives are a ring all-gather of the KV
+// (S = c × local KV bytes) hidden behind the attention; backward re-sends KV and reduce-scatters
+// dKV behind the attention backward. Ulysses (a2a): all-to-all of Q, K, V and of the output turn
+// the sequence split into a head split; attention then runs on the full sequence with a/c heads.
+void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::int64_t dqk, std::int64_t dv,
+                            CpCommType type, LayerOp& op) {
+  if (d.c <= 1) return;
+  op.comm_group = CommGroup::cp;
+  const int c = static_cast<int>(d.c);
+  if (type == CpCommType::p2p) {
+    op.attn_fwd.seq_kv = d.s_full;
+    const double kv_all = static_cast<double>(d.b) * d.s_full * g * (dqk + dv) * d.e;
+    op.fwd_comm = collective(CollectiveOp::all_gather, kv_all, c, d.cp_per_domain, d.dtype);
+    op.fwd_comm_overlapped = true;
+    op.bwd_comm_with_dgrad = collective(CollectiveOp::all_gather, kv_all, c, d.cp_per_domain, d.dtype);
+    op.bwd_comm_with_wgrad = collective(CollectiveOp::reduce_scatter, kv_all, c, d.cp_per_domain, d.dtype);
+  } else {
+    op.attn_fwd.heads_q = a / d.c;
+    op.attn_fwd.heads_kv = g / d.c;
+    op.attn_fwd.seq_q = op.attn_fwd.seq_kv = d.s_full;
+    // Q, K, V in and the output back (forward); dO in, dQ, dK, dV back (backward).
+    const double bytes = static_cast<double>(d.T) * (a * (dqk + dv) + g * (dqk + dv)) * d.e;
+    op.fwd_comm = collective(CollectiveOp::all_to_all, bytes, c, d.cp_per_domain, d.dtype);
+    op.bwd_comm = op.fwd_comm;
+  }
+  op.attn_bwd = op.attn_fwd;
+  op.attn_bwd.direction = AttentionDirection::backward;
+}
+
+}  // namespace
+
+LayerOp flash_attention(const Dims& d, const StrategyConfig& st, std::int64_t a, std::int64_t g, std::int64_t dqk,
+                        std::int64_t dv) {
+  LayerOp op;
+  op.name = "core_attention";
+  op.kind = OpKind::attention;
+  op.unit = OpUnit::attention_core;
+  op.attn_fwd = AttentionKey{d.b, a, g, d.s, d.s, dqk, dv, true, d.dtype, AttentionDirection::forward};
+  op.attn_bwd = op.attn_fwd;
+  op.attn_bwd.direction = AttentionDirection::backward;
+  const double q_bytes = static_cast<double>(d.T) * a * dqk * d.e;
+  const double kv_bytes = static_cast<double>(d.T) * g * (dqk + dv) * d.e;
+  // Flash attention keeps Q, K, V (its output O is the saved input of the output projection) and
+  // the fp32 log-sum-exp per row; dropout inside flash keeps only an RNG state.
+  op.act_bytes = q_bytes + kv_bytes + static_cast<double>(d.T) * a * 4.0;
+  op.transient_bytes = q_bytes + kv_bytes;  // dQ, dK, dV during backward
+  apply_context_parallel(d, a, g, dqk, dv, st.cp_comm_type, op);
+  return op;
+}
+
+void add_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops) {
+  const std::int64_t a = m.head_num / d.t, g = m.kv_head_num / d.t, hd = m.head_size;
+  const bool fp8 = d.fp8 != Fp8Recipe::none;
+  ops.push_back(norm(d, m, "input_norm", OpUnit::input_norm, d.Tsp, d.h));
+  push_gemm(d, ops, column_parallel(d, "qkv_proj", OpUnit::qkv, d.h, (a + 2 * g) * hd, d.h, fp8), "qkv_fp8_cast");
+  if (m.position_embedding_type == PositionEmbedding::rope) {
+    const double qk = static_cast<double>(d.T) * (a + g) * hd * d.e;
+    // RoPE rewrites Q and K in place; the fused kernel keeps only the (shared) frequency table.
+    ops.push_back(memory_op("rope", OpUnit::qkv, "rope_fwd", 2 * qk, "rope_bwd", 2 * qk, 0.0));
+  }
+  if (st.use_flash_sdp) {
+    ops.push_back(flash_attention(d, st, a, g, hd, hd));
+  } else {
+    // Unfused ("math") attention: scores = Q·Kᵀ, softmax, dropout, context = P·V. K and V are
+    // expanded to all query heads (Megatron repeats KV groups before the batched GEMMs).
+    // validate_layout rejects it with context parallelism.
+    const double q_bytes = static_cast<double>(d.T) * a * hd * d.e;
+    const std::int64_t batch = d.b * a;
+    const double scores = static_cast<double>(batch) * d.s * d.s * d.e;
+    LayerOp qk;
+    qk.name = "attention_scores";
+    qk.kind = OpKind::gemm;
+    qk.unit = OpUnit::attention_core;
+    qk.gemm_fwd = GemmKey{d.s, d.s, hd, batch, d.dtype, GemmLayout::TN, false};
+    qk.gemm_dgrad = GemmKey{d.s, hd, d.s, batch, d.dtype, GemmLayout::NN, false};  // dQ = dS·K
+    qk.gemm_wgrad = GemmKey{d.s, hd, d.s, batch, d.dtype, GemmLayout::NT, false};  // dK = dSᵀ·Q
+    qk.has_wgrad = true;
+    qk.act_bytes = 3 * q_bytes;  // the core's inputs: Q and expanded K, V
+    ops.push_back(qk);
+    const bool dropout = st.enable_dropout;
+    ops.push_back(memory_op("softmax", OpUnit::attention_core, "softmax_fwd", 2 * scores, "softmax_bwd", 3 * scores,
+                            dropout ? scores : 0.0));
+    if (dropout) {
+      const double mask = scores / d.e;
+      ops.push_back(memory_op("attention_dropout", OpUnit::attention_core, "dropout_fwd", 2 * scores + mask,
+                              "dropout_bwd", 2 * scores + mask, mask));
+    }
+    LayerOp pv;
+    pv.name = "attention_context";
+    pv.kind = OpKind::gemm;
+    pv.unit = OpUnit::attention_core;
+    pv.gemm_fwd = GemmKey{d.s, hd, d.s, batch, d.dtype, GemmLayout::TN, false};
+    pv.gemm_dgrad = GemmKey{d.s, d.s, hd, batch, d.dtype, GemmLayout::NN, false};  // dP = dO·Vᵀ
+    pv.gemm_wgrad = GemmKey{d.s, hd, d.s, batch, d.dtype, GemmLayout::NT, false};  // dV = Pᵀ·dO
+    pv.has_wgrad = true;
+    pv.act_bytes = scores;            // P after dropout (V is counted with the scores GEMM's inputs)
+    pv.transient_bytes = 2 * scores;  // dP and dS in backward
+    ops.push_back(pv);
+  }
+  push_gemm(d, ops, row_parallel(d, "out_proj", OpUnit::out_proj, a * hd, d.h, fp8), "out_proj_fp8_cast");
+}
+
+void add_dense_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::int64_t ffn, OpUnit unit,
+                   const MlpNames& names, std::vector<LayerOp>& ops) {
+  const std::int64_t f = ffn / d.t;
+  const bool fp8 = d.fp8 != Fp8Recipe::none;
+  push_gemm(d, ops, column_parallel(d, names.fc1, unit, d.h, m.use_swiglu ? 2 * f : f, d.h, fp8), names.fc1_cast);
+  const double y = static_cast<double>(d.T) * f * d.e;
+  const double x = m.use_swiglu ? 2 * y : y;
+  // Activation keeps its input (GeLU: fc1 output; SwiGLU: gate and up halves). Unfused SwiGLU
+  // runs SiLU and the product as two kernels and also keeps SiLU(gate) for the product's backward.
+  if (m.use_swiglu && !st.use_fused_swiglu) {
+    ops.push_back(memory_op(names.act, unit, "swiglu_unfused_fwd", 5 * y, "swiglu_unfused_bwd", 8 * y, x + y));
+  } else {
+    ops.push_back(memory_op(names.act, unit, m.use_swiglu ? "swiglu_fwd" : "gelu_fwd", x + y,
+                            m.use_swiglu ? "swiglu_bwd" : "gelu_bwd", 2 * x + y, x));
+  }
+  push_gemm(d, ops, row_parallel(d, names.fc2, unit, f, d.h, fp8), names.fc2_cast);
+}
+
+}  // namespace calisim::ops

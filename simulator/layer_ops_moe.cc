@@ -1,0 +1,119 @@
+// The MoE block of a MoE layer, as Megatron-Core's MoELayer runs it with the all-to-all (or
+// all-gather) token dispatcher, grouped GEMMs and optional shared experts (MODELING.md §1).
+//
+// Per rank: Tsp tokens enter (the SP shard of b·s/c; Megatron requires SP for MoE with TP > 1),
+// R = Tsp·k routed copies leave it. EP ranks receive on average R tokens (each of the e ranks
+// sends R/e to every rank); the busiest rank receives R·load, where load = the strategy's
+// moe_token_imbalance_factor, or the capacity factor when inputs are padded to capacity
+// (moe_pad_expert_input_to_capacity; then load is exactly the capacity factor and excess tokens
+// are dropped). With expert TP (etp > 1) the received tokens are all-gathered over the etp ranks
+// sharing the same experts, each computing 1/etp of every expert's width:
+//   X = R·load·etp tokens through E/e local experts, grouped GEMM [X/(E/e), h]·[h, f_e/etp]...
+// Expert FLOPs per rank are therefore R·load·6·h·f_e·(3/2 with SwiGLU), independent of e and etp.
+// Collectives (S = full buffer, nccl-tests convention):
+//   dispatch / combine all-to-all over e ranks, S = R·load·h·bytes (forward and backward each);
+//   ETP all-gather / reduce-scatter over etp ranks, S = X·h·bytes;
+//   all-gather dispatcher: all-gather then reduce-scatter of the e·Tsp tokens over the EP group.
+#include <cmath>
+
+#include "simulator/comm_model.h"
+#include "simulator/op_builders.h"
+
+namespace calisim::ops {
+namespace {
+
+LayerOp grouped_linear(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens, std::int64_t groups,
+                       std::int64_t in, std::int64_t out, bool fp8) {
+  const std::int64_t per_expert = (tokens + groups - 1) / groups;
+  LayerOp op = linear(d, name, unit, per_expert, in, out, fp8);
+  op.gemm_fwd.batch = op.gemm_dgrad.batch = op.gemm_wgrad.batch = groups;
+  op.act_bytes *= static_cast<double>(groups);
+  return op;
+}
+
+LayerOp comm_only(const char* name, OpUnit unit, CommGroup group, const CollectiveKey& fwd, const CollectiveKey& bwd,
+                  double transient_bytes) {
+  LayerOp op = memory_op(name, unit, "none", 0, "none", 0, 0.0);
+  op.comm_group = group;
+  op.fwd_comm = fwd;
+  op.bwd_comm = bwd;
+  op.transient_bytes = transient_bytes;
+  return op;
+}
+
+}  // namespace
+
+void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, int domain, std::vector<LayerOp>& ops) {
+  const std::int64_t E = m.expert_num, k = m.topk, ep = st.ep_size, etp = st.etp_size;
+  const std::int64_t local_experts = E / ep;
+  const std::int64_t fe = m.moe_ffn_hidden_size / etp;
+  const double load = m.moe_pad_expert_input_to_capacity ? m.capacity : st.moe_token_imbalance_factor;
+  const double R = static_cast<double>(d.Tsp) * k;
+  const double received = R * load;  // routed tokens arriving at the busiest EP rank
+  const auto X = static_cast<std::int64_t>(std::ceil(received * etp));
+  const double tok = static_cast<double>(d.h) * d.e;  // bytes of one token's hidden state
+  const bool fp8 = d.fp8 != Fp8Recipe::none;
+  const int ep_per_domain = ranks_per_domain(static_cast<int>(ep), static_cast<int>(etp), domain);
+  const int etp_per_domain = ranks_per_domain(static_cast<int>(etp), 1, domain);
+
+  // Router GEMM (replicated over TP, fp32 logits kept small) and top-k with softmax: reads the
+  // E logits, writes the probabilities and indices; keeps the fp32 probabilities for backward.
+  ops.push_back(linear(d, "router", OpUnit::router, d.Tsp, d.h, E, false));
+  {
+    const double logits = static_cast<double>(d.Tsp) * E * 4.0;
+    ops.push_back(memory_op("router_topk", OpUnit::router, "topk_softmax_fwd", 2 * logits + R * 8, "topk_softmax_bwd",
+                            3 * logits, logits));
+  }
+  // Permutation copies every token once per chosen expert (int32 row map kept for backward).
+  ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", d.Tsp * tok + R * tok, "permute_bwd",
+                          R * tok + d.Tsp * tok, R * 4.0));
+  const double probs = st.dispatch_probs ? received * 4.0 : 0.0;  // fp32 prob per routed token
+  // Dispatch (forward: tokens out; backward: their gradients back) and combine, its mirror.
+  auto ep_exchange = [&](const char* name, bool dispatch) {
+    if (st.moe_dispatcher == MoeDispatcher::all_to_all) {
+      const CollectiveKey a2a = collective(CollectiveOp::all_to_all, received * tok + (dispatch ? probs : 0.0),
+                                           static_cast<int>(ep), ep_per_domain, d.dtype);
+      ops.push_back(comm_only(name, OpUnit::moe_dispatch, CommGroup::ep, a2a, a2a, (dispatch ? received : R) * tok));
+      return;
+    }
+    const double all = static_cast<double>(d.Tsp) * ep * tok;
+    const CollectiveKey ag = collective(CollectiveOp::all_gather, all, static_cast<int>(ep), ep_per_domain, d.dtype);
+    CollectiveKey rs = ag;
+    rs.op = CollectiveOp::reduce_scatter;
+    ops.push_back(comm_only(name, OpUnit::moe_dispatch, CommGroup::ep, dispatch ? ag : rs, dispatch ? rs : ag, all));
+  };
+  ep_exchange("ep_dispatch", true);
+  // ETP: gather the received tokens in forward (reduce-scatter their gradient in backward), and
+  // the mirror after the experts.
+  auto etp_pair = [&](const char* name, CollectiveOp fwd, CollectiveOp bwd) {
+    if (etp <= 1) return;
+    const double all = static_cast<double>(X) * tok;
+    ops.push_back(comm_only(name, OpUnit::moe_dispatch, CommGroup::ep,
+                            collective(fwd, all, static_cast<int>(etp), etp_per_domain, d.dtype),
+                            collective(bwd, all, static_cast<int>(etp), etp_per_domain, d.dtype), all));
+  };
+  etp_pair("etp_gather", CollectiveOp::all_gather, CollectiveOp::reduce_scatter);
+  push_gemm(d, ops,
+            grouped_linear(d, "expert_fc1", OpUnit::expert, X, local_experts, d.h, m.use_swiglu ? 2 * fe : fe, fp8),
+            "expert_fc1_fp8_cast");
+  {
+    const double y = static_cast<double>(X) * fe * d.e;
+    const double x = m.use_swiglu ? 2 * y : y;
+    ops.push_back(memory_op("expert_activation", OpUnit::expert_act, m.use_swiglu ? "swiglu_fwd" : "gelu_fwd", x + y,
+                            m.use_swiglu ? "swiglu_bwd" : "gelu_bwd", 2 * x + y, x));
+  }
+  push_gemm(d, ops, grouped_linear(d, "expert_fc2", OpUnit::expert, X, local_experts, fe, d.h, fp8),
+            "expert_fc2_fp8_cast");
+  etp_pair("etp_reduce_scatter", CollectiveOp::reduce_scatter, CollectiveOp::all_gather);
+  ep_exchange("ep_combine", false);
+  // Un-permutation: the probability-weighted sum of each token's k expert outputs. Unless the
+  // probabilities travelled with the tokens (dispatch_probs, applied in the expert activation),
+  // it keeps the expert outputs for the probabilities' gradient.
+  ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", R * tok + d.Tsp * tok, "unpermute_bwd",
+                          d.Tsp * tok + 2 * R * tok, st.dispatch_probs ? 0.0 : R * tok));
+  if (m.moe_shared_expert_intermediate_size > 0) {
+    add_dense_mlp(d, m, st, m.moe_shared_expert_intermediate_size, OpUnit::shared_expert, kSharedExpertNames, ops);
+  }
+}
+
+}  // namespace calisim::ops

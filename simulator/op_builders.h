@@ -1,0 +1,95 @@
+// Building blocks of the per-layer op lists (internal to layer_ops*.cc): the dimensions of one
+// micro-batch on one rank, and constructors for linear layers (plain, column-/row-parallel,
+// grouped), element-wise ops, norms and the collectives they issue.
+//
+// Conventions: T = tokens of one micro-batch on this rank (b·s/c), Tsp = T/t under sequence
+// parallelism (norms, residuals, dropout and the MoE router run on the SP shard), e = bytes per
+// activation element. GEMM shapes follow SimuMax's convention: forward TN [T,in]·[in,out],
+// dgrad NN, wgrad NT accumulating into the fp32 main grad.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "simulator/layer_ops.h"
+
+namespace calisim::ops {
+
+struct Dims {
+  std::int64_t T = 0;    // tokens per micro-batch on this rank: b·s/c
+  std::int64_t Tsp = 0;  // tokens per TP rank in norms/dropout/residual: T/t under SP
+  std::int64_t b = 0;
+  std::int64_t s = 0;    // sequence length on this rank (s/c)
+  std::int64_t s_full = 0;  // full sequence length
+  std::int64_t h = 0, t = 1, c = 1;
+  DType dtype = DType::bf16;
+  double e = 2;          // bytes per activation element
+  bool sp = false;
+  bool accumulate = true;
+  bool fused_norm = true;
+  bool tp_comm_overlap = false;  // TE userbuffers (requires SP)
+  Fp8Recipe fp8 = Fp8Recipe::none;
+  int tp_per_domain = 1;
+  int cp_per_domain = 1;
+  int domain_size = 8;
+};
+
+Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_domain_size);
+
+CollectiveKey collective(CollectiveOp op, double bytes, int ranks, int ranks_per_node, DType dtype);
+CollectiveKey tp_coll(const Dims& d, CollectiveOp op, double bytes);
+
+// y[tokens, out] = x[tokens, in]·W; keeps its input. fp8 = run it as an FP8 GEMM (the caller
+// adds the cast op with fp8_cast()).
+LayerOp linear(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens, std::int64_t in, std::int64_t out,
+               bool fp8);
+
+// Column-parallel linear over all T tokens: input all-gathered under SP (re-gathered in backward,
+// overlapped with dgrad); input gradient reduce-scattered (SP) or all-reduced, overlapped with
+// wgrad, as Megatron does. gather_width = features of the all-gathered tensor (h for QKV/FC1;
+// the compressed width for MLA's up projections); 0 = no gather (the input is already full).
+LayerOp column_parallel(const Dims& d, const char* name, OpUnit unit, std::int64_t in, std::int64_t out_per_rank,
+                        std::int64_t gather_width, bool fp8);
+// Row-parallel linear: output reduce-scattered (SP) or all-reduced; under SP the output gradient
+// is all-gathered in backward.
+LayerOp row_parallel(const Dims& d, const char* name, OpUnit unit, std::int64_t in_per_rank, std::int64_t out,
+                     bool fp8);
+
+LayerOp memory_op(const char* name, OpUnit unit, const char* fwd_kind, double fwd_bytes, const char* bwd_kind,
+                  double bwd_bytes, double act_bytes);
+LayerOp norm(const Dims& d, const ModelConfig& m, const char* name, OpUnit unit, std::int64_t tokens,
+             std::int64_t width);
+LayerOp dropout_residual(const Dims& d, const char* name, OpUnit unit, bool dropout);
+
+// The FP8 quantize op in front of an FP8 GEMM with input [tokens, in] and output [tokens, out]
+// (TransformerEngine): forward casts the input to a row-wise and a column-wise (transposed) FP8
+// copy, read e + write 2 bytes per element; backward does the same for the output gradient.
+// Per-tensor current scaling ("tensorwise") first reads the tensor once more for its amax;
+// delayed scaling uses the amax history, block / MX scaling compute block scales in the same pass.
+LayerOp fp8_cast(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens, std::int64_t in,
+                 std::int64_t out);
+
+// Appends `gemm` preceded by its FP8 cast when FP8 is on.
+void push_gemm(const Dims& d, std::vector<LayerOp>& ops, LayerOp gemm, const char* cast_name);
+
+// Flash attention over this rank's a query / g KV heads (per TP rank), with context parallelism
+// applied (ring or Ulysses, see layer_ops_dense.cc).
+LayerOp flash_attention(const Dims& d, const StrategyConfig& st, std::int64_t a, std::int64_t g, std::int64_t dqk,
+                        std::int64_t dv);
+
+// The pieces of a layer, each appended in execution order.
+void add_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops);
+void add_mla_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops);
+struct MlpNames {
+  const char *fc1, *fc1_cast, *act, *fc2, *fc2_cast;
+};
+inline constexpr MlpNames kDenseMlpNames{"fc1", "fc1_fp8_cast", "activation", "fc2", "fc2_fp8_cast"};
+inline constexpr MlpNames kSharedExpertNames{"shared_fc1", "shared_fc1_fp8_cast", "shared_activation", "shared_fc2",
+                                             "shared_fc2_fp8_cast"};
+// A TP-parallel MLP of width ffn (dense layers, and DeepSeek's shared experts).
+void add_dense_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::int64_t ffn, OpUnit unit,
+                   const MlpNames& names, std::vector<LayerOp>& ops);
+void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, int scale_up_domain_size,
+                 std::vector<LayerOp>& ops);
+
+}  // namespace calisim::ops

@@ -1,0 +1,173 @@
+#include "simulator/search_space.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <stdexcept>
+
+#include "core/error.h"
+#include "simulator/config_loader.h"
+
+namespace calisim {
+
+const char* to_string(RecomputeChoice c) {
+  switch (c) {
+    case RecomputeChoice::none: return "none";
+    case RecomputeChoice::selective: return "selective";
+    case RecomputeChoice::attn: return "attn";
+    case RecomputeChoice::mlp: return "mlp";
+    case RecomputeChoice::attn_mlp: return "attn+mlp";
+    case RecomputeChoice::full: return "full";
+  }
+  return "none";
+}
+
+RecomputeChoice parse_recompute_choice(const std::string& n) {
+  if (n == "none" || n == "no_recompute") return RecomputeChoice::none;
+  if (n == "selective" || n == "sdp_only" || n == "core_attn") return RecomputeChoice::selective;
+  if (n == "attn") return RecomputeChoice::attn;
+  if (n == "mlp") return RecomputeChoice::mlp;
+  if (n == "attn+mlp" || n == "selective_recompute") return RecomputeChoice::attn_mlp;
+  if (n == "full" || n == "full_block") return RecomputeChoice::full;
+  throw std::invalid_argument("unknown recompute choice '" + n +
+                              "' (expected none, selective, attn, mlp, attn+mlp or full; SimuMax's no_recompute, "
+                              "selective_recompute and full_block are accepted)");
+}
+
+void fill_default_lists(SearchSpace& s, const ModelConfig& m, int domain) {
+  if (s.tp.empty()) {
+    for (int t = 1; t <= 8 && t <= domain && t <= s.world_size; t *= 2) s.tp.push_back(t);
+  }
+  if (s.pp.empty()) {
+    // Every pipeline size that divides the world and has an even or uneven split of the layers.
+    for (int p = 1; p <= m.layer_num && p <= s.world_size; ++p) {
+      int first = 0, last = 0;
+      if (s.world_size % p == 0 && pipeline_split(static_cast<int>(m.layer_num), p, &first, &last)) s.pp.push_back(p);
+    }
+  }
+  if (s.vpp.empty()) s.vpp = {1, 2, 3, 4, 5, 6, 7, 8};
+  if (s.cp.empty()) s.cp = {1};
+  if (s.ep.empty()) s.ep = {1};
+  if (s.mbs.empty()) s.mbs = {1, 2, 4, 8};
+  if (s.recompute.empty()) s.recompute = {RecomputeChoice::none, RecomputeChoice::selective, RecomputeChoice::full};
+  if (s.zero.empty()) s.zero = {1};
+}
+
+bool pipeline_split(int layers, int pp, int* first, int* last) {
+  *first = *last = 0;
+  if (pp < 1 || pp > layers) return false;
+  if (layers % pp == 0) return true;
+  if (pp == 2) {
+    // The last stage also runs the LM head and loss: give it the smaller half.
+    *first = (layers + 1) / 2;
+    *last = layers / 2;
+    return true;
+  }
+  // Middle stages get ceil(L/pp) layers; the first and last share the rest, the last (which holds
+  // the LM head and loss) taking the smaller part, as in Megatron's uneven-stage recipes.
+  const int k = (layers + pp - 1) / pp;
+  const int rest = layers - (pp - 2) * k;
+  if (rest < 2) return false;
+  *last = rest / 2;
+  *first = rest - *last;
+  return *first <= k;
+}
+
+std::uint64_t space_size(const SearchSpace& s) {
+  return static_cast<std::uint64_t>(s.tp.size()) * s.pp.size() * s.vpp.size() * s.cp.size() * s.ep.size() *
+         s.mbs.size() * s.recompute.size() * s.zero.size();
+}
+
+Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
+  // Innermost list varies fastest; the order is part of the shard contract.
+  Candidate c;
+  auto take = [&i](const auto& list) {
+    const auto v = list[i % list.size()];
+    i /= list.size();
+    return v;
+  };
+  c.zero = take(s.zero);
+  c.recompute = take(s.recompute);
+  c.mbs = take(s.mbs);
+  c.ep = take(s.ep);
+  c.cp = take(s.cp);
+  c.vpp = take(s.vpp);
+  c.pp = take(s.pp);
+  c.tp = take(s.tp);
+  return c;
+}
+
+bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const SearchSpace& space, const Candidate& c,
+                   StrategyConfig& out, std::string* reason) {
+  auto no = [&](std::string why) {
+    if (reason) *reason = std::move(why);
+    return false;
+  };
+  // Cheap divisibility checks first: most of a space fails here, without building anything.
+  const int mp = c.tp * c.pp * c.cp;
+  if (space.world_size % mp != 0) return no("world size not divisible by tp*pp*cp");
+  const int dp = space.world_size / mp;
+  if (m.head_num % c.tp || m.kv_head_num % c.tp) return no("heads not divisible by tp");
+  int first = 0, last = 0;
+  const int L = static_cast<int>(m.layer_num);
+  if (!pipeline_split(L, c.pp, &first, &last)) return no("layers cannot be split over pp stages");
+  if (first == 0) {
+    if ((L / c.pp) % c.vpp) return no("layers per stage not divisible by vpp");
+  } else {
+    const int middle = c.pp > 2 ? (L - first - last) / (c.pp - 2) : first;
+    if (first % c.vpp || last % c.vpp || middle % c.vpp) return no("stage layer counts not divisible by vpp");
+  }
+  if (c.vpp > 1 && c.pp == 1) return no("vpp > 1 needs pp > 1");
+  if (space.global_batch_size % (c.mbs * dp)) return no("global batch not divisible by mbs*dp");
+  const std::int64_t micro = space.global_batch_size / (c.mbs * dp);
+  if (c.vpp > 1 && micro % c.pp) return no("micro-batches not a multiple of pp with interleaving");
+  if (!m.is_moe && c.ep != 1) return no("ep > 1 needs a MoE model");
+  if (c.zero < 0 || c.zero > kMaxModeledZeroStage) {
+    return no(fmt::format("ZeRO stage {} is not modeled (0..{})", c.zero, kMaxModeledZeroStage));
+  }
+
+  out = base;
+  out.world_size = space.world_size;
+  out.tp_size = c.tp;
+  out.pp_size = c.pp;
+  out.interleaving_size = c.vpp;
+  out.cp_size = c.cp;
+  out.ep_size = c.ep;
+  out.zero_state = c.zero;
+  out.micro_batch_size = c.mbs;
+  out.micro_batch_num = 0;
+  out.global_batch_size = space.global_batch_size;
+  out.num_layers_in_first_pipeline_stage = first;
+  out.num_layers_in_last_pipeline_stage = last;
+  out.enable_recompute = c.recompute != RecomputeChoice::none;
+  out.attn_recompute = out.mlp_recompute = out.mla_rms_recompute = out.mlp_rms_recompute = false;
+  out.recompute_variance = false;
+  // Recompute every layer of each chunk (the largest chunk bounds the count).
+  const int largest_stage = std::max({first, last, first ? (c.pp > 2 ? (L - first - last) / (c.pp - 2) : 0) : L / c.pp});
+  out.recompute_layer_num = c.recompute == RecomputeChoice::none ? 0 : largest_stage / c.vpp;
+  switch (c.recompute) {
+    case RecomputeChoice::none: out.recompute_granularity = RecomputeGranularity::none; break;
+    case RecomputeChoice::selective: out.recompute_granularity = RecomputeGranularity::sdp_only; break;
+    case RecomputeChoice::full: out.recompute_granularity = RecomputeGranularity::full_block; break;
+    case RecomputeChoice::attn:
+    case RecomputeChoice::mlp:
+    case RecomputeChoice::attn_mlp:
+      out.recompute_granularity = RecomputeGranularity::selective;
+      out.attn_recompute = c.recompute != RecomputeChoice::mlp;
+      out.mlp_recompute = c.recompute != RecomputeChoice::attn;
+      break;
+  }
+  try {
+    validate_layout(m, out, "search candidate", "model");
+  } catch (const InputError& e) {
+    return no(e.problem());
+  }
+  return true;
+}
+
+std::string describe(const Candidate& c, int dp) {
+  return fmt::format("tp {} pp {} vpp {} cp {} ep {} mbs {} dp {} zero {} recompute {}", c.tp, c.pp, c.vpp, c.cp, c.ep,
+                     c.mbs, dp, c.zero, to_string(c.recompute));
+}
+
+}  // namespace calisim

@@ -1,0 +1,66 @@
+// The space of parallel layouts a strategy search walks, and its enumeration.
+//
+// A candidate fixes tp, pp, vpp, cp, ep, micro-batch size, recompute choice and ZeRO stage; the
+// remaining strategy fields come from a base strategy. Candidates are numbered in one fixed order
+// (nested loops over the lists as given), so `--shard i/n` takes every index ≡ i (mod n): shards
+// are disjoint, cover the space, and are balanced across list positions.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "simulator/model_config.h"
+#include "simulator/strategy_config.h"
+
+namespace calisim {
+
+// Recompute choices a search can try (names as on the command line).
+enum class RecomputeChoice : std::uint8_t {
+  none,       // no recompute
+  selective,  // Megatron's selective recompute: core attention (sdp_only)
+  attn,       // SimuMax selective: attn_recompute (QKV projection, RoPE, core attention)
+  mlp,        // SimuMax selective: mlp_recompute
+  attn_mlp,   // SimuMax selective: both
+  full        // full_block, every layer of each chunk
+};
+const char* to_string(RecomputeChoice c);
+RecomputeChoice parse_recompute_choice(const std::string& name);  // throws std::invalid_argument
+
+struct SearchSpace {
+  int world_size = 0;
+  std::int64_t global_batch_size = 0;
+  std::vector<int> tp, pp, vpp, cp, ep, zero;
+  std::vector<std::int64_t> mbs;
+  std::vector<RecomputeChoice> recompute;
+};
+
+// Defaults for lists the user left empty: tp powers of two up to the scale-up domain (max 8),
+// pp every divisor of the world size that splits the layers (evenly or not), vpp 1..8 dividing layers per stage, cp 1, ep 1,
+// mbs 1, 2, 4, 8, recompute none / selective / full, ZeRO 1.
+void fill_default_lists(SearchSpace& space, const ModelConfig& model, int scale_up_domain_size);
+
+struct Candidate {
+  int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, zero = 1;
+  std::int64_t mbs = 1;
+  RecomputeChoice recompute = RecomputeChoice::none;
+};
+
+// How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,
+// middle stages of ceil(L/pp) layers with the first and last sharing the rest (last ≤ first).
+// False when no such split exists.
+bool pipeline_split(int layers, int pp, int* first, int* last);
+
+std::uint64_t space_size(const SearchSpace& space);  // product of the list lengths
+Candidate candidate_at(const SearchSpace& space, std::uint64_t index);
+
+// Applies a candidate to a copy of `base` (the fields it fixes plus world size and global batch)
+// and validates it against `model`. Returns false with a one-line reason when the layout is not
+// legal (divisibility, batch arithmetic, interleaving rules); never throws for illegal layouts.
+bool make_strategy(const StrategyConfig& base, const ModelConfig& model, const SearchSpace& space,
+                   const Candidate& c, StrategyConfig& out, std::string* reason);
+
+// "tp 8 pp 4 vpp 5 cp 1 ep 1 mbs 1 dp 2 zero 1 recompute none"
+std::string describe(const Candidate& c, int dp);
+
+}  // namespace calisim

@@ -1,0 +1,75 @@
+#include <gtest/gtest.h>
+
+#include "core/error.h"
+#include "db/db_efficiency_model.h"
+#include "predictor/interpolating_model.h"
+#include "predictor/scaled_model.h"
+#include "predictor_test_util.h"
+
+namespace calisim::predictor {
+namespace {
+
+using Predict = testing::ScratchDb;
+
+TEST_F(Predict, InterpolatingModelAnswersMeasuredThenInterpolated) {
+  auto db = make_db(false);
+  const auto d = data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie());
+  const auto model = make_interpolating_model(d.profile.spec, d.record, d.runs, no_data_model());
+  const GemmKey measured{4096, 1536, 5120, 1, DType::bf16, GemmLayout::TN, false};
+  EXPECT_EQ(model->gemm(measured).source, EfficiencySource::measured);
+  const GemmKey unmeasured{4096, 2000, 5000, 1, DType::bf16, GemmLayout::TN, false};
+  const Efficiency e = model->gemm(unmeasured);
+  EXPECT_EQ(e.source, EfficiencySource::interpolated);
+  EXPECT_GT(e.value, 0.5);
+  EXPECT_LT(e.value, 0.85);
+  const AttentionKey attn{2, 32, 8, 2048, 2048, 128, 128, true, DType::bf16, AttentionDirection::forward};
+  EXPECT_EQ(model->attention(attn).source, EfficiencySource::interpolated);
+  // No fp8 attention data: the fallback answers.
+  AttentionKey fp8 = attn;
+  fp8.dtype = DType::fp8_e4m3;
+  EXPECT_EQ(model->attention(fp8).source, EfficiencySource::roofline);
+}
+
+TEST_F(Predict, PredictedRowsAreStoredUnderTheTargetAndServedToTheSimulator) {
+  auto db = make_db(false);
+  const DeviceProfile target = testing::a100_sxm();
+  const Prediction p = predict_target({data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie())}, target);
+  EXPECT_EQ(p.batch.run.source, db::Source::predicted);
+  EXPECT_NE(p.batch.run.notes.find("NVIDIA A100 PCIe 80GB"), std::string::npos);
+  EXPECT_NE(p.batch.run.notes.find(kPredictorModelVersion), std::string::npos);
+  EXPECT_EQ(p.batch.rows.gemm.size(), 195u);
+  EXPECT_EQ(p.batch.rows.attention.size(), 24u);
+  for (const auto& r : p.batch.rows.gemm) {
+    EXPECT_GT(r.efficiency, 0.0);
+    EXPECT_LE(r.efficiency, 1.0);
+  }
+  db.add_device_if_missing(p.device);
+  db.insert_run(p.batch);
+
+  // What `calisim simulate --db` does for the target system.
+  const auto model = load_db_efficiency_model(db.path(), target.spec.name, no_data_model());
+  const GemmKey k{4096, 1536, 5120, 1, DType::bf16, GemmLayout::TN, false};
+  const Efficiency e = model->gemm(k);
+  EXPECT_EQ(e.source, EfficiencySource::measured);
+  // Same peaks, same SMs, SXM's achievable efficiency 0.78 vs PCIe's 0.73.
+  EXPECT_NEAR(e.value, 0.7877 * 0.78 / 0.73, 0.01);
+}
+
+TEST_F(Predict, ScaledModelSkipsSourcesWithoutDataAndRejectsSelfPrediction) {
+  auto db = make_db(false);
+  const auto source = data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie());
+  SourceDevice s{source.profile,
+                 make_interpolating_model(source.profile.spec, source.record, source.runs, no_data_model())};
+  const auto model = make_scaled_model({s}, testing::h100_sxm(), no_data_model());
+  const GemmKey k{4096, 4096, 4096, 1, DType::bf16, GemmLayout::TN, false};
+  EXPECT_EQ(model->gemm(k).source, EfficiencySource::scaled);
+  const MemoryOpKey unknown{"no_such_kind", 1 << 20};
+  EXPECT_EQ(model->memory_op(unknown).source, EfficiencySource::scaled);  // the "default" fit covers it
+  GemmKey fp8 = k;
+  fp8.dtype = DType::fp8_e4m3;
+  EXPECT_EQ(model->gemm(fp8).source, EfficiencySource::roofline);
+  EXPECT_THROW(predict_target({source}, testing::a100_pcie()), InputError);
+}
+
+}  // namespace
+}  // namespace calisim::predictor

@@ -1,0 +1,147 @@
+// GPU tests of the CUDA profiler. Each checks a benchmark's numerical result against a CPU
+// reference and its timing against CUDA events over the same loop. Without a CUDA device every
+// test is skipped, naming why (a CI machine has the toolkit but no GPU).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+
+#include "profiler/cuda_bench.h"
+#include "profiler/cuda_timer.h"
+#include "profiler/cupti_timer.h"
+#include "profiler/gemm_bench.h"
+#include "profiler/gpu_error.h"
+#include "profiler/l2flush.h"
+#include "profiler/memory_bench.h"
+#include "profiler/nccl_bench.h"
+#include "profiler/nvml_monitor.h"
+
+namespace calisim::profiler {
+namespace {
+
+#define REQUIRE_GPU(min_devices)                                                                          \
+  do {                                                                                                    \
+    std::string why;                                                                                      \
+    const int n = cuda_device_count(&why);                                                                \
+    if (n == 0) GTEST_SKIP() << "no CUDA device: " << why;                                                \
+    if (n < (min_devices)) GTEST_SKIP() << "needs " << (min_devices) << " CUDA devices, found " << n;     \
+  } while (0)
+
+LoopOptions quick_loop() {
+  LoopOptions o;
+  o.rule.min_samples = 10;
+  o.rule.time_budget_s = 0.5;
+  return o;
+}
+
+TEST(GpuGemm, Bf16AndFp32MatchCpuReference) {
+  REQUIRE_GPU(1);
+  CudaEventTimer timer;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
+  GemmBench bench(loop);
+  // Odd sizes and every layout, accumulation and a batch: indexing mistakes show up as O(1) errors.
+  for (GemmLayout l : {GemmLayout::TN, GemmLayout::NN, GemmLayout::NT}) {
+    const GemmKey bf{96, 80, 64, 1, DType::bf16, l, false};
+    EXPECT_LT(bench.check_against_cpu(bf, nullptr), 1e-2) << to_string(bf);
+    const GemmKey f32{64, 48, 32, 2, DType::fp32, l, false};
+    EXPECT_LT(bench.check_against_cpu(f32, nullptr), 1e-5) << to_string(f32);
+  }
+  const GemmKey acc{64, 64, 128, 1, DType::bf16, GemmLayout::NT, true};
+  EXPECT_LT(bench.check_against_cpu(acc, nullptr), 1e-2) << "wgrad accumulating into fp32";
+  const GemmKey tf{64, 64, 64, 1, DType::tf32, GemmLayout::TN, false};
+  EXPECT_LT(bench.check_against_cpu(tf, nullptr), 3e-3);
+}
+
+TEST(GpuGemm, Fp8TnMatchesCpuReferenceWhereSupported) {
+  REQUIRE_GPU(1);
+  const CudaEnvironment env = describe_cuda(0);
+  if (env.compute_capability < 89) GTEST_SKIP() << "fp8 GEMMs need sm_89 or newer; this GPU is sm_" << env.compute_capability;
+  CudaEventTimer timer;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
+  GemmBench bench(loop);
+  EXPECT_LT(bench.check_against_cpu({128, 128, 128, 1, DType::fp8_e4m3, GemmLayout::TN, false}, nullptr), 2e-2);
+}
+
+TEST(GpuMemory, StreamKernelsMatchCpuReference) {
+  REQUIRE_GPU(1);
+  for (const char* kind : {"copy", "add_fwd", "swiglu_bwd", "adam_step", "unknown_kind"}) {
+    // Sizes that leave a scalar tail after the 16-byte vectors.
+    EXPECT_LT(MemoryBench::check_against_cpu({kind, 7 * 4 * 1003}, nullptr), 1e-2) << kind;
+  }
+}
+
+// CUPTI's kernel time and CUDA events over the same loop of a 256 MiB copy kernel: the kernel
+// runs ~100 us, so launch overhead is small next to it; CUPTI (kernel only) must be within 1 %
+// below to 5 % above... the events, which also include the launch gap.
+TEST(GpuTimers, CuptiAgreesWithCudaEvents) {
+  REQUIRE_GPU(1);
+  std::string why;
+  auto cupti = CuptiTimer::create(&why);
+  if (!cupti) GTEST_SKIP() << "CUPTI unavailable in this process: " << why;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  LoopOptions o = quick_loop();
+  o.rule.min_samples = 30;
+  MeasureLoop cupti_loop(nullptr, *cupti, nvml, flush, o);
+  CudaEventTimer events;
+  MeasureLoop event_loop(nullptr, events, nvml, flush, o);
+  MemoryBench with_cupti(cupti_loop), with_events(event_loop);
+  const MemoryOpKey key{"copy", 512ll << 20};
+  const Measurement a = with_cupti.measure(key);
+  const Measurement b = with_events.measure(key);
+  ASSERT_EQ(a.status, MeasurementStatus::measured) << a.reason;
+  ASSERT_EQ(b.status, MeasurementStatus::measured) << b.reason;
+  EXPECT_EQ(a.timer, TimerKind::cupti);
+  EXPECT_EQ(a.kernels_per_op, 1);
+  ASSERT_FALSE(a.kernel_names.empty());
+  EXPECT_NE(a.kernel_names.front().find("stream_kernel"), std::string::npos);
+  const double rel = (b.summary.median_s - a.summary.median_s) / b.summary.median_s;
+  EXPECT_GT(rel, -0.01) << "CUPTI " << a.summary.median_s << " s vs events " << b.summary.median_s << " s";
+  EXPECT_LT(rel, 0.05) << "CUPTI " << a.summary.median_s << " s vs events " << b.summary.median_s << " s";
+  EXPECT_EQ(cupti->dropped_records(), 0u);
+}
+
+TEST(GpuGemm, MeasuredRowIsPlausible) {
+  REQUIRE_GPU(1);
+  CudaBenchOptions o;
+  o.loop = quick_loop();
+  CudaBench bench(o);
+  const GemmKey key{4096, 4096, 4096, 1, DType::bf16, GemmLayout::TN, false};
+  const Measurement m = bench.measure({db::KeyKind::gemm, to_string(key)});
+  ASSERT_EQ(m.status, MeasurementStatus::measured) << m.reason;
+  const double tflops = key.flops() / m.summary.median_s / 1e12;
+  EXPECT_GT(tflops, 10.0) << "a 4096^3 bf16 GEMM far below any tensor-core GPU";
+  EXPECT_LT(tflops, 5000.0) << "faster than any GPU: the timer is not timing the GEMM";
+  EXPECT_NE(m.algorithm.find("cublasLt algo"), std::string::npos);
+  EXPECT_GE(m.summary.n, 10);
+}
+
+TEST(GpuNccl, AllReduceMatchesCpuSum) {
+  REQUIRE_GPU(2);
+  NvmlMonitor nvml(0);
+  const int n = cuda_device_count();
+  std::vector<int> devices(n);
+  for (int i = 0; i < n; ++i) devices[i] = i;
+  NcclBench bench(devices, StoppingRule{}, nvml);
+  EXPECT_LT(bench.check_all_reduce(1 << 20), 2e-2);
+}
+
+TEST(GpuNccl, SingleGpuCollectivesAreSkippedWithAReason) {
+  REQUIRE_GPU(1);
+  if (cuda_device_count() > 1) GTEST_SKIP() << "this node has several GPUs; the single-GPU path is not taken";
+  CudaBenchOptions o;
+  o.loop = quick_loop();
+  CudaBench bench(o);
+  const CollectiveKey key{CollectiveOp::all_reduce, 1 << 20, 8, 8, DType::bf16};
+  const Measurement m = bench.measure({db::KeyKind::collective, to_string(key)});
+  EXPECT_EQ(m.status, MeasurementStatus::skipped);
+  EXPECT_NE(m.reason.find("1 GPU"), std::string::npos) << m.reason;
+}
+
+}  // namespace
+}  // namespace calisim::profiler

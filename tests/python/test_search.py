@@ -1,0 +1,53 @@
+"""calisim.search and PerfLLM's SimuMax search give the CLI's results."""
+import csv
+import os
+
+import pytest
+
+import calisim
+from conftest import cli_json
+
+SPACE = dict(world_size=8, global_batch_size=32, seq_len=4096, tp=[1, 2, 4], mbs=[1, 2], recompute=["none", "full"])
+
+
+def test_search_equals_cli_json():
+    py = calisim.search("llama3-8b", "a100-pcie-80g", top=5, **SPACE)
+    cli = cli_json("search", "--model", "llama3-8b", "--system", "a100-pcie-80g", "--world-size", "8",
+                   "--global-batch-size", "32", "--seq-len", "4096", "--tp", "1,2,4", "--mbs", "1,2",
+                   "--recompute", "none,full", "--top", "5", "--json")
+    assert py.to_dict()["top"] == cli["top"]
+    assert py.to_dict()["counts"] == cli["counts"]
+    assert len(py.top) == 5 and py.top[0].step_time_s <= py.top[-1].step_time_s
+
+
+def test_nothing_fits_raises_with_explanation():
+    with pytest.raises(calisim.NoFeasibleLayout, match="no layout fits") as e:
+        calisim.search("llama3-70b", "a100-pcie-80g", world_size=8, global_batch_size=8, seq_len=8192,
+                       tp=[1], pp=[1])
+    assert e.value.result.smallest is not None
+
+
+def test_perf_llm_search(tmp_path):
+    perf = calisim.PerfLLM()
+    perf.configure(strategy_config="llama3-8b-8gpu", model_config="llama3-8b", system_config="a100-pcie-80g")
+    all_result = {}
+    best = perf.search_best_parallel_strategy_with_recompute(
+        world_size=8, gmi_error=6, micro_batch_size=1, global_batch_size=32, all_search_result=all_result,
+        tp_search_list=[1, 2, 4], ep_search_list=[1],
+        recompute_search_type=["no_recompute", "full_block", "selective_recompute"],
+        use_reserved_memory=True, dump_path=str(tmp_path))
+    assert best["tp_size"] in (1, 2, 4) and best["mfu"] == max(all_result["mfu"])
+    assert set(all_result["recompute"]) <= {"none", "full", "attn+mlp"}
+    files = sorted(os.listdir(tmp_path))
+    assert any(f.endswith("_best_strategy.csv") for f in files)
+    all_csv = [f for f in files if f.endswith("_all_search_strategies.csv")][0]
+    with open(tmp_path / all_csv) as f:
+        assert len(list(csv.DictReader(f))) == len(all_result["mfu"])
+    # The same space through the CLI: vpp 1 and the strategy's ZeRO stage, margin 6 GiB.
+    strategy = perf.strategy.parsed()
+    cli = cli_json("search", "--model", "llama3-8b", "--system", "a100-pcie-80g", "--strategy", "llama3-8b-8gpu",
+                   "--world-size", "8", "--global-batch-size", "32", "--tp", "1,2,4", "--ep", "1", "--mbs", "1",
+                   "--vpp", "1", "--zero", str(strategy["zero_state"]), "--cp", str(strategy["cp_size"]),
+                   "--recompute", "none,full,attn+mlp", "--memory-margin-gb", repr(6 * 2 ** 30 / 1e9), "--json")
+    assert best["duration_time_per_iter"] == cli["top"][0]["step_time_s"]
+    assert best["index"] == cli["top"][0]["index"]

@@ -1,0 +1,199 @@
+#include "simulator/search.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <random>
+#include <set>
+
+#include "core/error.h"
+#include "simulator/config_loader.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/pipeline_schedule.h"
+#include "simulator/simulate.h"
+#include "test_support.h"
+
+namespace calisim {
+namespace {
+
+struct Fixture {
+  ModelConfig model = testing_support::shipped_model("llama3-8b");
+  SystemConfig system = testing_support::shipped_system("h100-sxm");
+  StrategyConfig base = parse_strategy(nlohmann::json::parse(R"({"seq_len": 4096, "global_batch_size": 32})"), "base");
+  SearchSpace space;
+  Fixture() {
+    space.world_size = 16;
+    space.global_batch_size = 32;
+    space.tp = {1, 2, 4};
+    space.pp = {1, 2, 4};
+    space.vpp = {1, 2};
+    space.cp = {1};
+    space.ep = {1};
+    space.mbs = {1, 2};
+    space.recompute = {RecomputeChoice::none, RecomputeChoice::attn_mlp, RecomputeChoice::full};
+    space.zero = {0, 1};
+  }
+};
+
+// Every index simulated exactly, feasible ones sorted best first.
+std::vector<CandidateResult> brute_force(const Fixture& f, double capacity_gb) {
+  DefaultEfficiencyModel eff(f.system);
+  std::vector<CandidateResult> out;
+  StrategyConfig st;
+  for (std::uint64_t i = 0; i < space_size(f.space); ++i) {
+    const Candidate c = candidate_at(f.space, i);
+    if (!make_strategy(f.base, f.model, f.space, c, st, nullptr)) continue;
+    const SimulationResult r = simulate(f.model, st, f.system, eff);
+    double peak = 0;
+    for (const auto& s : r.stages) peak = std::max(peak, s.peak_mem_with_reserved_bytes / 1e9);
+    if (peak > capacity_gb) continue;
+    CandidateResult cr;
+    cr.candidate = c;
+    cr.index = i;
+    cr.step_time_s = r.duration_time_per_iter_s;
+    out.push_back(cr);
+  }
+  std::sort(out.begin(), out.end(), better);
+  return out;
+}
+
+TEST(Search, TopKEqualsBruteForce) {
+  Fixture f;
+  DefaultEfficiencyModel eff(f.system);
+  const auto reference = brute_force(f, f.system.device.memory_gb);
+  ASSERT_GT(reference.size(), 10u);
+  for (int threads : {1, 2}) {
+    SearchOptions o;
+    o.top_k = 10;
+    o.threads = threads;
+    const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+    ASSERT_EQ(r.top.size(), 10u);
+    for (std::size_t i = 0; i < r.top.size(); ++i) {
+      EXPECT_EQ(r.top[i].index, reference[i].index) << "rank " << i << " threads " << threads;
+      EXPECT_DOUBLE_EQ(r.top[i].step_time_s, reference[i].step_time_s);
+    }
+    EXPECT_EQ(r.feasible_count, reference.size());
+    EXPECT_EQ(r.simulated + r.pruned, r.feasible_count);
+    EXPECT_EQ(r.illegal + r.too_big + r.feasible_count, r.space_size);
+  }
+}
+
+TEST(Search, KeepAllReturnsEveryFeasibleCandidateUnpruned) {
+  Fixture f;
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.keep_all = true;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const auto reference = brute_force(f, f.system.device.memory_gb);
+  ASSERT_EQ(r.feasible.size(), reference.size());
+  EXPECT_EQ(r.pruned, 0u);
+  for (std::size_t i = 0; i < reference.size(); ++i) EXPECT_EQ(r.feasible[i].index, reference[i].index);
+}
+
+TEST(Search, ShardsCoverTheSpaceExactlyOnceAndMergeToTheSameTop) {
+  Fixture f;
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.top_k = 5;
+  const SearchResult whole = run_search(f.model, f.base, f.system, eff, f.space, o);
+  for (int n : {2, 3, 7}) {
+    std::vector<CandidateResult> tops;
+    std::uint64_t covered = 0;
+    std::set<std::uint64_t> seen;
+    for (int i = 0; i < n; ++i) {
+      SearchOptions so = o;
+      so.shard_index = i;
+      so.shard_count = n;
+      so.keep_all = true;
+      const SearchResult part = run_search(f.model, f.base, f.system, eff, f.space, so);
+      covered += part.space_size;
+      for (const auto& c : part.feasible) EXPECT_TRUE(seen.insert(c.index).second) << "index in two shards";
+      tops.insert(tops.end(), part.top.begin(), part.top.end());
+    }
+    EXPECT_EQ(covered, space_size(f.space));
+    EXPECT_EQ(seen.size(), whole.feasible_count);
+    const auto merged = merge_top(tops, 5);
+    ASSERT_EQ(merged.size(), whole.top.size());
+    for (std::size_t i = 0; i < merged.size(); ++i) EXPECT_EQ(merged[i].index, whole.top[i].index);
+  }
+}
+
+TEST(Search, ExplainsWhenNothingFits) {
+  Fixture f;
+  f.system.device.memory_gb = 12;
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.memory_margin_gb = 2;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  EXPECT_EQ(r.feasible_count, 0u);
+  EXPECT_TRUE(r.top.empty());
+  ASSERT_TRUE(r.have_smallest);
+  EXPECT_NE(r.explanation.find("no layout fits in 10.0 GB (12.0 GB device - 2.0 GB margin): the smallest needs"),
+            std::string::npos)
+      << r.explanation;
+  EXPECT_NE(r.explanation.find(describe(r.smallest.candidate, r.smallest.dp)), std::string::npos);
+  // The smallest really is the smallest legal layout.
+  const auto all = brute_force(f, 1e9);
+  for (const auto& c : all) {
+    StrategyConfig st;
+    ASSERT_TRUE(make_strategy(f.base, f.model, f.space, c.candidate, st, nullptr));
+    const SimulationResult sr = simulate(f.model, st, f.system, eff);
+    double peak = 0;
+    for (const auto& s : sr.stages) peak = std::max(peak, s.peak_mem_with_reserved_bytes / 1e9);
+    EXPECT_GE(peak, r.smallest.max_peak_gb - 1e-9);
+  }
+}
+
+TEST(Search, IllegalLayoutsGiveReasons) {
+  Fixture f;
+  StrategyConfig st;
+  std::string why;
+  Candidate c;
+  c.tp = 3;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  EXPECT_NE(why.find("divisible"), std::string::npos) << why;
+  c = Candidate{};
+  c.pp = 1;
+  c.vpp = 2;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  c = Candidate{};
+  c.zero = 4;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  EXPECT_NE(why.find("not modeled"), std::string::npos) << why;
+}
+
+TEST(Search, BadOptionsAreInputErrors) {
+  Fixture f;
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.shard_index = 3;
+  o.shard_count = 3;
+  EXPECT_THROW(run_search(f.model, f.base, f.system, eff, f.space, o), InputError);
+  o = SearchOptions{};
+  f.space.tp.clear();
+  EXPECT_THROW(run_search(f.model, f.base, f.system, eff, f.space, o), InputError);
+}
+
+TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<double> u(0.5, 2.0);
+  for (int trial = 0; trial < 200; ++trial) {
+    const int p = 1 + trial % 6, v = p > 1 ? 1 + (trial / 6) % 3 : 1, m = p * (1 + trial % 4);
+    std::vector<double> f(p * v), b(p * v);
+    for (auto& x : f) x = u(rng);
+    for (auto& x : b) x = 2 * u(rng);
+    PipelineSpec s{p, v, m, f, b, {}, trial % 2 ? 0.05 : 0.0};
+    const double exact = simulate_pipeline(s, false).makespan_s;
+    EXPECT_LE(pipeline_lower_bound_s(s), exact + 1e-9) << "p " << p << " v " << v << " m " << m;
+    s.cutoff_s = 0;  // forces the bound path
+    const PipelineResult bounded = simulate_pipeline(s, false);
+    EXPECT_TRUE(bounded.bounded);
+    EXPECT_LE(bounded.makespan_s, exact + 1e-9);
+  }
+  std::vector<double> f(8, 1.0), b(8, 2.0);
+  PipelineSpec s{4, 2, 8, f, b, {}, 0.0};
+  EXPECT_NEAR(pipeline_lower_bound_s(s), simulate_pipeline(s, false).makespan_s, 1e-9);
+}
+
+}  // namespace
+}  // namespace calisim

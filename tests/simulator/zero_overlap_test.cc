@@ -1,0 +1,130 @@
+// ZeRO-2/3 memory and communication, the overlap switches (DP, TP, EP, PP), offload and the
+// straggler factor. Overlap must never make a step slower than without it, and never faster
+// than its compute alone.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/model_stats.h"
+#include "simulator/overlap.h"
+#include "simulator/simulate.h"
+#include "test_support.h"
+
+namespace calisim {
+namespace {
+
+using testing_support::shipped_model;
+using testing_support::shipped_system;
+using testing_support::strategy_from_json;
+
+SimulationResult run(const ModelConfig& m, const std::string& json, const SystemConfig& sys) {
+  DefaultEfficiencyModel eff(sys);
+  SimulateOptions o;
+  o.details = false;
+  return simulate(m, strategy_from_json(json, m), sys, eff, o);
+}
+
+TEST(OverlapMath, BoundsAndHandNumbers) {
+  EXPECT_DOUBLE_EQ(overlap_extra_s(10, 4, 0.0), 0.0);
+  EXPECT_DOUBLE_EQ(overlap_extra_s(10, 4, 0.25), 1.0);   // 0.25 × 4 hidden
+  EXPECT_DOUBLE_EQ(overlap_extra_s(3, 4, 0.0), 1.0);     // 1 s sticks out
+  // Four buckets of 1 s behind a 10 s window: the last bucket stays exposed.
+  EXPECT_DOUBLE_EQ(bucketed_overlap_s(4, 10, 4, 0.0), 1.0);
+  EXPECT_DOUBLE_EQ(bucketed_overlap_s(4, 1, 4, 0.0), 3.0);
+  EXPECT_DOUBLE_EQ(bucketed_overlap_s(4, 0, 4, 0.5), 4.0);
+  for (double slow : {0.0, 0.19, 1.0}) {
+    for (double c : {0.5, 2.0, 9.0}) {
+      EXPECT_LE(overlap_extra_s(3, c, slow), c);
+      EXPECT_GE(overlap_extra_s(3, c, slow), 0.0);
+      EXPECT_LE(bucketed_overlap_s(c, 3, 5, slow), c);
+    }
+  }
+}
+
+TEST(Zero, StaticBytesPerParameterByStage) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  const SystemConfig sys = shipped_system("h100-sxm");
+  const std::string base = R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 8, "bucket_size": 1000000, "zero_state": )";
+  const SimulationResult z1 = run(m, base + "1}", sys), z2 = run(m, base + "2}", sys), z3 = run(m, base + "3}", sys);
+  const StageReport &a = z1.stages[0], &b = z2.stages[0], &c = z3.stages[0];
+  const double P = a.params;
+  EXPECT_NEAR(a.model_mem_bytes / P, 2 + 4 + 12.0 / 8, 1e-9);
+  // ZeRO-2: grads sharded (+ one 1M-parameter bucket of fp32 grads).
+  EXPECT_NEAR(b.grad_bytes, 4 * (P / 8 + 1e6), 1.0);
+  EXPECT_NEAR(b.weight_bytes, 2 * P, 1.0);
+  // ZeRO-3: parameters sharded, plus the running and the prefetched layer gathered.
+  const double layer = dense_layer_params(m).total();
+  EXPECT_NEAR(c.weight_bytes, 2 * (P / 8 + 2 * layer), 1.0);
+  // More communication per step: ZeRO-2 reduce-scatters every micro-batch, ZeRO-3 also gathers.
+  EXPECT_GT(z2.dp_comm_exposed_s, z1.dp_comm_exposed_s);
+  EXPECT_GT(z3.dp_comm_exposed_s, z2.dp_comm_exposed_s);
+}
+
+// Each switch against its baseline: on ≤ off, and on ≥ off minus everything that could be hidden.
+TEST(Overlap, NeverSlowerNeverFasterThanCompute) {
+  const SystemConfig sys = shipped_system("h100-sxm");
+  struct Case {
+    const char* model;
+    const char* base;
+    const char* on;
+  };
+  const std::vector<Case> cases = {
+      {"llama3-8b", R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 16, "zero_state": 1)",
+       R"(, "overlap_grad_reduce": true, "overlap_param_gather": true)"},
+      {"llama3-8b", R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 16, "zero_state": 3)",
+       R"(, "overlap_grad_reduce": true, "overlap_param_gather": true)"},
+      {"llama3-70b", R"({"seq_len": 4096, "micro_batch_num": 8, "world_size": 32, "tp_size": 8, "pp_size": 4)",
+       R"(, "tp_comm_overlap": true)"},
+      {"llama3-70b", R"({"seq_len": 4096, "micro_batch_num": 8, "world_size": 32, "tp_size": 8, "pp_size": 4,
+                         "overlap_p2p_comm": false)",
+       R"(, "overlap_p2p_comm": true)"},
+      {"mixtral-8x7b", R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 64, "tp_size": 2, "pp_size": 4, "ep_size": 8)",
+       R"(, "overlap_moe_expert_parallel_comm": true)"},
+      {"deepseek-v2", R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 64, "pp_size": 4, "ep_size": 16)",
+       R"(, "moe_shared_expert_overlap": true)"},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(std::string(c.model) + c.on);
+    const ModelConfig m = shipped_model(c.model);
+    std::string base = c.base;
+    if (std::string(c.on).find("overlap_p2p_comm") != std::string::npos) {
+      base = base.substr(0, base.find(", \"overlap_p2p_comm\": false"));
+    }
+    const SimulationResult off = run(m, std::string(c.base) + "}", sys);
+    const SimulationResult on = run(m, base + c.on + "}", sys);
+    EXPECT_LE(on.duration_time_per_iter_s, off.duration_time_per_iter_s * (1 + 1e-12));
+    const double hideable = off.tp_comm_exposed_s + off.ep_comm_exposed_s + off.dp_comm_exposed_s +
+                            off.pp_comm_exposed_s + off.cp_comm_exposed_s;
+    EXPECT_GE(on.duration_time_per_iter_s, off.duration_time_per_iter_s - hideable - 1e-12);
+    EXPECT_LT(on.duration_time_per_iter_s, off.duration_time_per_iter_s);  // each switch hides something here
+  }
+}
+
+TEST(Offload, ActivationsLeaveTheDeviceAndStragglersCost) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  SystemConfig sys = shipped_system("h100-sxm");
+  const std::string base = R"({"seq_len": 8192, "micro_batch_num": 4, "world_size": 8, "tp_size": 2, "pp_size": 2)";
+  const SimulationResult a = run(m, base + "}", sys);
+  const SimulationResult b = run(m, base + R"(, "cpu_offloading_num_layers": 8})", sys);
+  // 8 of 16 layers per chunk offloaded: the chunk's layer activations halve.
+  EXPECT_LT(b.stages[1].fwd_activation_cache_per_micro_batch_bytes,
+            0.6 * a.stages[1].fwd_activation_cache_per_micro_batch_bytes);
+  EXPECT_GE(b.duration_time_per_iter_s, a.duration_time_per_iter_s);
+  // Straggler factor: 1 + cv·sqrt(2 ln 8) on the critical stage's busy time.
+  sys.straggler_cv = 0.02;
+  const SimulationResult c = run(m, base + "}", sys);
+  const double busy = a.stages[a.critical_rank].pipeline_busy_s;
+  EXPECT_NEAR(c.straggler_s, busy * 0.02 * std::sqrt(2 * std::log(8.0)), 1e-12);
+  EXPECT_NEAR(c.duration_time_per_iter_s, a.duration_time_per_iter_s + c.straggler_s, 1e-9);
+  // Optimizer offload needs a CPU Adam figure in the system file.
+  DefaultEfficiencyModel eff(sys);
+  EXPECT_THROW(simulate(m, strategy_from_json(base + R"(, "optimizer_cpu_offload": true})", m), sys, eff),
+               InputError);
+}
+
+}  // namespace
+}  // namespace calisim
