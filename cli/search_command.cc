@@ -36,19 +36,6 @@ std::string layout(const CandidateResult& r) {
   return fmt::format("tp{} pp{}{} vpp{} cp{} ep{} dp{}", c.tp, c.pp, split, c.vpp, c.cp, c.ep, r.dp);
 }
 
-nlohmann::json candidate_json(const CandidateResult& r) {
-  const Candidate& c = r.candidate;
-  return {{"index", r.index}, {"tp", c.tp}, {"pp", c.pp}, {"vpp", c.vpp}, {"cp", c.cp}, {"ep", c.ep},
-          {"micro_batch_size", c.mbs}, {"dp", r.dp}, {"zero_state", c.zero}, {"recompute", to_string(c.recompute)},
-          {"micro_batch_num", r.micro_batch_num}, {"first_stage_layers", r.first_stage_layers},
-          {"middle_stage_layers", r.middle_stage_layers}, {"last_stage_layers", r.last_stage_layers},
-          {"step_time_s", r.step_time_s}, {"mfu", r.mfu},
-          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"bubble_fraction", r.bubble_fraction},
-          {"tp_comm_exposed_s", r.tp_comm_s}, {"pp_comm_exposed_s", r.pp_comm_s}, {"dp_comm_exposed_s", r.dp_comm_s},
-          {"recompute_s", r.recompute_s}, {"first_stage_peak_gb", r.first_stage_peak_gb},
-          {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb}};
-}
-
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {
   Table t({"#", "layout", "mbs", "m", "zero", "recompute", "step s", tokens_first ? "tok/s/GPU" : "MFU",
            tokens_first ? "MFU" : "tok/s/GPU", "bubble", "first GB", "last GB"});
@@ -133,7 +120,7 @@ void run_search_command(const SearchArgs& a) {
     j["elapsed_s"] = res.elapsed_s;
     j["candidates_per_s"] = rate;
     nlohmann::json top = nlohmann::json::array();
-    for (const auto& r : res.top) top.push_back(candidate_json(r));
+    for (const auto& r : res.top) top.push_back(search_candidate_json(r));
     j["top"] = top;
     j["explanation"] = res.explanation.empty() ? nlohmann::json(nullptr) : nlohmann::json(res.explanation);
     fmt::print("{}\n", j.dump(2));
@@ -171,7 +158,7 @@ void run_merge(const SearchArgs& a) {
   if (!a.out.empty()) write_search_csv(a.out, top);
   if (a.json) {
     nlohmann::json j = nlohmann::json::array();
-    for (const auto& r : top) j.push_back(candidate_json(r));
+    for (const auto& r : top) j.push_back(search_candidate_json(r));
     fmt::print("{}\n", j.dump(2));
     return;
   }

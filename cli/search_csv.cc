@@ -19,6 +19,19 @@ constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
 
 }  // namespace
 
+nlohmann::json search_candidate_json(const CandidateResult& r) {
+  const Candidate& c = r.candidate;
+  return {{"index", r.index}, {"tp", c.tp}, {"pp", c.pp}, {"vpp", c.vpp}, {"cp", c.cp}, {"ep", c.ep},
+          {"micro_batch_size", c.mbs}, {"dp", r.dp}, {"zero_state", c.zero}, {"recompute", to_string(c.recompute)},
+          {"micro_batch_num", r.micro_batch_num}, {"first_stage_layers", r.first_stage_layers},
+          {"middle_stage_layers", r.middle_stage_layers}, {"last_stage_layers", r.last_stage_layers},
+          {"step_time_s", r.step_time_s}, {"mfu", r.mfu},
+          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"bubble_fraction", r.bubble_fraction},
+          {"tp_comm_exposed_s", r.tp_comm_s}, {"pp_comm_exposed_s", r.pp_comm_s}, {"dp_comm_exposed_s", r.dp_comm_s},
+          {"recompute_s", r.recompute_s}, {"first_stage_peak_gb", r.first_stage_peak_gb},
+          {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb}};
+}
+
 std::string search_csv_header() {
   std::string h;
   for (int i = 0; i < kColumnCount; ++i) {

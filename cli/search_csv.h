@@ -2,12 +2,17 @@
 // reads. One header line, one candidate per line, columns in a fixed order.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
 #include "simulator/search.h"
 
 namespace calisim::cli {
+
+// One candidate as JSON (the `top` entries of `calisim search --json` and of the Python API).
+nlohmann::json search_candidate_json(const CandidateResult& c);
 
 std::string search_csv_header();
 std::string search_csv_row(const CandidateResult& c);

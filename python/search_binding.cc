@@ -57,19 +57,6 @@ SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConf
 
 }  // namespace
 
-json candidate_json(const CandidateResult& r) {
-  const Candidate& c = r.candidate;
-  return {{"index", r.index}, {"tp", c.tp}, {"pp", c.pp}, {"vpp", c.vpp}, {"cp", c.cp}, {"ep", c.ep},
-          {"micro_batch_size", c.mbs}, {"dp", r.dp}, {"zero_state", c.zero}, {"recompute", to_string(c.recompute)},
-          {"micro_batch_num", r.micro_batch_num}, {"first_stage_layers", r.first_stage_layers},
-          {"middle_stage_layers", r.middle_stage_layers}, {"last_stage_layers", r.last_stage_layers},
-          {"step_time_s", r.step_time_s}, {"mfu", r.mfu},
-          {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"bubble_fraction", r.bubble_fraction},
-          {"tp_comm_exposed_s", r.tp_comm_s}, {"pp_comm_exposed_s", r.pp_comm_s}, {"dp_comm_exposed_s", r.dp_comm_s},
-          {"recompute_s", r.recompute_s}, {"first_stage_peak_gb", r.first_stage_peak_gb},
-          {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb}};
-}
-
 json run_search_request(const SearchRequest& q) {
   json model_doc = q.model.doc, base_doc = q.base_strategy.doc, system_doc = q.system.doc;
   if (base_doc.is_null()) base_doc = json::object();
@@ -112,11 +99,11 @@ json run_search_request(const SearchRequest& q) {
   j["elapsed_s"] = res.elapsed_s;
   j["candidates_per_s"] = res.elapsed_s > 0 ? res.space_size / res.elapsed_s : 0.0;
   j["top"] = json::array();
-  for (const auto& r : res.top) j["top"].push_back(candidate_json(r));
+  for (const auto& r : res.top) j["top"].push_back(cli::search_candidate_json(r));
   j["feasible"] = json::array();
-  for (const auto& r : res.feasible) j["feasible"].push_back(candidate_json(r));
+  for (const auto& r : res.feasible) j["feasible"].push_back(cli::search_candidate_json(r));
   j["explanation"] = res.explanation.empty() ? json(nullptr) : json(res.explanation);
-  j["smallest"] = res.have_smallest ? candidate_json(res.smallest) : json(nullptr);
+  j["smallest"] = res.have_smallest ? cli::search_candidate_json(res.smallest) : json(nullptr);
   return j;
 }
 

@@ -34,7 +34,4 @@ struct SearchRequest {
 // error here: "explanation" says why and "top" is empty.
 nlohmann::json run_search_request(const SearchRequest& request);
 
-// One candidate as `calisim search --json` prints it.
-nlohmann::json candidate_json(const CandidateResult& r);
-
 }  // namespace calisim::python

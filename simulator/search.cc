@@ -197,10 +197,12 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
   std::sort(order.begin(), order.end(), [](const Bound& a, const Bound& b) {
     return a.step_lb_s != b.step_lb_s ? a.step_lb_s < b.step_lb_s : a.index < b.index;
   });
+  // Without keep_all only a handful of candidates run before the bound stops the walk, so it runs
+  // on one thread: the counts are then deterministic, whatever the thread count.
   std::mutex top_mu;
   std::vector<CandidateResult> global_top;
   std::atomic<double> kth{std::numeric_limits<double>::infinity()};
-  parallel_for(order.size(), [&](WorkerState& w, std::uint64_t k) {
+  auto exact = [&](WorkerState& w, std::uint64_t k) {
     thread_local StrategyConfig st;
     const Bound& b = order[k];
     if (!opt.keep_all && b.step_lb_s > kth.load()) return false;  // sorted: nothing later can enter
@@ -216,7 +218,14 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
     insert_top(global_top, cr, opt.top_k);
     if (static_cast<int>(global_top.size()) >= opt.top_k) kth.store(global_top.back().step_time_s);
     return true;
-  });
+  };
+  if (opt.keep_all) {
+    parallel_for(order.size(), exact);
+  } else {
+    for (std::uint64_t k = 0; k < order.size(); ++k) {
+      if (!exact(states[0], k)) break;
+    }
+  }
   for (auto& w : states) w.top.clear();
   states[0].top = global_top;
   res.pruned = 0;
