@@ -16,5 +16,6 @@ void register_sweep(CLI::App& app);
 void register_db(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_profile(CLI::App& app);
+void register_validate(CLI::App& app);
 
 }  // namespace calisim::cli

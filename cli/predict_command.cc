@@ -143,6 +143,7 @@ void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorS
     for (std::string c : {e.device, e.family, std::to_string(e.n), pct(e.mape_pct), pct(e.max_ape_pct)}) {
       cells.push_back(std::move(c));
     }
+    if (cross) cells.push_back(e.note);
     t.add_row(cells);
     ordered_json j;
     if (cross) j["from"] = e.from;
@@ -151,6 +152,7 @@ void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorS
     j["n"] = e.n;
     j["mape_pct"] = e.mape_pct;
     j["max_ape_pct"] = e.max_ape_pct;
+    if (cross) j["note"] = e.note;
     doc.push_back(j);
   }
 }
@@ -163,7 +165,7 @@ void run_evaluate(const PredictArgs& a) {
   }
   const predictor::Evaluation e = predictor::evaluate(devices);
   Table loo({"device", "family", "n", "MAPE %", "max %"});
-  Table cross({"from", "to", "family", "n", "MAPE %", "max %"});
+  Table cross({"from", "to", "family", "n", "MAPE %", "max %", "how (overhead t0; attention kernel generation)"});
   ordered_json jloo = ordered_json::array(), jcross = ordered_json::array();
   add_errors(loo, jloo, e.leave_one_out, false);
   add_errors(cross, jcross, e.cross_device, true);

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "predictor/kernel_overhead.h"
 #include "predictor/shape_features.h"
 
 namespace calisim::predictor {
@@ -9,20 +10,45 @@ namespace {
 
 double bounded(double e) { return std::clamp(e, 1e-6, 1.0); }
 
-// The shared roofline / achievable-efficiency / quantization rule of GEMM and attention.
+// Achievable-roofline time of a kernel on one side: max(F / (peak · a_c), B / (BW · a_m)). The
+// achievable efficiencies of a pair enter only when both sides know them (else 1 on both sides).
+struct Bound {
+  double time = 0;
+  Regime regime = Regime::compute;
+};
+Bound achievable_bound(double flops, double bytes, DType dtype, const DeviceSpec& d, double a_c, double a_m) {
+  Bound b;
+  const double compute = flops / (d.peak_flops_per_s(dtype) * a_c);
+  const double memory = d.hbm_gb_s > 0 && bytes > 0 ? bytes / (d.hbm_bytes_per_s() * a_m) : 0.0;
+  b.time = std::max(compute, memory);
+  b.regime = compute >= memory ? Regime::compute : Regime::bandwidth;
+  return b;
+}
+
+// The shared rule of GEMM and attention: the fixed overhead t0 is taken off the source time, the
+// work part scales with the achievable-roofline times and the quantization ratio, the target's t0
+// is added back.
 ScaledEfficiency scale_kernel(double eff_s, double flops, double bytes, DType dtype, double compute_eff_s,
                               double compute_eff_t, double q_s, double q_t, const DeviceProfile& s,
                               const DeviceProfile& t) {
-  const double roof_s = roofline_fraction(flops, bytes, dtype, s.spec);
-  const double roof_t = roofline_fraction(flops, bytes, dtype, t.spec);
+  const bool compute_known = compute_eff_s > 0 && compute_eff_t > 0;
+  const bool memory_known = s.memory_efficiency > 0 && t.memory_efficiency > 0;
+  const Bound bs = achievable_bound(flops, bytes, dtype, s.spec, compute_known ? compute_eff_s : 1.0,
+                                    memory_known ? s.memory_efficiency : 1.0);
+  const Bound bt = achievable_bound(flops, bytes, dtype, t.spec, compute_known ? compute_eff_t : 1.0,
+                                    memory_known ? t.memory_efficiency : 1.0);
   ScaledEfficiency out;
-  out.source_regime = roof_s >= 1.0 ? Regime::compute : Regime::bandwidth;
-  out.target_regime = roof_t >= 1.0 ? Regime::compute : Regime::bandwidth;
-  const double a_s = out.source_regime == Regime::compute ? compute_eff_s : s.memory_efficiency;
-  const double a_t = out.target_regime == Regime::compute ? compute_eff_t : t.memory_efficiency;
-  const double a_ratio = known_ratio(a_t, a_s);
-  const double q_ratio = q_s > 0 ? q_t / q_s : 1.0;
-  out.efficiency = bounded(roof_t * (eff_s / roof_s) * a_ratio * q_ratio);
+  out.source_regime = bs.regime;
+  out.target_regime = bt.regime;
+  const double peak_s = s.spec.peak_flops_per_s(dtype), peak_t = t.spec.peak_flops_per_s(dtype);
+  if (!(flops > 0) || !(eff_s > 0)) {
+    out.efficiency = bounded(eff_s);
+    return out;
+  }
+  const double q_ratio = q_s > 0 && q_t > 0 ? q_s / q_t : 1.0;
+  const double work_s = flops / (peak_s * remove_overhead(eff_s, flops, peak_s, kernel_overhead_s(s)));
+  const double work_t = work_s * (bt.time / bs.time) * q_ratio;
+  out.efficiency = bounded(flops / (peak_t * (kernel_overhead_s(t) + work_t)));
   return out;
 }
 
@@ -38,7 +64,12 @@ ScaledEfficiency scale_gemm(double eff, const GemmKey& key, const DeviceProfile&
 
 ScaledEfficiency scale_attention(double eff, const AttentionKey& key, const DeviceProfile& s,
                                  const DeviceProfile& t) {
-  return scale_kernel(eff, key.flops(), key.bytes(), key.dtype, s.attention_efficiency, t.attention_efficiency,
+  // Both sides' achievable attention efficiency for the kernel generation the source rows were
+  // measured with (kernel_overhead.h): FA2 rows scale by FA2's share on each side.
+  const double share_s = attention_kernel_share(s.spec, s.attention_kernel).value_or(1.0);
+  const double share_t = attention_kernel_share(t.spec, s.attention_kernel).value_or(1.0);
+  return scale_kernel(eff, key.flops(), key.bytes(), key.dtype, s.attention_efficiency * share_s,
+                      t.attention_efficiency * share_t,
                       attention_quantization(key, s.spec.sm_count), attention_quantization(key, t.spec.sm_count), s,
                       t);
 }

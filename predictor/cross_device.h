@@ -1,16 +1,18 @@
 // Cross-device scaling rules: an efficiency measured (or interpolated) on a source GPU turned into
 // the efficiency the same kernel reaches on a target GPU known only by its profile.
 //
-// GEMM and attention (profiling_notes.md §6, in time form
-//   t_T = t_S · (T_roof,T / T_roof,S) · (a_S / a_T) · (Q_S / Q_T), T_roof = max(F/peak, B/BW)):
-//   - each side's regime comes from the kernel's arithmetic intensity against that side's ridge
-//     point: compute-bound when F/peak >= B/BW;
-//   - compute-bound scales with the peak ratio and the ratio of achievable efficiencies a (the
-//     profiles' matmul or attention efficiency); bandwidth-bound with the bandwidth ratio and the
-//     ratio of achievable memory efficiencies; a kernel that changes regime uses max(compute,
-//     memory) on each side and each side's own achievable efficiency; an unknown a gives ratio 1;
+// GEMM and attention (profiling_notes.md §6, in time form), with the fixed per-call overhead t0 of
+// kernel_overhead.h taken off the source time and the target's added back:
+//   t_T = t0_T + (t_S − t0_S) · (T_T / T_S) · (Q_S / Q_T),
+//   T = max(F / (peak · a_c), B / (BW · a_m))   (the achievable roofline of each side)
+//   - a_c is the profile's matmul or attention efficiency, a_m its memory efficiency; a pair
+//     (a_c or a_m) enters only when both sides know it, else 1 on both sides. For attention a_c is
+//     the share of the best kernel that the source rows' kernel generation reaches on each side
+//     (FlashAttention-2 rows: Hopper 0.585, Ampere 1; kernel_overhead.h) times the profile figure;
+//   - each side's regime is the larger term of its T (compute when F / (peak a_c) >= B / (BW a_m)),
+//     so a kernel that changes regime uses each side's own bound and the rule is continuous at the
+//     ridge;
 //   - wave and tile quantization is recomputed with the target's SM count (Q: shape_features.h).
-//   As a fraction of the target's peak: eff_T = roof_T · (eff_S / roof_S) · (a_T / a_S) · (Q_T / Q_S).
 // Collectives: the source time is split into latency (steps · per-step latency of the source
 // tier, when known) and bandwidth; the bandwidth part scales with the tier's link bandwidth and
 // the ratio of the profiles' busbw efficiencies for the op, the latency part is replaced by the
@@ -22,6 +24,7 @@
 
 #include "core/kernel_keys.h"
 #include "predictor/device_profile.h"
+#include "predictor/kernel_overhead.h"
 
 namespace calisim::predictor {
 

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 
 #include "predictor/shape_features.h"
 
@@ -16,43 +17,89 @@ double logit_of_fraction(double efficiency, double roof) {
 
 double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
+// The physical bound the learned part is a fraction of. GEMM: the roofline (tile/wave quantization
+// stays a feature: libraries pick among tiles and Stream-K, so the best-tile figure is only an upper
+// bound on the loss). Forward attention: the roofline times the wave utilization of its grid, since
+// FlashAttention's forward runs one 128-row query block per CTA, all of equal work, in whole waves
+// (a 128-CTA grid on 108 SMs takes two). Backward: the roofline only (its measured fall with grid
+// size is weaker than the wave model: SimuMax A100 heads 4 -> 8 gains x1.13, the model says x1.33).
 double roof_of(const GemmKey& k, const DeviceSpec& d) { return roofline_fraction(k.flops(), k.bytes(), k.dtype, d); }
 double roof_of(const AttentionKey& k, const DeviceSpec& d) {
-  return roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
+  const double roof = roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
+  return k.direction == AttentionDirection::forward ? roof * attention_quantization(k, d.sm_count) : roof;
 }
 
 template <class Row, class FeatureFn>
-LinearFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, FeatureFn features) {
+ShapeFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, double prior_s, FeatureFn features) {
   using Features = decltype(features(rows.front().key, device));
   constexpr int p = std::tuple_size_v<Features>;
-  std::vector<double> x;
-  std::vector<double> y;
-  x.reserve(rows.size() * p);
-  y.reserve(rows.size());
-  for (const Row& r : rows) {
+  const std::size_t n = rows.size();
+  std::vector<double> x, eff(n), flops(n), peak(n), roof(n);
+  x.reserve(n * p);
+  std::size_t short_rows = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const Row& r = rows[i];
     const Features f = features(r.key, device);
     x.insert(x.end(), f.begin(), f.end());
-    y.push_back(logit_of_fraction(std::min(r.efficiency, 1.0), roof_of(r.key, device)));
+    eff[i] = std::min(r.efficiency, 1.0);
+    flops[i] = r.key.flops();
+    peak[i] = device.peak_flops_per_s(r.key.dtype);
+    roof[i] = roof_of(r.key, device);
+    if (eff[i] > 0 && flops[i] / (peak[i] * eff[i]) < kShortRowFactor * prior_s) ++short_rows;
   }
-  return fit_ridge(x, y, p);
+  const auto targets = [&](double t0) {
+    std::vector<double> y(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      y[i] = logit_of_fraction(remove_overhead(eff[i], flops[i], peak[i], t0), roof[i]);
+    }
+    return y;
+  };
+  ShapeFit best;
+  best.overhead_s = prior_s;
+  if (short_rows < kMinShortRows || n < kMinRowsPerFit) {
+    best.fit = fit_ridge(x, targets(prior_s), p);
+    return best;
+  }
+  // t0 by the exact leave-one-out error of the efficiency itself.
+  static constexpr double kGridUs[] = {0, 0.5, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
+  double best_err = std::numeric_limits<double>::infinity();
+  std::vector<double> loo;
+  for (double us : kGridUs) {
+    const double t0 = us * 1e-6;
+    LinearFit fit = fit_ridge(x, targets(t0), p, &loo);
+    double err = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const double e = add_overhead(roof[i] * sigmoid(loo[i]), flops[i], peak[i], t0);
+      err += std::abs(e - eff[i]) / std::max(eff[i], 1e-9);
+    }
+    if (err < best_err) {
+      best_err = err;
+      best.fit = std::move(fit);
+      best.overhead_s = t0;
+      best.overhead_fitted = true;
+    }
+  }
+  return best;
 }
 
 }  // namespace
 
-LinearFit fit_gemm(const std::vector<db::GemmRow>& rows, const DeviceSpec& device) {
-  return fit_shape(rows, device, gemm_features);
+ShapeFit fit_gemm(const std::vector<db::GemmRow>& rows, const DeviceSpec& device, double overhead_prior_s) {
+  return fit_shape(rows, device, overhead_prior_s, gemm_features);
 }
 
-double predict_gemm(const LinearFit& fit, const GemmKey& key, const DeviceSpec& device) {
-  return roof_of(key, device) * sigmoid(fit.predict(gemm_features(key, device)));
+double predict_gemm(const ShapeFit& fit, const GemmKey& key, const DeviceSpec& device) {
+  const double work = roof_of(key, device) * sigmoid(fit.fit.predict(gemm_features(key, device)));
+  return add_overhead(work, key.flops(), device.peak_flops_per_s(key.dtype), fit.overhead_s);
 }
 
-LinearFit fit_attention(const std::vector<db::AttentionRow>& rows, const DeviceSpec& device) {
-  return fit_shape(rows, device, attention_features);
+ShapeFit fit_attention(const std::vector<db::AttentionRow>& rows, const DeviceSpec& device, double overhead_prior_s) {
+  return fit_shape(rows, device, overhead_prior_s, attention_features);
 }
 
-double predict_attention(const LinearFit& fit, const AttentionKey& key, const DeviceSpec& device) {
-  return roof_of(key, device) * sigmoid(fit.predict(attention_features(key, device)));
+double predict_attention(const ShapeFit& fit, const AttentionKey& key, const DeviceSpec& device) {
+  const double work = roof_of(key, device) * sigmoid(fit.fit.predict(attention_features(key, device)));
+  return add_overhead(work, key.flops(), device.peak_flops_per_s(key.dtype), fit.overhead_s);
 }
 
 CollectiveCurve fit_collective(const std::vector<db::CollectiveRow>& rows) {
@@ -111,15 +158,18 @@ GroupedRows group_rows(const std::vector<db::RunBatch>& runs) {
   return g;
 }
 
-DeviceFit::DeviceFit(const DeviceSpec& device, const GroupedRows& rows) : device_(device) {
+DeviceFit::DeviceFit(const DeviceSpec& device, const GroupedRows& rows, double overhead_prior_s) : device_(device) {
   // A dtype the device has no peak for cannot be expressed as a fraction of it: not fitted.
   const auto has_peak = [&](int dtype) { return device_.peak_tflops[dtype] > 0; };
   for (int i = 0; i < kDTypeCount; ++i) {
-    if (has_peak(i) && rows.gemm[i].size() >= kMinRowsPerFit) gemm_[i] = fit_gemm(rows.gemm[i], device_);
+    if (has_peak(i) && rows.gemm[i].size() >= kMinRowsPerFit) {
+      gemm_[i] = fit_gemm(rows.gemm[i], device_, overhead_prior_s);
+      gemm_rows_[i] = rows.gemm[i].size();
+    }
   }
   for (int i = 0; i < 2 * kDTypeCount; ++i) {
     if (has_peak(i / 2) && rows.attention[i].size() >= kMinRowsPerFit) {
-      attention_[i] = fit_attention(rows.attention[i], device_);
+      attention_[i] = fit_attention(rows.attention[i], device_, overhead_prior_s);
     }
   }
   for (const auto& [code, group] : rows.collective) collective_.emplace(code, fit_collective(group));
@@ -138,6 +188,15 @@ std::optional<double> DeviceFit::attention(const AttentionKey& key) const {
   const auto& fit = attention_[attention_group(key.dtype, key.direction)];
   if (!fit || device_.peak_tflops[static_cast<int>(key.dtype)] <= 0) return std::nullopt;
   return predict_attention(*fit, key, device_);
+}
+
+std::optional<double> DeviceFit::fitted_overhead_s() const {
+  int most = -1;
+  for (int i = 0; i < kDTypeCount; ++i) {
+    if (gemm_[i] && (most < 0 || gemm_rows_[i] > gemm_rows_[most])) most = i;
+  }
+  if (most < 0 || !gemm_[most]->overhead_fitted) return std::nullopt;
+  return gemm_[most]->overhead_s;
 }
 
 std::optional<double> DeviceFit::collective(const CollectiveKey& key) const {

@@ -1,6 +1,7 @@
 #include "predictor/device_profile.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace calisim::predictor {
 
@@ -21,6 +22,7 @@ DeviceProfile enrich_profile(DeviceProfile p, const DeviceProfile& system) {
   if (p.intra_node.gpu_gb_s <= 0) p.intra_node = system.intra_node;
   if (p.inter_node.gpu_gb_s <= 0) p.inter_node = system.inter_node;
   if (p.ranks_per_node <= 0) p.ranks_per_node = system.ranks_per_node;
+  if (p.kernel_overhead_us <= 0) p.kernel_overhead_us = system.kernel_overhead_us;
   return p;
 }
 
@@ -41,6 +43,22 @@ DeviceProfile with_row_links(DeviceProfile p, const std::vector<db::RunBatch>& r
     std::nth_element(links[i].begin(), links[i].begin() + links[i].size() / 2, links[i].end());
     tiers[i]->gpu_gb_s = links[i][links[i].size() / 2];
   }
+  return p;
+}
+
+DeviceProfile with_row_kernels(DeviceProfile p, const std::vector<db::RunBatch>& runs) {
+  const auto names_fa2 = [](std::string notes) {
+    std::transform(notes.begin(), notes.end(), notes.begin(), [](unsigned char c) { return std::tolower(c); });
+    return notes.find("flash2") != std::string::npos || notes.find("flashattention-2") != std::string::npos ||
+           notes.find("fa2") != std::string::npos;
+  };
+  bool any = false, all_fa2 = true;
+  for (const auto& b : runs) {
+    if (b.run.source == db::Source::predicted || b.rows.attention.empty()) continue;
+    any = true;
+    all_fa2 = all_fa2 && names_fa2(b.run.notes);
+  }
+  p.attention_kernel = any && all_fa2 ? AttentionKernel::flash2 : AttentionKernel::best;
   return p;
 }
 

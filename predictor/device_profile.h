@@ -23,6 +23,11 @@ struct LinkSpec {
   std::array<double, 5> efficiency{};  // busbw / gpu_gb_s by CollectiveOp; 0 = unknown
 };
 
+// The kernel generation a device's attention rows were measured with. `best` is what a system
+// file's attention efficiency describes (the best kernel on that GPU: FlashAttention-2 on Ampere,
+// FlashAttention-3 / cuDNN on Hopper); `flash2` is FlashAttention-2 wherever it runs.
+enum class AttentionKernel { best, flash2 };
+
 struct DeviceProfile {
   DeviceSpec spec;
   // Typical achieved fraction of peak for compute-bound GEMMs and flash attention, and of HBM
@@ -30,6 +35,11 @@ struct DeviceProfile {
   double matmul_efficiency = 0, attention_efficiency = 0, memory_efficiency = 0;
   LinkSpec intra_node, inter_node;
   int ranks_per_node = 0;  // GPUs in one scale-up domain; 0 = unknown
+  // Fixed cost of one GEMM / attention call (launch gap + prologue/epilogue), microseconds;
+  // 0 = unknown: kernel_overhead_s() then gives the documented prior (kernel_overhead.h).
+  double kernel_overhead_us = 0;
+  // What the device's attention rows were measured with (with_row_kernels); `best` when unknown.
+  AttentionKernel attention_kernel = AttentionKernel::best;
 
   const LinkSpec& tier(db::LinkTier t) const { return t == db::LinkTier::intra_node ? intra_node : inter_node; }
 };
@@ -45,6 +55,11 @@ DeviceProfile enrich_profile(DeviceProfile record_profile, const DeviceProfile& 
 // The per-GPU link bandwidth of each tier as the device's collective rows and fits recorded it
 // (their efficiencies are fractions of it), replacing the profile's where the rows have one.
 DeviceProfile with_row_links(DeviceProfile profile, const std::vector<db::RunBatch>& runs);
+
+// The attention kernel generation of the device's (non-predicted) attention rows, read from the
+// runs' notes: every run holding attention rows names FlashAttention-2 ("flash2", "FlashAttention-2",
+// "FA2") => flash2; otherwise best.
+DeviceProfile with_row_kernels(DeviceProfile profile, const std::vector<db::RunBatch>& runs);
 
 // A device record for storing predictions of the target (name and specs from its profile).
 db::DeviceRecord record_from_profile(const DeviceProfile& profile);

@@ -1,5 +1,7 @@
 #include "predictor/evaluate.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
@@ -7,6 +9,7 @@
 #include "predictor/cross_device.h"
 #include "predictor/device_fit.h"
 #include "predictor/interpolating_model.h"
+#include "predictor/kernel_overhead.h"
 #include "predictor/scaled_model.h"
 
 namespace calisim::predictor {
@@ -21,7 +24,7 @@ class ErrorTable {
   }
   void append_to(std::vector<ErrorSummary>& out, const std::string& from, const std::string& device) const {
     for (const auto& [family, e] : errors_) {
-      ErrorSummary s{from, device, family, e.size(), 0, 0};
+      ErrorSummary s{from, device, family, e.size(), 0, 0, {}};
       for (double v : e) {
         s.mape_pct += v / static_cast<double>(e.size());
         s.max_ape_pct = std::max(s.max_ape_pct, v);
@@ -64,20 +67,21 @@ void leave_one_out(const std::vector<Row>& group, std::size_t min_rows, const st
 
 void evaluate_leave_one_out(const DeviceData& d, std::vector<ErrorSummary>& out) {
   const DeviceSpec& spec = d.profile.spec;
+  const double prior = kernel_overhead_s(d.profile);
   const GroupedRows g = group_rows(d.runs);
   ErrorTable table;
   for (int t = 0; t < kDTypeCount; ++t) {
     if (spec.peak_tflops[t] <= 0) continue;
     if (!g.gemm[t].empty()) {
       leave_one_out(g.gemm[t], kMinRowsPerFit, gemm_family(g.gemm[t].front().key), table,
-                    [&](const auto& rows, const db::GemmRow& r) { return predict_gemm(fit_gemm(rows, spec), r.key, spec); });
+                    [&](const auto& rows, const db::GemmRow& r) { return predict_gemm(fit_gemm(rows, spec, prior), r.key, spec); });
     }
     for (int dir = 0; dir < 2; ++dir) {
       const auto& rows_a = g.attention[t * 2 + dir];
       if (rows_a.empty()) continue;
       leave_one_out(rows_a, kMinRowsPerFit, attention_family(rows_a.front().key), table,
                     [&](const auto& rows, const db::AttentionRow& r) {
-                      return predict_attention(fit_attention(rows, spec), r.key, spec);
+                      return predict_attention(fit_attention(rows, spec, prior), r.key, spec);
                     });
     }
   }
@@ -98,10 +102,35 @@ void evaluate_leave_one_out(const DeviceData& d, std::vector<ErrorSummary>& out)
   table.append_to(out, "", d.record.name);
 }
 
+std::string overhead_note(const DeviceProfile& source, bool fitted, const DeviceProfile& target) {
+  return fmt::format("t0 {:.1f} us ({}) -> {:.1f} us ({})", kernel_overhead_s(source) * 1e6,
+                     fitted ? "fitted" : "prior", kernel_overhead_s(target) * 1e6,
+                     target.kernel_overhead_us > 0 ? "given" : "prior");
+}
+
+std::string attention_note(const DeviceProfile& s, const DeviceProfile& t, AttentionKernel target_rows) {
+  const auto share = [](const DeviceProfile& p, AttentionKernel k) {
+    const auto v = attention_kernel_share(p.spec, k);
+    return v ? fmt::format("{:.3f}", *v) : std::string("unknown, 1");
+  };
+  const AttentionKernel k = s.attention_kernel;
+  std::string note = fmt::format("{0}->{0}: a {1:.2f} x share {2} -> {3:.2f} x share {4}", to_string(k),
+                                 s.attention_efficiency, share(s, k), t.attention_efficiency, share(t, k));
+  if (target_rows != k) {
+    note = fmt::format("kernel-generation change ({} rows -> {} rows), not predicted from specs; ", to_string(k),
+                       to_string(target_rows)) + note;
+  }
+  return note;
+}
+
 void evaluate_pair(const DeviceData& from, const DeviceData& to, std::vector<ErrorSummary>& out) {
-  const DeviceProfile source = with_row_links(from.profile, from.runs);
-  const DeviceProfile target = with_row_links(to.profile, to.runs);
-  SourceDevice s{source, make_interpolating_model(source.spec, from.record, from.runs, no_data_model())};
+  DeviceProfile source = with_row_kernels(with_row_links(from.profile, from.runs), from.runs);
+  // The target's rows are only scored: its overhead is its profile's (or the prior), never fitted here.
+  const DeviceProfile target = with_row_kernels(with_row_links(to.profile, to.runs), to.runs);
+  const auto fit = std::make_shared<const DeviceFit>(source.spec, group_rows(from.runs), kernel_overhead_s(source));
+  const auto fitted = fit->fitted_overhead_s();
+  if (fitted) source.kernel_overhead_us = *fitted * 1e6;
+  SourceDevice s{source, make_interpolating_model(fit, from.record, from.runs, no_data_model())};
   const auto model = make_scaled_model({s}, target, no_data_model());
   ErrorTable table;
   const auto score = [&](const std::string& family, Efficiency e, double actual) {
@@ -114,7 +143,12 @@ void evaluate_pair(const DeviceData& from, const DeviceData& to, std::vector<Err
     for (const auto& r : b.rows.collective) score(collective_family(r.key), model->collective(r.key), r.efficiency);
     for (const auto& r : b.rows.memory) score(memory_family(r.key), model->memory_op(r.key), r.efficiency);
   }
+  const std::size_t first = out.size();
   table.append_to(out, from.record.name, to.record.name);
+  for (std::size_t i = first; i < out.size(); ++i) {
+    if (out[i].family.rfind("gemm", 0) == 0) out[i].note = overhead_note(source, fitted.has_value(), target);
+    if (out[i].family.rfind("attention", 0) == 0) out[i].note = attention_note(source, target, target.attention_kernel);
+  }
 }
 
 }  // namespace

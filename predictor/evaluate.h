@@ -6,6 +6,9 @@
 // Cross-device, for every ordered pair of devices (A, B): every row of B is predicted from A's
 // rows (interpolated on A, then scaled to B's profile by cross_device.h) without any of B's
 // rows. Rows of source `predicted` are neither fitted nor scored.
+// Cross-device attention is scaled for the kernel generation of the source rows
+// (kernel_overhead.h); when the target's rows are of another generation the note says
+// "kernel-generation change ... not predicted from specs" and the error measures that change.
 // Errors are absolute percentage errors of efficiency (equivalently of time) against the stored
 // value; MAPE is their mean. Pure; deterministic.
 #pragma once
@@ -23,6 +26,9 @@ struct ErrorSummary {
   std::string family;         // e.g. "gemm bf16", "attention bwd bf16", "collective all_reduce"
   std::size_t n = 0;
   double mape_pct = 0, max_ape_pct = 0;
+  // How the rows were predicted where it matters for reading the number (cross-device): the
+  // fixed overheads used, the attention kernel generation on each side.
+  std::string note;
 };
 
 struct Evaluation {

@@ -60,7 +60,14 @@ std::unique_ptr<EfficiencyModel> make_fit_model(std::shared_ptr<const DeviceFit>
 std::unique_ptr<EfficiencyModel> make_interpolating_model(const DeviceSpec& device, const db::DeviceRecord& record,
                                                           const std::vector<db::RunBatch>& runs,
                                                           std::shared_ptr<const EfficiencyModel> fallback) {
-  auto fit = std::make_shared<const DeviceFit>(device, group_rows(runs));
+  return make_interpolating_model(std::make_shared<const DeviceFit>(device, group_rows(runs)), record, runs,
+                                  std::move(fallback));
+}
+
+std::unique_ptr<EfficiencyModel> make_interpolating_model(std::shared_ptr<const DeviceFit> fit,
+                                                          const db::DeviceRecord& record,
+                                                          const std::vector<db::RunBatch>& runs,
+                                                          std::shared_ptr<const EfficiencyModel> fallback) {
   std::shared_ptr<const EfficiencyModel> fits = make_fit_model(std::move(fit), std::move(fallback));
   return db::make_db_efficiency_model(record, runs, std::move(fits));
 }

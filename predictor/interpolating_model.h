@@ -26,6 +26,12 @@ std::unique_ptr<EfficiencyModel> make_interpolating_model(const DeviceSpec& devi
                                                           const std::vector<db::RunBatch>& runs,
                                                           std::shared_ptr<const EfficiencyModel> fallback);
 
+// The same over an already built fit of `runs` (so a caller can read the fit's overhead).
+std::unique_ptr<EfficiencyModel> make_interpolating_model(std::shared_ptr<const DeviceFit> fit,
+                                                          const db::DeviceRecord& record,
+                                                          const std::vector<db::RunBatch>& runs,
+                                                          std::shared_ptr<const EfficiencyModel> fallback);
+
 // The same, answering only from the fits (step 2, then the fallback): what leave-one-out and
 // cross-device evaluation use, so a held-out key is not answered from the rows themselves.
 std::unique_ptr<EfficiencyModel> make_fit_model(std::shared_ptr<const DeviceFit> fit,

@@ -9,6 +9,7 @@
 #include "core/error.h"
 #include "predictor/cross_device.h"
 #include "predictor/interpolating_model.h"
+#include "predictor/kernel_overhead.h"
 #include "predictor/scaled_model.h"
 
 namespace calisim::predictor {
@@ -72,14 +73,32 @@ void for_each_new_key(const std::vector<DeviceData>& sources, std::vector<Row> d
 Prediction predict_target(const std::vector<DeviceData>& sources, const DeviceProfile& target) {
   if (sources.empty()) throw std::invalid_argument("predict_target: no source devices");
   std::vector<SourceDevice> models;
+  std::vector<std::string> provenance, unknown_share;
   std::string from;
   for (const auto& s : sources) {
     if (s.record.name == target.spec.name) {
       throw InputError("--to", "", "the target device '" + target.spec.name +
                                        "' is also a source; predict a device from other devices");
     }
-    const DeviceProfile profile = with_row_links(s.profile, s.runs);
-    models.push_back({profile, make_interpolating_model(profile.spec, s.record, s.runs, no_data_model())});
+    DeviceProfile profile = with_row_kernels(with_row_links(s.profile, s.runs), s.runs);
+    const auto fit = std::make_shared<const DeviceFit>(profile.spec, group_rows(s.runs), kernel_overhead_s(profile));
+    const auto t0 = fit->fitted_overhead_s();
+    if (t0) profile.kernel_overhead_us = *t0 * 1e6;
+    models.push_back({profile, make_interpolating_model(fit, s.record, s.runs, no_data_model())});
+    provenance.push_back(fmt::format("per-call overhead {:.1f} us on {} ({}) -> {:.1f} us on {}",
+                                     kernel_overhead_s(profile) * 1e6, s.record.name, t0 ? "fitted" : "prior",
+                                     kernel_overhead_s(target) * 1e6, target.spec.name));
+    if (profile.attention_kernel == AttentionKernel::flash2) {
+      const auto share = attention_kernel_share(target.spec, AttentionKernel::flash2);
+      provenance.push_back(fmt::format(
+          "attention rows of {} are FlashAttention-2: predicted as FlashAttention-2 on {} (share {} of its "
+          "best kernel's efficiency)",
+          s.record.name, target.spec.name, share ? fmt::format("{:.3f}", *share) : std::string("unknown")));
+      if (!share) {
+        unknown_share.push_back(fmt::format(
+            "FlashAttention-2's share of the best attention kernel on {} unknown: taken as 1", target.spec.name));
+      }
+    }
     from += (from.empty() ? "" : ", ") + s.record.name;
   }
   const auto scaled = make_scaled_model(models, target, no_data_model());
@@ -87,12 +106,14 @@ Prediction predict_target(const std::vector<DeviceData>& sources, const DevicePr
   Prediction p;
   p.device = record_from_profile(target);
   p.warnings = unknown_ratio_warnings(sources, target);
+  p.warnings.insert(p.warnings.end(), unknown_share.begin(), unknown_share.end());
   db::RunRecord& run = p.batch.run;
   run.device = target.spec.name;
   run.source = db::Source::predicted;
   run.tool_version = db::tool_version();
   run.started_at = run.ended_at = db::now_utc_iso8601();
   run.notes = fmt::format("predicted from {} by {}", from, kPredictorModelVersion);
+  for (const auto& n : provenance) run.notes += "; " + n;
   for (const auto& w : p.warnings) run.notes += "; " + w;
 
   db::MeasurementSet& out = p.batch.rows;

@@ -18,7 +18,7 @@ double LinearFit::predict(std::span<const double> x) const {
   return v;
 }
 
-LinearFit fit_ridge(std::span<const double> rows, std::span<const double> y, int p) {
+LinearFit fit_ridge(std::span<const double> rows, std::span<const double> y, int p, std::vector<double>* loo) {
   const auto n = static_cast<Eigen::Index>(y.size());
   if (n < 1 || p < 1 || rows.size() != static_cast<std::size_t>(n) * static_cast<std::size_t>(p)) {
     throw std::invalid_argument("fit_ridge: need at least one row and rows.size() == n * p");
@@ -45,7 +45,15 @@ LinearFit fit_ridge(std::span<const double> rows, std::span<const double> y, int
     x.col(j) = constant ? Eigen::VectorXd::Zero(n) : Eigen::VectorXd((raw.col(j).array() - mean) / sd);
   }
   fit.intercept = target.mean();
-  if (n <= 2) return fit;
+  if (n <= 2) {
+    if (loo) {
+      loo->resize(n);
+      for (Eigen::Index i = 0; i < n; ++i) {
+        (*loo)[i] = n == 1 ? target[0] : (target.sum() - target[i]) / static_cast<double>(n - 1);
+      }
+    }
+    return fit;
+  }
 
   const Eigen::VectorXd yc = target.array() - fit.intercept;
   const Eigen::MatrixXd gram = x.transpose() * x;
@@ -70,6 +78,10 @@ LinearFit fit_ridge(std::span<const double> rows, std::span<const double> y, int
       fit.lambda = lambda;
       fit.loo_rmse = std::sqrt(press / static_cast<double>(n));
       for (int j = 0; j < p; ++j) fit.weight[j] = beta[j];
+      if (loo) {
+        loo->resize(n);
+        for (Eigen::Index i = 0; i < n; ++i) (*loo)[i] = target[i] - r[i] / std::max(1.0 - h[i], 1e-6);
+      }
     }
   }
   return fit;

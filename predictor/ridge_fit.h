@@ -31,6 +31,9 @@ struct LinearFit {
 
 // rows: n rows of p features each (row-major, n·p values); y: n targets. Requires n >= 1 and
 // rows.size() == n·p; throws std::invalid_argument otherwise. With n <= 2 the fit is the mean.
-LinearFit fit_ridge(std::span<const double> rows, std::span<const double> y, int p);
+// When `loo` is given it receives, per row, the exact leave-one-out prediction of y at the chosen
+// penalty (y_i − r_i / (1 − h_ii); with n <= 2 the mean of the other rows).
+LinearFit fit_ridge(std::span<const double> rows, std::span<const double> y, int p,
+                    std::vector<double>* loo = nullptr);
 
 }  // namespace calisim::predictor

@@ -59,6 +59,7 @@ ModelConfig parse_model(const nlohmann::json& doc, const std::string& file, std:
   m.untie_embeddings_and_output_weights = r.bool_or("untie_embeddings_and_output_weights", true);
   m.add_bias_linear = r.bool_or("add_bias_linear", false);
   m.max_position_embeddings = r.nonneg_int_or("max_position_embeddings", 0);
+  m.mtp_num_layers = r.nonneg_int_or("mtp_num_layers", 0);
 
   const std::string norm = r.string_or("norm_type", "rmsnorm");
   if (norm == "rmsnorm") m.norm_type = NormType::rmsnorm;

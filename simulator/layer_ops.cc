@@ -19,6 +19,7 @@ double LayerOp::bwd_flops() const {
 ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int scale_up_domain_size) {
   using namespace ops;
   const Dims d = make_dims(m, st, scale_up_domain_size);
+  const bool fp8 = d.fp8 != Fp8Recipe::none;
   ModelOps out;
   // Attention half (shared by dense and MoE layers), then the MLP.
   std::vector<LayerOp> attn;
@@ -47,7 +48,7 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
   out.p2p_bytes = shard;
 
   // Embedding (first chunk): vocab-parallel lookup, then the partial sums are combined across TP.
-  {
+  auto embedding = [&]() {
     double fwd = 2 * full, bwd = full + static_cast<double>(d.T) * d.h * (d.accumulate ? 4.0 : d.e);
     if (m.position_embedding_type == PositionEmbedding::learned_absolute) fwd += 3 * shard, bwd += 2 * shard;
     LayerOp emb = memory_op("embedding", OpUnit::other, "embedding_fwd", fwd, "embedding_bwd", bwd, 0.0);
@@ -58,17 +59,17 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
       emb.fwd_comm = tp_coll(d, d.sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, full);
       if (d.sp) emb.bwd_comm = tp_coll(d, CollectiveOp::all_gather, full);
     }
-    out.embedding.push_back(emb);
-  }
+    return emb;
+  };
+  out.embedding.push_back(embedding());
   // Head (last chunk): final norm, LM head over the padded vocabulary shard (kept in the training
   // dtype under FP8, as TE recipes do), cross-entropy.
-  {
-    out.head.push_back(norm(d, m, "final_norm", OpUnit::other, d.Tsp, d.h));
+  auto add_head = [&](std::vector<LayerOp>& head_ops) {
     const std::int64_t v = m.padded_vocab(static_cast<int>(d.t)) / d.t;
     LayerOp head = column_parallel(d, "lm_head", OpUnit::other, d.h, v, d.h, false);
     const double logits = static_cast<double>(d.T) * v * d.e;
     head.transient_bytes = logits;
-    out.head.push_back(head);
+    head_ops.push_back(head);
     const double n = static_cast<double>(d.T) * v;  // logits per rank
     LayerOp ce;
     if (st.cross_entropy_loss_fusion) {
@@ -82,7 +83,39 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
       ce.transient_bytes = n * (d.e + 4);
     }
     if (d.t > 1) ce.fwd_comm = tp_coll(d, CollectiveOp::all_reduce, 3.0 * d.T * 4);  // max, target logit, sum
-    out.head.push_back(ce);
+    head_ops.push_back(ce);
+  };
+  out.head.push_back(norm(d, m, "final_norm", OpUnit::other, d.Tsp, d.h));
+  add_head(out.head);
+
+  // Multi-token prediction (Megatron's MultiTokenPredictionLayer), one depth: the embedding of the
+  // tokens shifted by one (same vocab-parallel lookup), enorm on it and hnorm on the incoming
+  // hidden state (SP shards), their concatenation [Tsp, 2h], eh_proj (ColumnParallelLinear 2h → h,
+  // gather_output false: all-gather of the [T, 2h] input under SP, output [T, h/t]), an all-gather
+  // of that output over TP to [T, h] (gather_from_tensor_model_parallel_region; under SP the
+  // following scatter to the sequence shard is a slice whose backward all-gathers [T, h]), one
+  // transformer layer of the model's kind, the depth's final norm, then the shared LM head and
+  // a cross-entropy of its own (the loss is scaled by mtp_loss_scaling_factor, which costs nothing).
+  if (m.mtp_num_layers > 0) {
+    out.mtp_embedding.push_back(embedding());
+    auto& core = out.mtp_layer;
+    core.push_back(norm(d, m, "mtp_enorm", OpUnit::other, d.Tsp, d.h));
+    core.push_back(norm(d, m, "mtp_hnorm", OpUnit::other, d.Tsp, d.h));
+    const double cat = 2.0 * shard;  // [Tsp, 2h]
+    core.push_back(memory_op("mtp_concat", OpUnit::other, "concat_fwd", 2 * cat, "concat_bwd", 2 * cat, 0.0));
+    push_gemm(d, core, column_parallel(d, "mtp_eh_proj", OpUnit::other, 2 * d.h, d.h / d.t, 2 * d.h, fp8),
+              "mtp_eh_proj_fp8_cast");
+    if (d.t > 1) {
+      LayerOp gather = memory_op("mtp_eh_gather", OpUnit::other, "none", 0, "none", 0, 0.0);
+      gather.fwd_comm = tp_coll(d, CollectiveOp::all_gather, full);
+      if (d.sp) gather.bwd_comm = tp_coll(d, CollectiveOp::all_gather, full);
+      gather.transient_bytes = full;
+      core.push_back(gather);
+    }
+    const std::vector<LayerOp>& layer = m.mtp_layer_is_moe() ? out.moe_layer : out.layer;
+    core.insert(core.end(), layer.begin(), layer.end());
+    core.push_back(norm(d, m, "mtp_final_norm", OpUnit::other, d.Tsp, d.h));
+    add_head(out.mtp_head);
   }
   return out;
 }

@@ -76,6 +76,12 @@ struct ModelOps {
   std::vector<LayerOp> moe_layer;  // one MoE layer; empty for dense models
   std::vector<LayerOp> embedding;  // first chunk only
   std::vector<LayerOp> head;       // last chunk only: final norm, LM head, cross-entropy
+  // One multi-token-prediction depth (last chunk, × mtp_num_layers; empty without MTP), in the
+  // three parts Megatron runs: the shifted tokens' embedding lookup (shared weights); the
+  // checkpointable core (enorm, hnorm, concat, column-parallel eh_proj 2h→h/t, the TP gather of
+  // its output, one transformer layer of the model's kind, the depth's final norm); the shared
+  // LM head and its cross-entropy.
+  std::vector<LayerOp> mtp_embedding, mtp_layer, mtp_head;
   double layer_input_bytes = 0;    // a layer's input as kept by full recompute (sharded under SP)
   double p2p_bytes = 0;            // activation sent between pipeline stages per micro-batch
 };

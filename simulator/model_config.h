@@ -51,6 +51,14 @@ struct ModelConfig {
   std::int64_t qk_pos_emb_head_dim = 0;
   std::int64_t v_head_dim = 0;
 
+  // Multi-token prediction (DeepSeek-V3; Megatron's --mtp-num-layers): D extra prediction depths on
+  // the last pipeline stage, each = embedding of the shifted tokens (shared weights), two norms,
+  // a 2h→h projection, one transformer layer of the model's kind, a norm and the shared LM head
+  // with its own cross-entropy. 0 = off.
+  std::int64_t mtp_num_layers = 0;
+  // The MTP transformer layer is a MoE layer when the model's layers past dense_layers are MoE.
+  bool mtp_layer_is_moe() const { return is_moe && dense_layers < layer_num; }
+
   // Vocabulary after Megatron's padding to a multiple of make_vocab_size_divisible_by * tp.
   std::int64_t padded_vocab(int tp) const {
     const std::int64_t mult = make_vocab_size_divisible_by * tp;

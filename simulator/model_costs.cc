@@ -103,6 +103,30 @@ void apply_moe_overlap(BlockCost& b, const StrategyConfig& st, double slowdown) 
   }
 }
 
+// Sequential blocks: times, FLOPs and kept bytes add; transients are the largest of either.
+void append_block(BlockCost& into, const BlockCost& b) {
+  into.fwd_s += b.fwd_s;
+  into.bwd_s += b.bwd_s;
+  into.tp_comm_fwd_s += b.tp_comm_fwd_s;
+  into.tp_comm_bwd_s += b.tp_comm_bwd_s;
+  into.cp_comm_fwd_s += b.cp_comm_fwd_s;
+  into.cp_comm_bwd_s += b.cp_comm_bwd_s;
+  into.ep_comm_fwd_s += b.ep_comm_fwd_s;
+  into.ep_comm_bwd_s += b.ep_comm_bwd_s;
+  into.recompute_fwd_s += b.recompute_fwd_s;
+  into.fwd_flops += b.fwd_flops;
+  into.bwd_flops += b.bwd_flops;
+  into.recompute_flops += b.recompute_flops;
+  into.compute_fwd_s += b.compute_fwd_s;
+  into.compute_bwd_s += b.compute_bwd_s;
+  into.shared_expert_fwd_s += b.shared_expert_fwd_s;
+  into.shared_expert_bwd_s += b.shared_expert_bwd_s;
+  into.act_bytes += b.act_bytes;
+  into.act_bytes_recomputed += b.act_bytes_recomputed;
+  into.fwd_transient_bytes = std::max(into.fwd_transient_bytes, b.fwd_transient_bytes);
+  into.bwd_transient_bytes = std::max(into.bwd_transient_bytes, b.bwd_transient_bytes);
+}
+
 }  // namespace
 
 ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
@@ -126,6 +150,16 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
   }
   mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report);
   mc.head = cost_block(ops.head, nullptr, coster, &tally, "head", report);
+  if (!ops.mtp_layer.empty()) {
+    // Megatron checkpoints the MTP core under full recompute and applies the selective modules
+    // inside its transformer layer, which recompute_plan does for this op list too.
+    mc.mtp = cost_block(ops.mtp_embedding, nullptr, coster, &tally, "mtp", report);
+    const RecomputePlan mtp_plan = recompute_plan(ops.mtp_layer, st);
+    BlockCost core = cost_block(ops.mtp_layer, &mtp_plan, coster, &tally, "mtp", report);
+    if (model.mtp_layer_is_moe()) apply_moe_overlap(core, st, sys.comm_compute_slowdown);
+    append_block(mc.mtp, core);
+    append_block(mc.mtp, cost_block(ops.mtp_head, nullptr, coster, &tally, "mtp", report));
+  }
   mc.p2p_bytes = ops.p2p_bytes;
   mc.kernels_per_source = tally.kernels;
   mc.roofline_keys = std::move(keys);

@@ -47,6 +47,10 @@ struct ModelCosts {
   BlockCost moe_layer;   // one MoE layer (zero for dense models)
   BlockCost embedding;   // first chunk only
   BlockCost head;        // last chunk only
+  // One multi-token-prediction depth (last chunk only, × model.mtp_num_layers; zero without MTP):
+  // embedding lookup + checkpointable core (projection, layer, norms; recompute plan applied to
+  // it) + LM head and cross-entropy.
+  BlockCost mtp;
   double p2p_bytes = 0;  // activation sent between pipeline stages per micro-batch
   std::array<int, kEfficiencySourceCount> kernels_per_source{};
   std::vector<std::string> roofline_keys;  // filled with details

@@ -87,6 +87,16 @@ LayerParams moe_layer_params(const ModelConfig& m) {
   return p;
 }
 
+LayerParams mtp_depth_params(const ModelConfig& m) {
+  LayerParams p = m.mtp_layer_is_moe() ? moe_layer_params(m) : dense_layer_params(m);
+  const double h = static_cast<double>(m.hidden_size);
+  const double proj = 2.0 * h * h;  // eh_proj: [2h] → [h], no bias (Megatron builds it with bias=False)
+  p.attention += proj;
+  p.matmul_active += proj;
+  p.norms += 3.0 * norm_params(m);  // enorm, hnorm, the depth's final norm
+  return p;
+}
+
 ModelStats model_stats(const ModelConfig& m, std::int64_t seq_len) {
   ModelStats s;
   const double h = static_cast<double>(m.hidden_size);
@@ -126,6 +136,19 @@ ModelStats model_stats(const ModelConfig& m, std::int64_t seq_len) {
   const double attn = 6.0 * m.layer_num * static_cast<double>(seq_len) * m.head_num * (dqk + dv);
   s.model_flops_per_token = s.flops_6n_per_token + attn;
   s.model_flops_per_token_causal = s.flops_6n_per_token + 0.5 * attn;
+
+  if (m.mtp_num_layers > 0) {
+    const double D = static_cast<double>(m.mtp_num_layers);
+    const LayerParams mtp = mtp_depth_params(m);
+    s.mtp_depth_params = mtp.total();
+    s.mtp_params = D * mtp.total();
+    s.mtp_active_params = D * mtp.active();
+    s.total_params += s.mtp_params;
+    s.active_params += s.mtp_active_params;
+    // Each depth runs its layer, the projection and the shared LM head over every token; the
+    // attention term follows the same (non-causal) convention as model_flops_per_token.
+    s.mtp_flops_per_token = D * (6.0 * (mtp.matmul_active + V * h) + attn / m.layer_num);
+  }
   return s;
 }
 

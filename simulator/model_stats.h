@@ -34,6 +34,12 @@ struct ModelStats {
   double model_flops_per_token = 0;         // 6N + non-causal attention
   double model_flops_per_token_causal = 0;  // 6N + causal attention
   double flops_6n_per_token = 0;            // 6N alone
+  // Multi-token prediction (mtp_num_layers = D > 0), included in total_params / active_params but
+  // not in the model-FLOP counts above (Megatron's MFU convention leaves MTP out):
+  double mtp_depth_params = 0;        // one depth: eh_proj 2h·h + 3 norms + one layer (embedding, head shared)
+  double mtp_params = 0;              // D depths
+  double mtp_active_params = 0;       // D depths, touched per token
+  double mtp_flops_per_token = 0;     // D·(6·(layer matmuls + 2h·h + V·h) + 6·s·a·(d_qk + d_v)), executed work
 };
 
 LayerParams dense_layer_params(const ModelConfig& m);
@@ -43,6 +49,9 @@ double routed_expert_params(const ModelConfig& m);
 double shared_expert_params(const ModelConfig& m);
 double mla_replicated_params(const ModelConfig& m);
 LayerParams moe_layer_params(const ModelConfig& m);
+// One MTP depth: the projection 2h→h and the enorm / hnorm / final norm (attention = 0) plus one
+// transformer layer of the model's kind (mtp_layer_is_moe); embedding and LM head are shared.
+LayerParams mtp_depth_params(const ModelConfig& m);
 // seq_len enters through the attention term only.
 ModelStats model_stats(const ModelConfig& m, std::int64_t seq_len);
 

@@ -29,4 +29,12 @@ RankParams moe_layer_params_per_rank(const ModelConfig& m, const StrategyConfig&
           experts_per_rank * routed_expert_params(m) / st.etp_size};
 }
 
+RankParams mtp_depth_params_per_rank(const ModelConfig& m, const StrategyConfig& st) {
+  RankParams p = m.mtp_layer_is_moe() ? moe_layer_params_per_rank(m, st) : dense_layer_params_per_rank(m, st);
+  const double h = static_cast<double>(m.hidden_size);
+  const double norm = (m.norm_type == NormType::layernorm ? 2.0 : 1.0) * h;  // as model_stats counts one norm
+  p.dense += 2.0 * h * h / st.tp_size + 3.0 * norm;
+  return p;
+}
+
 }  // namespace calisim

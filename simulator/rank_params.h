@@ -26,5 +26,9 @@ inline RankParams operator*(double n, const RankParams& p) { return {n * p.dense
 
 RankParams dense_layer_params_per_rank(const ModelConfig& model, const StrategyConfig& strategy);
 RankParams moe_layer_params_per_rank(const ModelConfig& model, const StrategyConfig& strategy);
+// One multi-token-prediction depth on the last stage: its transformer layer (dense or MoE as
+// above), the column-parallel eh_proj (2h·h/t) and three TP-replicated norms. The shared word
+// embedding a last stage needs for the shifted tokens is not included (simulate adds it).
+RankParams mtp_depth_params_per_rank(const ModelConfig& model, const StrategyConfig& strategy);
 
 }  // namespace calisim

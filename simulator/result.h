@@ -14,7 +14,7 @@ namespace calisim {
 
 struct OpReport {
   std::string name;
-  std::string scope;           // "layer", "moe_layer", "embedding" or "head"
+  std::string scope;           // "layer", "moe_layer", "embedding", "head" or "mtp" (one MTP depth)
   std::string kind;            // "gemm", "attention", "memory"
   double fwd_s = 0, bwd_s = 0;  // compute, one micro-batch, one instance
   double fwd_comm_s = 0, bwd_comm_s = 0;  // exposed communication (TP, CP or EP: the op's group)
@@ -30,6 +30,7 @@ struct StageReport {
   int rank = 0;
   int layers = 0;              // over all its chunks
   int moe_layers = 0;          // of which MoE layers (the rest are dense)
+  int mtp_layers = 0;          // multi-token-prediction depths (last stage only), not in `layers`
   std::vector<int> first_layers;  // global index of each chunk's first layer, chunk order
   int recomputed_layers = 0;
   bool has_embedding = false, has_head = false;

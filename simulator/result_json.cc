@@ -22,7 +22,9 @@ nlohmann::json to_json(const SimulationResult& r) {
                       {"matmul_params_per_token", s.matmul_params_per_token},
                       {"model_flops_per_token", s.model_flops_per_token},
                       {"model_flops_per_token_causal", s.model_flops_per_token_causal},
-                      {"flops_6n_per_token", s.flops_6n_per_token}};
+                      {"flops_6n_per_token", s.flops_6n_per_token},
+                      {"mtp_params", s.mtp_params},
+                      {"mtp_flops_per_token", s.mtp_flops_per_token}};
   j["cost"] = {{"duration_time_per_iter_s", r.duration_time_per_iter_s},
                {"chunk_time_s", r.chunk_time_s},
                {"all_tokens_per_iter", r.all_tokens_per_iter},
@@ -58,6 +60,7 @@ nlohmann::json to_json(const SimulationResult& r) {
     stages.push_back({{"stage", st.rank},
                       {"layers", st.layers},
                       {"moe_layers", st.moe_layers},
+                      {"mtp_layers", st.mtp_layers},
                       {"first_layers", st.first_layers},
                       {"recomputed_layers", st.recomputed_layers},
                       {"has_embedding", st.has_embedding},

@@ -123,12 +123,21 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   // Untied: the LM head weight. Tied with pp > 1: the last stage keeps its own copy of the word
   // embedding, kept in sync by an all-reduce of its gradient with the first stage.
   const bool head_weight = model.untie_embeddings_and_output_weights || p > 1;
+  // Multi-token prediction: D depths on the last stage. With pp > 1 that stage also builds the
+  // embedding for the shifted tokens (Megatron: pre_process or mtp_process), a copy of the first
+  // stage's whose gradient is all-reduced with it; tied weights already put the word embedding there.
+  const int D = static_cast<int>(model.mtp_num_layers);
+  const RankParams mtp_lp = D > 0 ? mtp_depth_params_per_rank(model, st) : RankParams{};
   std::vector<RankParams> chunk_params(stages);
   for (int j = 0; j < stages; ++j) {
     chunk_params[j] = chunks[j].dense * dense_lp;
     chunk_params[j] += chunks[j].moe * moe_lp;
     if (j == 0) chunk_params[j].dense += vocab_rank + pos_params;
     if (j == stages - 1) chunk_params[j].dense += final_norm + (head_weight ? vocab_rank : 0.0);
+    if (j == stages - 1 && D > 0) {
+      chunk_params[j] += static_cast<double>(D) * mtp_lp;
+      if (p > 1) chunk_params[j].dense += pos_params + (model.untie_embeddings_and_output_weights ? vocab_rank : 0.0);
+    }
   }
   const DpGroups groups = dp_groups(st, sys.scale_up_domain_size);
 
@@ -171,23 +180,44 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     };
     add_layers(mc.layer, chunks[j].dense, nr_dense);
     add_layers(mc.moe_layer, chunks[j].moe, nr_moe);
+    double block_act = 0;  // kept by the embedding, head and MTP blocks (not offloaded)
     auto add_block = [&](const BlockCost& b) {
       fwd[j] += b.fwd_s;
       bwd[j] += b.bwd_s;
       tp_comm[j] += b.tp_comm_fwd_s + b.tp_comm_bwd_s;
       act[j] += b.act_bytes;
+      block_act += b.act_bytes;
       fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
       bwd_tr[j] = std::max(bwd_tr[j], b.bwd_transient_bytes);
     };
     if (j == 0) add_block(emb);
     if (j == stages - 1) add_block(head);
+    // MTP depths run after the decoder on the last chunk; under recompute their core is rerun
+    // before its backward (Megatron checkpoints it whenever recompute is on, whatever
+    // recompute_layer_num says).
+    if (j == stages - 1 && D > 0) {
+      const BlockCost& b = mc.mtp;
+      const double rc = rc_on ? D * b.recompute_fwd_s : 0.0;
+      fwd[j] += D * b.fwd_s;
+      bwd[j] += D * b.bwd_s + rc;
+      rc_time[j] += rc;
+      rc_flops[j] += rc_on ? D * b.recompute_flops : 0.0;
+      tp_comm[j] += D * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
+      cp_comm[j] += D * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
+      ep_comm[j] += D * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
+      const double kept = D * (rc_on ? b.act_bytes_recomputed : b.act_bytes);
+      act[j] += kept;
+      block_act += kept;
+      fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
+      bwd_tr[j] = std::max(bwd_tr[j], b.bwd_transient_bytes + (rc_on ? b.act_bytes - b.act_bytes_recomputed : 0.0));
+    }
 
     // Activation offload (Megatron --cpu-offloading-num-layers): the first layers' saved
     // activations go to host memory during the forward and come back during the backward, on
     // copy engines (no SM slowdown), hidden behind the chunk's compute where it is long enough.
     if (st.cpu_offloading_num_layers > 0 && n > 0) {
       const int off = std::min(st.cpu_offloading_num_layers, n - 1);
-      const double per_layer = (act[j] - (j == 0 ? emb.act_bytes : 0.0) - (j == stages - 1 ? head.act_bytes : 0.0)) / n;
+      const double per_layer = (act[j] - block_act) / n;
       const double bytes = off * per_layer;
       const double xfer = bytes / host_bw;
       const double extra_f = std::max(0.0, xfer - fwd[j]), extra_b = std::max(0.0, xfer - bwd[j]);
@@ -200,7 +230,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     // ZeRO-2 reduce-scatters each micro-batch's gradients; ZeRO-3 also all-gathers every layer's
     // parameters before its forward and again before its backward (prefetching the next layer).
     if (st.dp_size * st.cp_size > 1 || st.edp_size > 1) {
-      const double layers = std::max(1, n);
+      const double layers = std::max(1, n + (j == stages - 1 ? D : 0));
       if (st.zero_state >= 2) {
         const double rs = grad_reduce_s(chunk_params[j], st, groups, coster, &tally);
         const double extra = bucketed_overlap_s(rs, st.overlap_grad_reduce ? bwd[j] : 0.0,
@@ -239,7 +269,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
 
   const double act_e = bytes_per_element(st.dtype);
   const double grad_e = st.use_fp32_accum_grad ? 4.0 : act_e;
-  const double largest_layer = std::max(dense_lp.total(), model.is_moe ? moe_lp.total() : 0.0);
+  const double largest_layer =
+      std::max({dense_lp.total(), model.is_moe ? moe_lp.total() : 0.0, D > 0 ? mtp_lp.total() : 0.0});
   const double bucket = bucket_params(st);
 
   res.stages.resize(p);
@@ -255,6 +286,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     for (int c = 0; c < v; ++c) {
       const int j = c * p + r;
       sr.layers += chunks[j].total();
+      if (j == stages - 1) sr.mtp_layers = D;
       sr.moe_layers += chunks[j].moe;
       sr.first_layers.push_back(chunks[j].first_layer);
       sr.recomputed_layers += layers_rc[j];
@@ -300,7 +332,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       const double c = param_gather_s(params, st, groups, coster, &tally);
       sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, buckets, slow);
     }
-    if (!model.untie_embeddings_and_output_weights && p > 1 && (sr.has_embedding || sr.has_head)) {
+    if ((!model.untie_embeddings_and_output_weights || D > 0) && p > 1 && (sr.has_embedding || sr.has_head)) {
       const int stride = st.tp_size * st.cp_size * st.dp_size * (p - 1);
       sr.dp_comm_s += coster.collective_s({CollectiveOp::all_reduce, static_cast<std::int64_t>(vocab_rank * grad_e), 2,
                                            ranks_per_domain(2, stride, sys.scale_up_domain_size), st.dtype},
@@ -405,7 +437,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   double recompute_flops = 0;
   for (int j = 0; j < stages; ++j) recompute_flops += rc_flops[j];
   recompute_flops *= static_cast<double>(m) * st.dp_size * st.tp_size * st.cp_size;
-  res.hfu = (res.stats.model_flops_per_token * res.all_tokens_per_iter + recompute_flops) / denom;
+  // MTP depths are executed work outside the model-FLOP convention: HFU counts them, MFU does not.
+  res.hfu = ((res.stats.model_flops_per_token + res.stats.mtp_flops_per_token) * res.all_tokens_per_iter +
+             recompute_flops) /
+            denom;
 
   res.kernels_per_source = tally.kernels;
   if (opt.details) {

@@ -239,3 +239,30 @@ TEST(CliSearch, MpirunRanksShardTheSpaceAndRankZeroMerges) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(CliSweep, HardwareScaleAndLayoutWriteTablesCsvAndSvg) {
+  const std::string dir = ::testing::TempDir();
+  const std::string common = " --model llama3-8b --seq-len 4096 --tp 1,2,4 --mbs 1,2 --recompute none,full";
+  CmdResult r = run("sweep hardware --system h100-sxm --world-size 16 --global-batch-size 32 --vary "
+                    "peak_bf16=0.5x..2x --points 3 --svg " + dir + "hw.svg --csv " + dir + "hw.csv" + common);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("limited by"), std::string::npos);
+  std::ifstream svg(dir + "hw.svg");
+  const std::string text((std::istreambuf_iterator<char>(svg)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text.rfind("<svg", 0), 0u);
+  EXPECT_NE(text.find("<polyline"), std::string::npos);
+  EXPECT_EQ(text.find("<script"), std::string::npos);  // self-contained, nothing to run or fetch
+  r = run("sweep scale --systems a100-sxm-80g,h100-sxm --gpus 8..32 --global-batch-size 32 --json" + common);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out).size(), 6u);
+  r = run("sweep layout --system h100-sxm --world-size 16 --global-batch-size 32" + common);
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("(best)"), std::string::npos);
+  EXPECT_EQ(run("sweep hardware --system h100-sxm --world-size 16 --global-batch-size 32 --vary flops=2x" + common)
+                .code,
+            2);
+}
+
+}  // namespace

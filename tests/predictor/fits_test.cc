@@ -5,6 +5,7 @@
 
 #include "predictor/alpha_beta_fit.h"
 #include "predictor/device_fit.h"
+#include "predictor/kernel_overhead.h"
 #include "predictor/ridge_fit.h"
 #include "predictor/shape_features.h"
 
@@ -67,7 +68,7 @@ TEST(DeviceFit, AnswersStayInZeroOneAndFollowTheRooflineOutsideTheData) {
     }
   }
   const DeviceSpec spec = test_spec();
-  const LinearFit fit = fit_gemm(rows, spec);
+  const ShapeFit fit = fit_gemm(rows, spec);
   for (std::int64_t m : {1, 7, 64, 1 << 20}) {
     for (std::int64_t n : {1, 100, 1 << 18}) {
       const GemmKey k{m, n, 4096, 1, DType::bf16, GemmLayout::NN, true};
@@ -79,6 +80,72 @@ TEST(DeviceFit, AnswersStayInZeroOneAndFollowTheRooflineOutsideTheData) {
   }
   // Inside the data the fit reproduces the trend within a few percent.
   EXPECT_NEAR(predict_gemm(fit, rows[4].key, spec), rows[4].efficiency, 0.02);
+}
+
+TEST(KernelOverhead, AddAndRemoveAreInverseAndTinyProblemsFall) {
+  const double peak = 989e12, t0 = 4e-6;
+  for (double flops : {2.1e9, 1.7e10, 1.1e12}) {
+    const double e = add_overhead(0.8, flops, peak, t0);
+    EXPECT_NEAR(remove_overhead(e, flops, peak, t0), 0.8, 1e-12);
+    EXPECT_NEAR(flops / (peak * e), t0 + flops / (peak * 0.8), 1e-15);  // time = t0 + work / rate
+  }
+  EXPECT_LT(add_overhead(0.8, 2.1e9, peak, t0), 0.35);                   // 1024³: 2.7 us of work
+  EXPECT_NEAR(add_overhead(0.8, 1.1e12, peak, t0), 0.8, 0.8 * 0.003);    // 8192³: 1.4 ms of work
+  // An overhead larger than the measured time is not believed: the work keeps >= 10 % of it.
+  EXPECT_NEAR(remove_overhead(0.1, 1e9, peak, 1.0), 1.0, 1e-12);
+}
+
+// Rows of a device whose calls cost t0 + F / (peak · r(shape)), r smooth in the shape.
+std::vector<db::GemmRow> rows_with_overhead(double t0, const DeviceSpec& spec) {
+  std::vector<db::GemmRow> rows;
+  for (std::int64_t m : {256, 512, 1024, 2048, 4096, 8192}) {
+    for (std::int64_t n : {512, 1024, 4096, 8192}) {
+      for (std::int64_t k : {512, 2048, 8192}) {
+        db::GemmRow r;
+        r.key = GemmKey{m, n, k, 1, DType::bf16, GemmLayout::TN, false};
+        const double work = 0.55 + 0.02 * std::log2(static_cast<double>(m * n) / (512.0 * 512.0));
+        r.efficiency = add_overhead(work, r.key.flops(), spec.peak_flops_per_s(DType::bf16), t0);
+        rows.push_back(r);
+      }
+    }
+  }
+  return rows;
+}
+
+TEST(DeviceFit, TheOverheadIsFittedWhereShortRowsExistAndTinyGemmsFall) {
+  const DeviceSpec spec = test_spec();
+  const auto rows = rows_with_overhead(5e-6, spec);
+  const ShapeFit fit = fit_gemm(rows, spec);
+  EXPECT_TRUE(fit.overhead_fitted);
+  EXPECT_NEAR(fit.overhead_s, 5e-6, 1.01e-6);
+  // Shapes smaller than the data: the work rate stays at the edge, the overhead makes them fall.
+  const GemmKey tiny{128, 128, 256, 1, DType::bf16, GemmLayout::TN, false};
+  ShapeFit no_t0 = fit;
+  no_t0.overhead_s = 0;
+  EXPECT_LT(predict_gemm(fit, tiny, spec), 0.2 * predict_gemm(no_t0, tiny, spec));
+  EXPECT_LT(predict_gemm(fit, tiny, spec), predict_gemm(fit, rows.front().key, spec));
+  // Large shapes are unchanged within 1 %.
+  const GemmKey big{8192, 8192, 8192, 1, DType::bf16, GemmLayout::TN, false};
+  EXPECT_NEAR(predict_gemm(fit, big, spec) / predict_gemm(no_t0, big, spec), 1.0, 0.01);
+}
+
+TEST(DeviceFit, WithoutShortRowsThePriorIsUsedAndLargeShapesBarelyMove) {
+  const DeviceSpec spec = test_spec();
+  std::vector<db::GemmRow> rows;
+  for (const auto& r : rows_with_overhead(0, spec)) {
+    if (r.key.flops() / (312e12 * r.efficiency) > kShortRowFactor * kOverheadPriorUs * 1e-6) rows.push_back(r);
+  }
+  ASSERT_GE(rows.size(), 10u);
+  const ShapeFit fit = fit_gemm(rows, spec);
+  EXPECT_FALSE(fit.overhead_fitted);
+  EXPECT_DOUBLE_EQ(fit.overhead_s, kOverheadPriorUs * 1e-6);
+  for (const auto& r : rows) {
+    if (r.key.flops() > 1e11) {
+      EXPECT_NEAR(predict_gemm(fit, r.key, spec) / r.efficiency, 1.0, 0.01);
+    }
+  }
+  const GemmKey tiny{256, 256, 256, 1, DType::bf16, GemmLayout::TN, false};  // 34 MFLOP: ~0.2 us of work
+  EXPECT_LT(predict_gemm(fit, tiny, spec), 0.1);
 }
 
 }  // namespace

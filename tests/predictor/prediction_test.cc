@@ -71,5 +71,16 @@ TEST_F(Predict, ScaledModelSkipsSourcesWithoutDataAndRejectsSelfPrediction) {
   EXPECT_THROW(predict_target({source}, testing::a100_pcie()), InputError);
 }
 
+TEST_F(Predict, PublishedFlashAttention2RowsAreRecognisedAndPredictedAsFa2) {
+  auto db = make_db(true);
+  const auto sxm = data(db, "NVIDIA A100 SXM4 80GB", testing::a100_sxm());
+  EXPECT_EQ(with_row_kernels(sxm.profile, sxm.runs).attention_kernel, AttentionKernel::flash2);
+  const auto pcie = data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie());
+  EXPECT_EQ(with_row_kernels(pcie.profile, pcie.runs).attention_kernel, AttentionKernel::best);
+  const Prediction p = predict_target({sxm}, testing::h100_sxm());
+  EXPECT_NE(p.batch.run.notes.find("are FlashAttention-2: predicted as FlashAttention-2"), std::string::npos);
+  EXPECT_NE(p.batch.run.notes.find("per-call overhead"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace calisim::predictor

@@ -1,0 +1,56 @@
+// Reading measured training runs: the public format of calibration/data/measured_runs.csv (one
+// row per published configuration, columns described in calibration/data/README.md) and SimuMax's
+// single-node A100-PCIe table (calibration/data/simumax_a100_pcie.csv). The format is chosen from
+// the header.
+//
+// Contract: parse_* either return every data row or throw InputError(file, "line N[, column C]",
+// problem). Numeric columns must be empty or a number (integer columns an integer); nothing is
+// dropped silently. Pure functions.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace calisim::calibration {
+
+struct CsvRow {
+  int line = 0;                     // 1-based line where the record starts
+  std::vector<std::string> cells;
+};
+
+struct CsvTable {
+  std::vector<std::string> header;
+  std::vector<CsvRow> rows;         // empty lines skipped
+};
+
+// RFC 4180: quoted cells may hold commas, doubled quotes and newlines; CR before LF is ignored.
+// Throws InputError on an unterminated quote or a record whose cell count differs from the header.
+CsvTable parse_csv(const std::string& text, const std::string& file);
+
+enum class RunFormat { published, simumax };
+
+struct MeasuredRun {
+  int line = 0;
+  RunFormat format = RunFormat::published;
+  std::string run_id, source, model, gpu_type;
+  std::map<std::string, std::string> cells;  // every column, raw text
+
+  // The raw cell ("" when the column is absent or empty).
+  const std::string& text(const std::string& column) const;
+  // The numeric value of a column that parse_measured_runs checked; nullopt when empty.
+  std::optional<double> number(const std::string& column) const;
+};
+
+// Columns checked as numbers (integers where the name is a count or a size).
+const std::vector<std::string>& numeric_columns(RunFormat format);
+
+// Throws InputError for a missing required column, a malformed CSV record or a non-numeric cell
+// in a numeric column ("line 12, column tp: expected an integer, got 'x'").
+std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std::string& file);
+
+// Reads the file, then parse_measured_runs. InputError when unreadable.
+std::vector<MeasuredRun> read_measured_runs(const std::string& path);
+
+}  // namespace calisim::calibration

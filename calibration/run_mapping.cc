@@ -1,0 +1,393 @@
+#include "calibration/run_mapping.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <regex>
+
+namespace calisim::calibration {
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+bool has(const std::string& haystack, const std::string& needle) { return haystack.find(needle) != std::string::npos; }
+
+enum class Framework { megatron_legacy, megatron, torchtitan, foundry, maxtext, other };
+
+Framework framework_of(const MeasuredRun& r) {
+  const std::string src = lower(r.source), fw = lower(r.text("framework"));
+  if (has(src, "korthikanti") || has(src, "narayanan")) return Framework::megatron_legacy;
+  if (has(fw, "megatron") || has(fw, "nemo")) return Framework::megatron;
+  if (has(fw, "torchtitan")) return Framework::torchtitan;
+  if (has(fw, "llm-foundry") || has(fw, "composer")) return Framework::foundry;
+  if (has(fw, "maxtext")) return Framework::maxtext;
+  return Framework::other;
+}
+
+MappedRun fail(MappedRun m, std::string reason) {
+  m.ok = false;
+  m.reason = std::move(reason);
+  return m;
+}
+
+long long as_int(double v) { return std::llround(v); }
+
+// The MLA parameters written as "mla(q_lora=1536,kv_lora=512,qk_head=128,qk_rope=64,v_head=128)".
+bool parse_mla(const std::string& text, nlohmann::json& model) {
+  static const std::regex re(R"(q_lora=(\d+),\s*kv_lora=(\d+),\s*qk_head=(\d+),\s*qk_rope=(\d+),\s*v_head=(\d+))");
+  std::smatch m;
+  if (!std::regex_search(text, m, re)) return false;
+  model["attention_type"] = "mla";
+  model["q_lora_rank"] = std::stoll(m[1]);
+  model["kv_lora_rank"] = std::stoll(m[2]);
+  model["qk_head_dim"] = std::stoll(m[3]);
+  model["qk_pos_emb_head_dim"] = std::stoll(m[4]);
+  model["v_head_dim"] = std::stoll(m[5]);
+  return true;
+}
+
+MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
+  MappedRun m;
+  std::string name = r.model;
+  if (name == "deepseekv2") name = "deepseek-v2";
+  try {
+    m.model = load_model(name);
+  } catch (const std::exception& e) {
+    return fail(m, fmt::format("no shipped model '{}': {}", name, e.what()));
+  }
+  const long long layers = as_int(*r.number("num_layers"));
+  m.model["layer_num"] = layers;
+  const int tp = static_cast<int>(*r.number("tp")), pp = static_cast<int>(*r.number("pp"));
+  const int ep = static_cast<int>(*r.number("ep")), dp = static_cast<int>(*r.number("dp"));
+  m.strategy = {{"seq_len", as_int(*r.number("seq_len"))},
+                {"micro_batch_size", as_int(*r.number("micro_batch_size"))},
+                {"micro_batch_num", as_int(*r.number("micro_batch_num"))},
+                {"dtype", "bf16"},
+                {"world_size", tp * pp * dp},
+                {"tp_size", tp},
+                {"pp_size", pp},
+                {"ep_size", ep},
+                {"etp_size", 1},
+                {"enable_sequence_parallel", true},
+                {"zero_state", 1},
+                {"tp_comm_overlap", false},
+                {"cross_entropy_loss_fusion", false},
+                {"use_flash_sdp", true}};
+  m.system = "a100-pcie-80g";
+  m.inferred = {"overlap_grad_reduce/overlap_param_gather off (Megatron v0.12 defaults; the source does not list them)",
+                "recompute none (not stated)", "etp 1 (Megatron default for these runs: expert TP not stated)"};
+  m.layout = fmt::format("tp{} pp{} vpp1 cp1 ep{} dp{}", tp, pp, ep, dp);
+  m.ok = true;
+  return m;
+}
+
+}  // namespace
+
+SystemChoice system_for_gpu(const std::string& gpu_type) {
+  const std::string g = lower(gpu_type);
+  SystemChoice c;
+  if (has(g, "gb300") || has(g, "b300")) {
+    c.system = "b300";
+    if (has(g, "gb300")) c.note = "GB300 simulated as the shipped b300 system (no GB300 NVL72 file; NVLink domain of 8)";
+  } else if (has(g, "gb200")) {
+    c.system = "gb200-nvl72";
+  } else if (has(g, "b200")) {
+    c.system = "b200";
+  } else if (has(g, "h200")) {
+    c.system = "h200";
+  } else if (has(g, "h100")) {
+    if (has(g, "pcie")) {
+      c.system = "h100-pcie";
+    } else {
+      c.system = "h100-sxm";
+      if (has(g, "96gb")) {
+        c.patch = {{"device", {{"memory_gb", 96}}}};
+        c.note = "96 GB HBM2e H100 (500 W) simulated as h100-sxm with memory_gb 96; same peaks and bandwidths assumed";
+      } else if (!has(g, "sxm")) {
+        c.note = "H100 form factor not stated: SXM 80GB assumed (h100-sxm)";
+      } else if (has(g, "assumed")) {
+        c.note = "H100 SXM 80GB as assumed by the source (h100-sxm)";
+      }
+    }
+  } else if (has(g, "a100")) {
+    if (has(g, "pcie")) {
+      c.system = "a100-pcie-80g";
+    } else {
+      c.system = "a100-sxm-80g";
+      if (!has(g, "sxm")) c.note = "A100 form factor not stated: SXM4 80GB assumed (a100-sxm-80g)";
+    }
+  } else if (has(g, "mi300")) {
+    c.system = "mi300x";
+  }
+  return c;
+}
+
+MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
+  if (r.format == RunFormat::simumax) return map_simumax(r, load_model);
+  MappedRun m;
+  auto& inf = m.inferred;
+  const Framework fw = framework_of(r);
+  const std::string name = lower(r.model);
+  const auto num = [&](const char* c) { return r.number(c); };
+
+  // ---- System.
+  const SystemChoice sys = system_for_gpu(r.gpu_type);
+  if (sys.system.empty()) return fail(m, fmt::format("no shipped system for gpu_type '{}'", r.gpu_type));
+  m.system = sys.system;
+  m.system_patch = sys.patch;
+  if (!sys.note.empty()) inf.push_back(sys.note);
+
+  // ---- Model.
+  for (const char* c : {"num_layers", "hidden_size", "num_attention_heads", "seq_len", "num_gpus"}) {
+    if (!num(c)) return fail(m, fmt::format("missing {} (the source does not give it)", c));
+  }
+  const std::string attn = lower(r.text("attention_type"));
+  if (has(attn, "sliding")) return fail(m, "sliding-window attention with sinks (alternating layers) is not modelled");
+  const bool moe = lower(r.text("model_class")) == "moe";
+  nlohmann::json& md = m.model;
+  md = {{"model_name", r.model},
+        {"layer_num", as_int(*num("num_layers"))},
+        {"hidden_size", as_int(*num("hidden_size"))},
+        {"head_num", as_int(*num("num_attention_heads"))}};
+  if (num("num_kv_heads")) md["kv_head_num"] = as_int(*num("num_kv_heads"));
+  if (num("head_dim")) md["head_size"] = as_int(*num("head_dim"));
+  if (has(attn, "mla")) {
+    if (!parse_mla(attn, md)) return fail(m, "MLA attention without q_lora/kv_lora/qk_head/qk_rope/v_head parameters");
+    if (!num("head_dim")) md["head_size"] = md["qk_head_dim"];
+  }
+  if (num("vocab_size")) {
+    md["vocab_size"] = as_int(*num("vocab_size"));
+  } else if (has(name, "gpt")) {
+    md["vocab_size"] = 51200;
+    inf.push_back("vocab 51200 (GPT-3 BPE as in NeMo's GPT-3 configs)");
+  } else if (has(name, "nemotron")) {
+    md["vocab_size"] = 256000;
+    inf.push_back("vocab 256000 (Nemotron tokenizer)");
+  } else if (has(name, "grok")) {
+    md["vocab_size"] = 131072;
+    inf.push_back("vocab 131072 (Grok-1 tokenizer)");
+  } else {
+    return fail(m, "missing vocab_size");
+  }
+  const std::string act = lower(r.text("activation"));
+  if (act == "gelu" || act == "squared_relu") {
+    md["use_swiglu"] = false;
+    if (act == "squared_relu") inf.push_back("squared-ReLU MLP modelled as a two-GEMM MLP (same shapes as GeLU)");
+  } else if (has(act, "swiglu") || has(act, "gated")) {
+    md["use_swiglu"] = true;
+    if (act != "swiglu") inf.push_back(fmt::format("'{}' modelled as a gated (SwiGLU-shaped) MLP", r.text("activation")));
+  } else {
+    return fail(m, fmt::format("activation '{}' not recognised", r.text("activation")));
+  }
+  // Architecture family conventions (norm, positions, tied embeddings, biases).
+  if (has(name, "gpt") && act == "gelu") {
+    md["norm_type"] = "layernorm";
+    md["position_embedding_type"] = "learned_absolute";
+    md["untie_embeddings_and_output_weights"] = false;
+    md["add_bias_linear"] = true;
+    inf.push_back("GPT conventions: LayerNorm, learned positions, tied embeddings, biases");
+  } else if (has(name, "mpt")) {
+    md["norm_type"] = "layernorm";
+    md["position_embedding_type"] = "learned_absolute";
+    md["untie_embeddings_and_output_weights"] = false;
+    inf.push_back("MPT conventions: LayerNorm, learned positions (per notes), tied embeddings, no biases");
+  } else if (has(name, "nemotron")) {
+    md["norm_type"] = "layernorm";
+  }
+  if (moe) {
+    for (const char* c : {"moe_num_experts", "moe_topk", "moe_ffn_hidden_size"}) {
+      if (!num(c)) return fail(m, fmt::format("MoE row without {}", c));
+    }
+    md["model_type"] = "moe";
+    md["expert_num"] = as_int(*num("moe_num_experts"));
+    md["topk"] = as_int(*num("moe_topk"));
+    md["moe_ffn_hidden_size"] = as_int(*num("moe_ffn_hidden_size"));
+    if (num("moe_shared_expert_ffn_hidden_size"))
+      md["moe_shared_expert_intermediate_size"] = as_int(*num("moe_shared_expert_ffn_hidden_size"));
+    const long long dense = num("moe_first_k_dense_layers") ? as_int(*num("moe_first_k_dense_layers")) : 0;
+    md["dense_layers"] = dense;
+    if (num("ffn_hidden_size")) {
+      md["intermediate_size"] = as_int(*num("ffn_hidden_size"));
+    } else if (dense == 0) {
+      md["intermediate_size"] = md["moe_ffn_hidden_size"];  // unused: every layer is MoE
+    } else {
+      return fail(m, "MoE row with dense layers but no ffn_hidden_size");
+    }
+  } else {
+    if (!num("ffn_hidden_size")) return fail(m, "missing ffn_hidden_size");
+    md["intermediate_size"] = as_int(*num("ffn_hidden_size"));
+  }
+
+  // ---- Strategy: layout.
+  const int gpus = static_cast<int>(*num("num_gpus"));
+  const auto layout_dim = [&](const char* c, int dflt) { return num(c) ? static_cast<int>(*num(c)) : dflt; };
+  const int tp = layout_dim("tp", 1), pp = layout_dim("pp", 1), vpp = std::max(1, layout_dim("vpp", 1));
+  const int cp = layout_dim("cp", 1), ep = layout_dim("ep", 1);
+  if (!num("tp")) inf.push_back("tp 1 (not stated)");
+  if (!num("pp")) inf.push_back("pp 1 (not stated)");
+  int etp = 1;
+  if (moe) {
+    if (num("etp")) {
+      etp = static_cast<int>(*num("etp"));
+    } else {
+      etp = tp;
+      if (tp > 1) inf.push_back(fmt::format("etp {} (Megatron default: expert TP = TP)", tp));
+    }
+  }
+  if (tp * pp * cp <= 0 || gpus % (tp * pp * cp) != 0)
+    return fail(m, fmt::format("{} GPUs are not a multiple of tp·pp·cp = {}", gpus, tp * pp * cp));
+  const int dp = gpus / (tp * pp * cp);
+  m.layout = fmt::format("tp{} pp{} vpp{} cp{} ep{} dp{}", tp, pp, vpp, cp, ep, dp);
+  nlohmann::json& st = m.strategy;
+  st = {{"seq_len", as_int(*num("seq_len"))},
+        {"world_size", gpus},
+        {"tp_size", tp},
+        {"pp_size", pp},
+        {"cp_size", cp},
+        {"interleaving_size", vpp}};
+  // Layer counts that do not divide the pipeline: Megatron's recipes count the embedding and the
+  // loss as one layer each (account_for_embedding/loss_in_pipeline_split), so the first and last
+  // stages hold one layer fewer.
+  const long long L = md["layer_num"].get<long long>();
+  if (pp > 1 && L % (static_cast<long long>(pp) * vpp) != 0) {
+    const long long ppv = static_cast<long long>(pp) * vpp;
+    if ((L + 2) % ppv == 0 && (L + 2) / pp > 1) {
+      st["num_layers_in_first_pipeline_stage"] = (L + 2) / pp - 1;
+      st["num_layers_in_last_pipeline_stage"] = (L + 2) / pp - 1;
+      inf.push_back("uneven pipeline: embedding and loss counted as one layer each (first/last stage one layer fewer)");
+    } else if ((L + 1) % ppv == 0 && (L + 1) / pp > 1) {
+      st["num_layers_in_last_pipeline_stage"] = (L + 1) / pp - 1;
+      inf.push_back("uneven pipeline: loss counted as one layer (last stage one layer fewer)");
+    }
+  }
+  if (moe) {
+    st["ep_size"] = ep;
+    st["etp_size"] = etp;
+    inf.push_back("forced-balanced MoE routing (moe_token_imbalance_factor 1.0)");
+  } else if (ep > 1) {
+    return fail(m, "ep > 1 on a dense model");
+  }
+
+  // ---- Batch.
+  long long mbs = num("micro_batch_size") ? as_int(*num("micro_batch_size")) : 1;
+  if (!num("micro_batch_size")) inf.push_back("micro-batch size 1 (recipe default when unstated)");
+  if (fw == Framework::torchtitan && pp > 1) {
+    // torchtitan (Dec 2024) splits the local batch into pp micro-batches by default.
+    if (mbs % pp != 0) return fail(m, "torchtitan local batch not divisible by the pipeline degree");
+    inf.push_back(fmt::format("local batch {} split into {} micro-batches of {} (torchtitan default: one per stage)",
+                              mbs, pp, mbs / pp));
+    st["micro_batch_num"] = pp;
+    mbs /= pp;
+  } else if (num("global_batch_size")) {
+    st["global_batch_size"] = as_int(*num("global_batch_size"));
+  } else if (num("grad_accum")) {
+    st["micro_batch_num"] = as_int(*num("grad_accum"));
+  } else {
+    st["micro_batch_num"] = 1;
+    inf.push_back("one micro-batch per step (no gradient accumulation stated)");
+  }
+  st["micro_batch_size"] = mbs;
+
+  // ---- Precision.
+  const std::string prec = lower(r.text("precision"));
+  st["dtype"] = prec.rfind("fp16", 0) == 0 ? "fp16" : "bf16";
+  if (prec.empty()) inf.push_back("bf16 (precision not stated)");
+  if (has(prec, "fp8")) {
+    st["fp8"] = true;
+    std::string recipe;
+    if (has(prec, "mx")) {
+      recipe = "mxfp8";
+    } else if (has(prec, "-cs") || has(prec, "current scaling") || has(prec, "torchao")) {
+      recipe = "tensorwise";
+    } else {
+      recipe = "delayed";
+      inf.push_back("FP8 recipe delayed (the source names none; Megatron/TE default)");
+    }
+    st["fp8_recipe"] = recipe;
+  }
+
+  // ---- Sharding and optimizer.
+  const std::string fsdp = lower(r.text("fsdp")), dopt = lower(r.text("distributed_optimizer"));
+  const bool is_fsdp = !fsdp.empty() && fsdp != "0";
+  int zero = 1;
+  if (is_fsdp) {
+    zero = 3;
+  } else if (dopt.rfind("no", 0) == 0) {
+    zero = 0;
+  } else if (dopt.empty()) {
+    if (fw == Framework::megatron || fw == Framework::other) {
+      inf.push_back("distributed optimizer on (NVIDIA recipe convention)");
+    } else if (fw == Framework::megatron_legacy) {
+      zero = 0;
+      inf.push_back("no distributed optimizer (did not exist in 2021-22 Megatron)");
+    } else {
+      inf.push_back("distributed optimizer on (not stated)");
+    }
+  }
+  st["zero_state"] = zero;
+
+  // ---- Sequence parallel.
+  const std::string sp = lower(r.text("sequence_parallel"));
+  bool sp_on = true;
+  if (sp.rfind("yes", 0) == 0) {
+    sp_on = true;
+  } else if (sp.rfind("no", 0) == 0) {
+    sp_on = false;
+  } else if (tp > 1) {
+    sp_on = fw != Framework::megatron_legacy;
+    inf.push_back(sp_on ? "sequence parallel on (tp > 1; recipe convention)" : "sequence parallel off (pre-2022)");
+  }
+  st["enable_sequence_parallel"] = sp_on;
+
+  // ---- Overlap.
+  const std::string notes = lower(r.text("notes"));
+  bool grad_overlap = false, tp_overlap = false;
+  if (fw == Framework::megatron_legacy) {
+    inf.push_back("no DP/TP overlap, no flash attention, dropout on (2021-22 Megatron)");
+    st["use_flash_sdp"] = false;
+    st["enable_dropout"] = true;
+  } else if (fw == Framework::megatron || fw == Framework::other) {
+    grad_overlap = true;
+    tp_overlap = tp > 1 && sp_on;
+    if (has(notes, "--overlap-grad-reduce")) {
+      tp_overlap = tp > 1 && sp_on && has(notes, "--tp-comm-overlap");
+    } else {
+      inf.push_back(tp > 1 ? "overlap_grad_reduce, overlap_param_gather and tp_comm_overlap on (NVIDIA tuned recipe)"
+                           : "overlap_grad_reduce and overlap_param_gather on (NVIDIA tuned recipe)");
+    }
+  } else {
+    grad_overlap = true;  // FSDP / DDP prefetch and bucketed reduce-scatter behind compute
+    inf.push_back("gradient reduce and parameter gather overlapped with compute (FSDP/DDP default)");
+    tp_overlap = has(notes, "asynctp") && tp > 1;
+  }
+  if (has(notes, "tp comm overlap off") || has(notes, "no tp comm overlap")) tp_overlap = false;
+  st["overlap_grad_reduce"] = grad_overlap;
+  st["overlap_param_gather"] = grad_overlap && zero >= 1;
+  st["tp_comm_overlap"] = tp_overlap;
+
+  // ---- Recompute.
+  const std::string rc = lower(r.text("recompute"));
+  const long long layers = md["layer_num"].get<long long>();
+  const long long per_chunk = (layers + pp * vpp - 1) / (pp * vpp);
+  if (rc.rfind("full", 0) == 0) {
+    st["recompute_granularity"] = "full_block";
+    st["recompute_layer_num"] = per_chunk;
+  } else if (has(rc, "attention core")) {
+    st["recompute_granularity"] = "sdp_only";
+    st["recompute_layer_num"] = per_chunk;
+  } else if (has(rc, "selective (op)")) {
+    inf.push_back("torchtitan op-level selective AC modelled as no recompute (it reruns only cheap non-matmul ops)");
+  } else if (rc.empty()) {
+    inf.push_back("no activation recompute (not stated; recipe default)");
+  } else if (rc != "none") {
+    return fail(m, fmt::format("recompute '{}' not recognised", r.text("recompute")));
+  }
+  m.ok = true;
+  return m;
+}
+
+}  // namespace calisim::calibration

@@ -1,0 +1,199 @@
+// `calisim validate`: simulate published measured runs and report the error per row, per source
+// and per GPU (calibration/). Rows that cannot be simulated are listed with the reason.
+#include <fmt/format.h>
+
+#include <cmath>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <memory>
+
+#include "calibration/measured_runs.h"
+#include "calibration/run_mapping.h"
+#include "calibration/validation.h"
+#include "cli/commands.h"
+#include "cli/config_catalog.h"
+#include "cli/efficiency_source.h"
+#include "cli/table.h"
+#include "core/error.h"
+#include "simulator/config_loader.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/simulate.h"
+
+namespace calisim::cli {
+namespace {
+
+using namespace calisim::calibration;
+
+struct ValidateArgs {
+  std::string runs, db, report, source;
+  bool json = false;
+};
+
+struct SystemEntry {
+  SystemConfig config;
+  std::shared_ptr<const EfficiencyModel> efficiency;
+  std::string database, note;
+};
+
+std::string pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
+
+RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::string, SystemEntry>& systems) {
+  const ModelLoader loader = [](const std::string& name) {
+    return read_json_file(resolve_config(ConfigKind::model, name));
+  };
+  MappedRun m;
+  try {
+    m = map_run(run, loader);
+  } catch (const std::exception& e) {
+    return not_simulated(run, m, e.what());
+  }
+  if (!m.ok) return not_simulated(run, m, m.reason);
+  try {
+    const std::string key = m.system + "|" + m.system_patch.dump();
+    auto it = systems.find(key);
+    if (it == systems.end()) {
+      SystemEntry e;
+      const std::string file = resolve_config(ConfigKind::system, m.system);
+      nlohmann::json doc = read_json_file(file);
+      doc.merge_patch(m.system_patch);
+      e.config = parse_system(doc, file);
+      try {
+        const EfficiencyChoice c = make_efficiency_source(e.config, file, a.db);
+        e.efficiency = c.model;
+        e.database = c.database;
+      } catch (const InputError& err) {
+        // A database for another device: this GPU falls back to the system file's roofline.
+        e.efficiency = std::make_shared<const DefaultEfficiencyModel>(e.config);
+        e.note = std::string("database not used: ") + err.what();
+      }
+      it = systems.emplace(key, std::move(e)).first;
+    }
+    const SystemEntry& sys = it->second;
+    const std::string where = "row " + run.run_id;
+    std::vector<std::string> not_modeled;
+    const ModelConfig model = parse_model(m.model, where + " (model)", &not_modeled);
+    StrategyConfig strategy = parse_strategy(m.strategy, where + " (strategy)");
+    validate_layout(model, strategy, where + " (strategy)", where + " (model)");
+    SimulateOptions opt;
+    opt.details = false;
+    const SimulationResult res = simulate(model, strategy, sys.config, *sys.efficiency, opt);
+    RowResult r = score_run(run, m, res);
+    if (!sys.note.empty()) r.warnings.push_back(sys.note);
+    return r;
+  } catch (const std::exception& e) {
+    return not_simulated(run, m, e.what());
+  }
+}
+
+std::string render(const std::vector<RowResult>& rows, const ValidationSummary& s, const std::string& file) {
+  std::string out = fmt::format("calisim validate: {} ({} rows)\n\n", file, rows.size());
+  Table t({"run", "model", "GPUs", "system", "layout", "measured s", "simulated s", "error", "mem err", "from"});
+  int skipped = 0;
+  for (const auto& r : rows) {
+    if (!r.simulated) {
+      ++skipped;
+      continue;
+    }
+    t.add_row({r.run_id, r.model, std::to_string(r.gpus), r.system, r.layout, fmt::format("{:.4g}", r.measured_step_s),
+               fmt::format("{:.4g}", r.simulated_step_s), pct(r.step_error), r.mem_error ? pct(*r.mem_error) : "-",
+               r.measured_from.substr(0, r.measured_from.find(' '))});
+  }
+  out += t.render() + "\n";
+  out += "inferred settings (not stated by the source):\n";
+  for (const auto& r : rows) {
+    if (r.inferred.empty()) continue;
+    std::string line;
+    for (const auto& i : r.inferred) line += (line.empty() ? "" : "; ") + i;
+    out += fmt::format("  {}: {}\n", r.run_id, line);
+  }
+  if (skipped > 0) {
+    out += fmt::format("\nnot simulated ({} rows):\n", skipped);
+    for (const auto& r : rows) {
+      if (!r.simulated) out += fmt::format("  {} (line {}, {}): {}\n", r.run_id, r.line, r.model, r.reason);
+    }
+  }
+  const auto stats_table = [](const char* title, const std::vector<ErrorStats>& v) {
+    Table st({title, "rows", "MAPE", "median", "worst", "bias"});
+    for (const auto& e : v) {
+      st.add_row({e.group.substr(0, 70), std::to_string(e.count), fmt::format("{:.1f}%", 100 * e.mape),
+                  fmt::format("{:.1f}%", 100 * e.median), fmt::format("{} ({})", pct(e.worst), e.worst_run),
+                  fmt::format("{} ({})", pct(e.bias), bias_label(e))});
+    }
+    return st.render();
+  };
+  out += "\nstep-time error = (simulated - measured) / measured\n";
+  out += stats_table("per source", s.by_source) + "\n";
+  out += stats_table("per GPU (system)", s.by_gpu) + "\n";
+  out += stats_table("overall", {s.all, s.all_throughput, s.memory}) + "\n";
+  Table w({"10 worst rows", "model", "layout", "error", "measured from"});
+  for (const RowResult* r : s.worst) w.add_row({r->run_id, r->model, r->layout, pct(r->step_error), r->measured_from});
+  out += w.render();
+  out += "\nFLOP convention: calisim's MFU counts 6·N + non-causal attention per token against the dense peak of the\n"
+         "training dtype (bf16/fp16, also for FP8 runs); measured MFU is recomputed from the measured step time with\n"
+         "that convention (--json: mfu.measured_pct, mfu.measured_causal_pct). See docs/validation.md.\n";
+  return out;
+}
+
+void run(const ValidateArgs& a) {
+  std::vector<MeasuredRun> runs = read_measured_runs(a.runs);
+  if (!a.source.empty()) {
+    std::erase_if(runs, [&](const MeasuredRun& r) { return r.source.find(a.source) == std::string::npos; });
+    if (runs.empty()) throw InputError(a.runs, "--source", "no row's source contains '" + a.source + "'");
+  }
+  std::map<std::string, SystemEntry> systems;
+  std::vector<RowResult> rows;
+  rows.reserve(runs.size());
+  for (const auto& r : runs) rows.push_back(evaluate(r, a, systems));
+  const ValidationSummary s = summarize(rows);
+  if (!a.report.empty()) {
+    std::ofstream out(a.report);
+    if (!out) throw InputError(a.report, "--report", "cannot write the report");
+    out << html_report(rows, s, "calisim validate: " + std::filesystem::path(a.runs).filename().string());
+  }
+  if (a.json) {
+    nlohmann::json j;
+    j["runs_file"] = a.runs;
+    j["database"] = a.db.empty() ? nlohmann::json() : nlohmann::json(a.db);
+    j["error_convention"] = "(simulated - measured) / measured, on step time";
+    j["flop_convention"] = "6*N (active matmul params) + non-causal attention per token; MFU against the dense peak "
+                           "of the training dtype; measured MFU recomputed from the measured step time";
+    j["rows"] = nlohmann::json::array();
+    for (const auto& r : rows) j["rows"].push_back(to_json(r));
+    j["summary"] = {{"all", to_json(s.all)}, {"throughput", to_json(s.all_throughput)}, {"memory", to_json(s.memory)}};
+    for (const auto& e : s.by_source) j["summary"]["by_source"].push_back(to_json(e));
+    for (const auto& e : s.by_gpu) j["summary"]["by_gpu"].push_back(to_json(e));
+    j["summary"]["worst"] = nlohmann::json::array();
+    for (const RowResult* r : s.worst) j["summary"]["worst"].push_back(r->run_id);
+    std::vector<std::string> notes;
+    for (const auto& [k, e] : systems)
+      if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
+    j["efficiency_notes"] = notes;
+    fmt::print("{}\n", j.dump(2));
+  } else {
+    fmt::print("{}", render(rows, s, a.runs));
+    for (const auto& [k, e] : systems) {
+      if (!e.note.empty()) fmt::print("note: {}: {}\n", k.substr(0, k.find('|')), e.note);
+      else if (!e.database.empty()) fmt::print("efficiencies for {}: database {}\n", k.substr(0, k.find('|')), e.database);
+    }
+    if (!a.report.empty()) fmt::print("report written to {}\n", a.report);
+  }
+}
+
+}  // namespace
+
+void register_validate(CLI::App& app) {
+  auto args = std::make_shared<ValidateArgs>();
+  CLI::App* sub = app.add_subcommand("validate", "Simulate published measured runs and report the error");
+  sub->add_option("--runs", args->runs,
+                  "CSV of measured runs (calibration/data/measured_runs.csv format, or simumax_a100_pcie.csv)")
+      ->required();
+  sub->add_option("--db", args->db, "efficiency database to take measured efficiencies from (devices it lacks use "
+                                    "the roofline defaults)");
+  sub->add_flag("--json", args->json, "print one JSON document instead of tables");
+  sub->add_option("--report", args->report, "write a self-contained HTML report (inline SVG) to FILE");
+  sub->add_option("--source", args->source, "only rows whose source contains SUBSTRING");
+  sub->callback([args] { run(*args); });
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,237 @@
+// calibration/: measured-runs CSV parsing, setting inference, scoring and error statistics.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+#include "calibration/measured_runs.h"
+#include "calibration/run_mapping.h"
+#include "calibration/validation.h"
+#include "core/error.h"
+
+namespace calisim::calibration {
+namespace {
+
+// A compact published-format header: the columns the mapping reads (others are optional).
+const std::string kHeader =
+    "run_id,source,model,model_class,num_layers,hidden_size,ffn_hidden_size,num_attention_heads,num_kv_heads,"
+    "head_dim,vocab_size,seq_len,activation,attention_type,gpu_type,num_gpus,framework,precision,tp,pp,vpp,cp,ep,"
+    "sequence_parallel,fsdp,distributed_optimizer,recompute,micro_batch_size,global_batch_size,grad_accum,"
+    "step_time_s,tokens_per_sec_per_gpu,mfu_pct,peak_mem_reserved_gib,notes\n";
+
+std::vector<MeasuredRun> parse(const std::string& body) { return parse_measured_runs(kHeader + body, "t.csv"); }
+
+bool contains(const std::vector<std::string>& v, const std::string& needle) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
+}
+
+const ModelLoader kNoModels = [](const std::string& name) -> nlohmann::json {
+  throw InputError(name, "", "no shipped models in this test");
+};
+
+TEST(MeasuredRunsCsv, QuotedCellsAndLineNumbers) {
+  const CsvTable t = parse_csv("a,b,c\n1,\"x, \"\"y\"\"\",3\n\n4,\"two\nlines\",6\r\n7,8,9", "f.csv");
+  ASSERT_EQ(t.rows.size(), 3u);
+  EXPECT_EQ(t.rows[0].cells[1], "x, \"y\"");
+  EXPECT_EQ(t.rows[1].line, 4);
+  EXPECT_EQ(t.rows[1].cells[1], "two\nlines");
+  EXPECT_EQ(t.rows[1].cells[2], "6");
+  EXPECT_EQ(t.rows[2].line, 6);
+}
+
+TEST(MeasuredRunsCsv, BadRowsNameLineAndColumn) {
+  try {
+    parse("R1,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n"
+          "R2,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,two,1,,,,,,,,1,8,,1.0,,,,\n");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "line 3, column tp");
+    EXPECT_NE(e.problem().find("'two'"), std::string::npos);
+  }
+  try {
+    parse("R1,s,m,dense,2,64,256,4,4,16,1000,128.5,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "line 2, column seq_len");
+  }
+  try {
+    parse("R1,s,m\n");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "line 2");
+    EXPECT_NE(e.problem().find("got 3"), std::string::npos);
+  }
+  EXPECT_THROW(parse_measured_runs("run_id,source\nR1,s\n", "t.csv"), InputError);  // missing columns
+  EXPECT_THROW(parse_csv("a,b\n1,\"open\n", "t.csv"), InputError);               // unterminated quote
+}
+
+TEST(RunMapping, NvidiaRecipeInference) {
+  const auto runs = parse(
+      "R32,NeMo 24.07,LLAMA2-7B,dense,32,4096,11008,32,32,128,32000,4096,swiglu,mha,H100-SXM5-80GB,8,NeMo (Megatron-Core),"
+      "fp8,2,1,1,1,,,,,,1,128,,,16934,,,\n");
+  ASSERT_EQ(runs.size(), 1u);
+  const MappedRun m = map_run(runs[0], kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.system, "h100-sxm");
+  EXPECT_EQ(m.strategy["zero_state"], 1);
+  EXPECT_EQ(m.strategy["enable_sequence_parallel"], true);
+  EXPECT_EQ(m.strategy["tp_comm_overlap"], true);
+  EXPECT_EQ(m.strategy["overlap_grad_reduce"], true);
+  EXPECT_EQ(m.strategy["fp8"], true);
+  EXPECT_EQ(m.strategy["fp8_recipe"], "delayed");
+  EXPECT_EQ(m.strategy["dtype"], "bf16");
+  EXPECT_FALSE(m.strategy.contains("recompute_granularity"));
+  EXPECT_EQ(m.model["use_swiglu"], true);
+  EXPECT_TRUE(contains(m.inferred, "distributed optimizer on"));
+  EXPECT_TRUE(contains(m.inferred, "sequence parallel on"));
+  EXPECT_TRUE(contains(m.inferred, "FP8 recipe delayed"));
+  EXPECT_TRUE(contains(m.inferred, "no activation recompute"));
+  EXPECT_EQ(m.layout, "tp2 pp1 vpp1 cp1 ep1 dp4");
+}
+
+TEST(RunMapping, StatedSettingsAreNotInferred) {
+  const auto runs = parse(
+      "R21,Korthikanti et al. 2022,GPT 22B,dense,48,6144,24576,64,64,96,51200,2048,gelu,mha,A100-SXM4-80GB,8,"
+      "Megatron-LM,fp16,8,1,1,,,yes,,no,selective (attention core),4,4,,1.1,,41.5,,\n"
+      "R287,torchtitan,Llama 3.1 8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,H100-SXM 96GB HBM2e @500W,8,"
+      "torchtitan,fp8 (Float8 linear torchao),1,1,,1,,,8,,full,2,16,,,5762,,82.4,\n");
+  const MappedRun k = map_run(runs[0], kNoModels);
+  ASSERT_TRUE(k.ok) << k.reason;
+  EXPECT_EQ(k.system, "a100-sxm-80g");
+  EXPECT_EQ(k.strategy["dtype"], "fp16");
+  EXPECT_EQ(k.strategy["zero_state"], 0);
+  EXPECT_EQ(k.strategy["recompute_granularity"], "sdp_only");
+  EXPECT_EQ(k.strategy["recompute_layer_num"], 48);
+  EXPECT_EQ(k.strategy["use_flash_sdp"], false);
+  EXPECT_EQ(k.strategy["tp_comm_overlap"], false);
+  EXPECT_EQ(k.model["position_embedding_type"], "learned_absolute");
+  EXPECT_FALSE(contains(k.inferred, "sequence parallel"));  // stated "yes"
+  EXPECT_FALSE(contains(k.inferred, "distributed optimizer"));
+
+  const MappedRun t = map_run(runs[1], kNoModels);
+  ASSERT_TRUE(t.ok) << t.reason;
+  EXPECT_EQ(t.system, "h100-sxm");
+  EXPECT_EQ(t.system_patch["device"]["memory_gb"], 96);
+  EXPECT_TRUE(contains(t.inferred, "96 GB"));
+  EXPECT_EQ(t.strategy["zero_state"], 3);
+  EXPECT_EQ(t.strategy["fp8_recipe"], "tensorwise");
+  EXPECT_EQ(t.strategy["recompute_granularity"], "full_block");
+  EXPECT_EQ(t.strategy["global_batch_size"], 16);
+}
+
+TEST(RunMapping, UnsupportedRowsGiveAReason) {
+  const auto runs = parse(
+      "R1,s,GPT OSS,moe,36,2880,,64,8,64,201088,4096,swiglu,gqa; alternating full / sliding-window(128),B200,64,"
+      "Megatron-Bridge,BF16,1,1,1,1,8,,0,,,4,512,,,8213,,,\n"
+      "R2,s,X,dense,2,64,256,4,4,16,,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n"
+      "R3,s,Y,dense,2,64,256,4,4,16,1000,128,gelu,mha,TPU v5p,8,MaxText,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n");
+  const MappedRun a = map_run(runs[0], kNoModels), b = map_run(runs[1], kNoModels), c = map_run(runs[2], kNoModels);
+  EXPECT_FALSE(a.ok);
+  EXPECT_NE(a.reason.find("sliding-window"), std::string::npos);
+  EXPECT_FALSE(b.ok);
+  EXPECT_NE(b.reason.find("vocab_size"), std::string::npos);
+  EXPECT_FALSE(c.ok);
+  EXPECT_NE(c.reason.find("TPU v5p"), std::string::npos);
+}
+
+TEST(RunMapping, GpuTypesToShippedSystems) {
+  EXPECT_EQ(system_for_gpu("A100-SXM4-80GB").system, "a100-sxm-80g");
+  EXPECT_EQ(system_for_gpu("A100-80GB").system, "a100-sxm-80g");
+  EXPECT_FALSE(system_for_gpu("A100-80GB").note.empty());
+  EXPECT_EQ(system_for_gpu("H100-SXM5-80GB").system, "h100-sxm");
+  EXPECT_TRUE(system_for_gpu("H100-SXM5-80GB").note.empty());
+  EXPECT_EQ(system_for_gpu("B200").system, "b200");
+  EXPECT_EQ(system_for_gpu("GB200").system, "gb200-nvl72");
+  EXPECT_EQ(system_for_gpu("GB300").system, "b300");
+  EXPECT_EQ(system_for_gpu("A100-PCIE-80GB").system, "a100-pcie-80g");
+}
+
+TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
+  const auto runs = parse_measured_runs(
+      "model,num_layers,tp,pp,ep,dp,micro_batch_size,micro_batch_num,seq_len,measured_tflops_per_gpu,"
+      "measured_peak_mem_gb,published_mem_err,published_tflops_err,simumax_tflops_per_gpu,simumax_peak_mem_gb,"
+      "simumax_step_time_s\n"
+      "deepseekv2,4,1,2,4,4,1,8,4096,100,50,-0.8%,-1.5%,110,51,2.0\n",
+      "s.csv");
+  std::string asked;
+  const MappedRun m = map_run(runs[0], [&](const std::string& n) {
+    asked = n;
+    return nlohmann::json{{"layer_num", 60}, {"hidden_size", 5120}};
+  });
+  ASSERT_TRUE(m.ok);
+  EXPECT_EQ(asked, "deepseek-v2");
+  EXPECT_EQ(m.model["layer_num"], 4);
+  EXPECT_EQ(m.system, "a100-pcie-80g");
+  EXPECT_EQ(m.strategy["world_size"], 8);
+  EXPECT_EQ(m.strategy["tp_comm_overlap"], false);
+  EXPECT_EQ(m.strategy["cross_entropy_loss_fusion"], false);
+
+  // Scoring: SimuMax FLOPs per step = 110 TFLOP/s × 2 s = 220 TFLOP; measured 100 TFLOP/s -> 2.2 s.
+  SimulationResult res;
+  res.duration_time_per_iter_s = 2.0;
+  res.mfu = 0.4;
+  res.mfu_causal = 0.35;
+  StageReport st;
+  st.peak_mem_bytes = 55.0 * 1024 * 1024 * 1024;
+  res.stages.push_back(st);
+  const RowResult r = score_run(runs[0], m, res);
+  EXPECT_NEAR(r.measured_step_s, 2.2, 1e-12);
+  EXPECT_NEAR(r.step_error, (2.0 - 2.2) / 2.2, 1e-12);
+  EXPECT_NEAR(r.throughput_error, 0.1, 1e-12);  // 110 TFLOP/s simulated vs 100 measured
+  ASSERT_TRUE(r.mem_error.has_value());
+  EXPECT_NEAR(*r.mem_error, 0.1, 1e-12);
+  EXPECT_NEAR(r.mfu_measured_pct, 40 * 2.0 / 2.2, 1e-9);
+}
+
+TEST(ErrorStatistics, HandMadeNumbers) {
+  const ErrorStats s = error_stats("g", {{"a", 0.10}, {"b", -0.20}, {"c", 0.05}, {"d", -0.05}});
+  EXPECT_EQ(s.count, 4);
+  EXPECT_NEAR(s.mape, 0.10, 1e-12);
+  EXPECT_NEAR(s.median, 0.075, 1e-12);
+  EXPECT_NEAR(s.worst, -0.20, 1e-12);
+  EXPECT_EQ(s.worst_run, "b");
+  EXPECT_NEAR(s.bias, -0.025, 1e-12);
+  EXPECT_EQ(s.over, 2);
+  EXPECT_EQ(s.under, 2);
+  EXPECT_EQ(bias_label(s.bias), "simulation faster");
+  const ErrorStats odd = error_stats("o", {{"a", 0.3}, {"b", 0.1}, {"c", -0.2}});
+  EXPECT_NEAR(odd.median, 0.2, 1e-12);
+  EXPECT_EQ(error_stats("empty", {}).count, 0);
+}
+
+TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
+  std::vector<RowResult> rows(12);
+  for (int i = 0; i < 12; ++i) {
+    rows[i].run_id = std::to_string(i);
+    rows[i].run_id.insert(0, 1, 'R');
+    rows[i].source = i < 6 ? std::string("A") : std::string("B");
+    rows[i].system = i % 2 ? "h100-sxm" : "b200";
+    rows[i].simulated = i != 11;
+    rows[i].step_error = 0.01 * i * (i % 2 ? -1 : 1);
+    rows[i].measured_step_s = 1;
+    rows[i].simulated_step_s = 1 + rows[i].step_error;
+  }
+  const ValidationSummary s = summarize(rows);
+  EXPECT_EQ(s.all.count, 11);
+  ASSERT_EQ(s.by_source.size(), 2u);
+  EXPECT_EQ(s.by_source[1].count, 5);
+  ASSERT_EQ(s.worst.size(), 10u);
+  EXPECT_EQ(s.worst.front()->run_id, "R10");
+  const std::string html = html_report(rows, s, "t <&> \"q\"");
+  EXPECT_NE(html.find("<svg"), std::string::npos);
+  EXPECT_NE(html.find("t &lt;&amp;&gt; &quot;q&quot;"), std::string::npos);
+  EXPECT_EQ(html.find("<script"), std::string::npos);
+  EXPECT_EQ(html.find("https://"), std::string::npos);  // nothing fetched from the network
+  EXPECT_EQ(html.find(" src="), std::string::npos);
+}
+
+TEST(MeasuredRunsCsv, ShippedFilesParse) {
+  for (const char* f : {"measured_runs.csv", "simumax_a100_pcie.csv"}) {
+    const auto runs = read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/" + f);
+    EXPECT_EQ(runs.size(), std::string(f) == "measured_runs.csv" ? 196u : 30u) << f;
+  }
+}
+
+}  // namespace
+}  // namespace calisim::calibration

@@ -1,0 +1,91 @@
+// `calisim validate` end to end on tests/data/validation/three_runs.csv: JSON rows, the listed
+// not-simulated row, the HTML report, and exit 2 with line and column on a malformed CSV.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+
+namespace {
+
+struct Out {
+  int code;
+  std::string text;
+};
+
+Out calisim(const std::string& args, bool with_stderr = true) {
+  const std::string cmd = std::string(CALISIM_EXE) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
+  FILE* p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
+  const int status = pclose(p);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+}
+
+const std::string kFixture = std::string(CALISIM_TEST_DATA_DIR) + "/validation/three_runs.csv";
+
+TEST(ValidateCli, JsonRowsAndNotSimulatedReason) {
+  const Out r = calisim("validate --runs " + kFixture + " --json", false);
+  ASSERT_EQ(r.code, 0) << r.text;
+  const auto j = nlohmann::json::parse(r.text);
+  ASSERT_EQ(j["rows"].size(), 3u);
+  std::map<std::string, nlohmann::json> by_id;
+  for (const auto& row : j["rows"]) by_id[row["run_id"]] = row;
+  ASSERT_TRUE(by_id.count("R0021") && by_id.count("R0145") && by_id.count("R0287"));
+  EXPECT_TRUE(by_id["R0021"]["simulated"].get<bool>()) << by_id["R0021"].dump();
+  EXPECT_EQ(by_id["R0021"]["measured_from"], "step_time_s");
+  EXPECT_NEAR(by_id["R0021"]["measured_step_s"].get<double>(), 1.1, 1e-12);
+  EXPECT_GT(by_id["R0021"]["simulated_step_s"].get<double>(), 0);
+  EXPECT_EQ(by_id["R0021"]["system"], "a100-sxm-80g");
+  EXPECT_FALSE(by_id["R0145"]["simulated"].get<bool>());
+  EXPECT_NE(by_id["R0145"]["reason"].get<std::string>().find("sliding-window"), std::string::npos);
+  EXPECT_TRUE(by_id["R0287"]["simulated"].get<bool>()) << by_id["R0287"].dump();
+  EXPECT_EQ(by_id["R0287"]["measured_from"], "tokens_per_sec_per_gpu");
+  EXPECT_EQ(by_id["R0287"]["memory"]["kind"], "reserved");
+  EXPECT_FALSE(by_id["R0287"]["inferred"].empty());
+  EXPECT_EQ(j["summary"]["all"]["count"], 2);
+  EXPECT_GE(j["summary"]["all"]["mape"].get<double>(), 0);
+}
+
+TEST(ValidateCli, TableAndHtmlReport) {
+  const std::string html = ::testing::TempDir() + "validate_report.html";
+  std::remove(html.c_str());
+  const Out r = calisim("validate --runs " + kFixture + " --report " + html);
+  ASSERT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("R0021"), std::string::npos);
+  EXPECT_NE(r.text.find("not simulated (1 rows)"), std::string::npos);
+  EXPECT_NE(r.text.find("10 worst rows"), std::string::npos);
+  EXPECT_NE(r.text.find("FLOP convention"), std::string::npos);
+  std::ifstream in(html);
+  ASSERT_TRUE(in.good());
+  std::stringstream ss;
+  ss << in.rdbuf();
+  EXPECT_NE(ss.str().find("<svg"), std::string::npos);
+  EXPECT_NE(ss.str().find("<circle"), std::string::npos);
+  EXPECT_EQ(ss.str().find("<script"), std::string::npos);
+}
+
+TEST(ValidateCli, SourceFilterAndBadCsv) {
+  const Out f = calisim("validate --runs " + kFixture + " --json --source torchtitan", false);
+  ASSERT_EQ(f.code, 0) << f.text;
+  EXPECT_EQ(nlohmann::json::parse(f.text)["rows"].size(), 1u);
+  EXPECT_EQ(calisim("validate --runs " + kFixture + " --source nothing-matches").code, 2);
+
+  std::ifstream in(kFixture);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::string bad = ::testing::TempDir() + "validate_bad.csv";
+  std::ofstream(bad) << header << "\n" << row << "\n" << row.replace(row.find(",DGX-A100,8,"), 12, ",DGX-A100,x8,") << "\n";
+  const Out r = calisim("validate --runs " + bad);
+  EXPECT_EQ(r.code, 2) << r.text;
+  EXPECT_NE(r.text.find("line 3, column"), std::string::npos) << r.text;
+  EXPECT_EQ(calisim("validate --runs /nonexistent/runs.csv").code, 2);
+}
+
+}  // namespace

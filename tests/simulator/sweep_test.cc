@@ -1,0 +1,113 @@
+#include "simulator/sweep.h"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "simulator/config_loader.h"
+#include "simulator/default_efficiency.h"
+#include "test_support.h"
+
+namespace calisim {
+namespace {
+
+struct Study {
+  ModelConfig model = testing_support::shipped_model("llama3-8b");
+  SystemConfig system = testing_support::shipped_system("h100-sxm");
+  StrategyConfig base = parse_strategy(nlohmann::json::parse(R"({"seq_len": 4096, "global_batch_size": 32})"), "base");
+  SearchSpace space;
+  Study() {
+    space.world_size = 16;
+    space.global_batch_size = 32;
+    space.tp = {1, 2, 4};
+    space.mbs = {1, 2};
+    space.recompute = {RecomputeChoice::none, RecomputeChoice::full};
+  }
+};
+
+TEST(Sweep, ValueLists) {
+  EXPECT_EQ(parse_sweep_values("100,200", 50, 5), (std::vector<double>{100, 200}));
+  EXPECT_EQ(parse_sweep_values("0.5x,2x", 50, 5), (std::vector<double>{25, 100}));
+  const auto r = parse_sweep_values("1x..4x", 10, 3);
+  ASSERT_EQ(r.size(), 3u);
+  EXPECT_NEAR(r[0], 10, 1e-9);
+  EXPECT_NEAR(r[1], 20, 1e-9);  // geometric
+  EXPECT_NEAR(r[2], 40, 1e-9);
+  EXPECT_THROW(parse_sweep_values("abc", 1, 3), std::invalid_argument);
+  EXPECT_THROW(parse_sweep_values("-1", 1, 3), std::invalid_argument);
+  EXPECT_THROW(parse_hardware_param("flops"), std::invalid_argument);
+}
+
+TEST(Sweep, HardwareParametersSetTheirFields) {
+  Study s;
+  const SystemConfig a = with_hardware(s.system, HardwareParam::peak_bf16, 2 * 989);
+  EXPECT_DOUBLE_EQ(a.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)], 2 * 1979);
+  const SystemConfig b = with_hardware(s.system, HardwareParam::nic_gb_s, 100);
+  EXPECT_DOUBLE_EQ(b.scale_out.gpu_gb_s, 100.0 * b.nics_per_node / b.gpus_per_node);
+  EXPECT_EQ(with_hardware(s.system, HardwareParam::scaleup_domain, 72).scale_up_domain_size, 72);
+  EXPECT_THROW(with_hardware(s.system, HardwareParam::hbm_gb_s, 0), std::invalid_argument);
+}
+
+// More of any resource never makes the best step time worse; more memory never shrinks the
+// feasible set.
+TEST(Sweep, MonotonicInEveryResource) {
+  Study s;
+  SearchOptions o;
+  for (HardwareParam p : {HardwareParam::peak_bf16, HardwareParam::hbm_gb_s, HardwareParam::scaleup_gb_s,
+                          HardwareParam::nic_gb_s, HardwareParam::memory_gb}) {
+    const double base = hardware_value(s.system, p);
+    const auto pts = sweep_hardware(s.model, s.base, s.system, s.space, {p}, {{0.5 * base, base, 2 * base}}, o);
+    ASSERT_EQ(pts.size(), 3u);
+    for (std::size_t i = 1; i < pts.size(); ++i) {
+      ASSERT_TRUE(pts[i].feasible || !pts[i - 1].feasible) << to_string(p);
+      if (pts[i - 1].feasible) {
+        EXPECT_LE(pts[i].best.step_time_s, pts[i - 1].best.step_time_s * (1 + 1e-12)) << to_string(p);
+      }
+    }
+  }
+  std::uint64_t last = 0;
+  for (double gb : {20.0, 40.0, 80.0, 160.0}) {
+    SystemConfig sys = with_hardware(s.system, HardwareParam::memory_gb, gb);
+    DefaultEfficiencyModel eff(sys);
+    SearchSpace sp = s.space;
+    fill_default_lists(sp, s.model, sys.scale_up_domain_size);
+    const SearchResult r = run_search(s.model, s.base, sys, eff, sp, o);
+    EXPECT_GE(r.feasible_count, last) << gb;
+    last = r.feasible_count;
+  }
+}
+
+TEST(Sweep, ScaleAndLayoutWalk) {
+  Study s;
+  SearchOptions o;
+  const auto pts = sweep_scale(s.model, s.base, {s.system}, {8, 16, 32}, 32, false, 1e9, SearchSpace{}, o);
+  ASSERT_EQ(pts.size(), 3u);
+  for (const auto& p : pts) {
+    ASSERT_TRUE(p.feasible) << p.gpus;
+    EXPECT_NEAR(p.time_to_train_s, 1e9 / (p.best.tokens_per_s_per_gpu * p.gpus), 1e-6 * p.time_to_train_s);
+  }
+  // Strong scaling: more GPUs, shorter steps.
+  EXPECT_LT(pts[2].best.step_time_s, pts[0].best.step_time_s);
+
+  DefaultEfficiencyModel eff(s.system);
+  SearchSpace sp = s.space;
+  fill_default_lists(sp, s.model, s.system.scale_up_domain_size);
+  o.top_k = 1;
+  const SearchResult best = run_search(s.model, s.base, s.system, eff, sp, o);
+  ASSERT_FALSE(best.top.empty());
+  const auto walk = walk_layouts(s.model, s.base, s.system, eff, sp, best.top.front(), o);
+  int marked = 0;
+  for (const auto& w : walk) {
+    if (!w.is_best) continue;
+    ++marked;
+    EXPECT_DOUBLE_EQ(w.result.step_time_s, best.top.front().step_time_s);
+  }
+  EXPECT_GE(marked, 5);  // the best appears once per dimension
+  for (const auto& w : walk) {
+    if (w.legal && w.fits) {
+      EXPECT_GE(w.result.step_time_s, best.top.front().step_time_s * (1 - 1e-12));
+    }
+  }
+}
+
+}  // namespace
+}  // namespace calisim
