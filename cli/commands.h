@@ -17,5 +17,6 @@ void register_db(CLI::App& app);
 void register_predict(CLI::App& app);
 void register_profile(CLI::App& app);
 void register_validate(CLI::App& app);
+void register_comm(CLI::App& app);
 
 }  // namespace calisim::cli
