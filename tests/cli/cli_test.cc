@@ -1,5 +1,7 @@
 // End-to-end tests of the `calisim` executable: exit codes, messages, JSON output.
 #include <gtest/gtest.h>
+
+#include "tests/support/command_output.h"
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
@@ -9,19 +11,10 @@
 
 namespace {
 
-struct CmdResult {
-  int code;
-  std::string out;  // stdout and stderr together
-};
+using CmdResult = calisim::testing_support::CommandResult;
 
 CmdResult run(const std::string& args) {
-  const std::string cmd = std::string(CALISIM_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
 }
 
 std::string write_temp(const std::string& name, const std::string& text) {
@@ -225,12 +218,9 @@ TEST(CliSearch, MpirunRanksShardTheSpaceAndRankZeroMerges) {
   const auto whole = nlohmann::json::parse(run(kSmallSearch + " --json").out);
   const std::string cmd = std::string(CALISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 " +
                           std::string(CALISIM_EXE) + " " + kSmallSearch + " --json 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << out;
+  const CmdResult mpi = calisim::testing_support::run_shell(cmd);
+  const std::string& out = mpi.out;
+  ASSERT_EQ(mpi.code, 0) << out;
   const auto j = nlohmann::json::parse(out.substr(out.find('{')));
   EXPECT_EQ(top_indices(j), top_indices(whole));
   EXPECT_EQ(j["counts"]["candidates"], whole["counts"]["candidates"]);

@@ -3,6 +3,8 @@
 // tests/data/nccl/h100_8gpu_all_reduce.txt (a hand-written fixture: it tests parsing, not accuracy),
 // and exit 2 on bad input.
 #include <gtest/gtest.h>
+
+#include "tests/support/command_output.h"
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
@@ -19,13 +21,9 @@ struct Out {
 };
 
 Out calisim(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string(CALISIM_EXE) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const auto r = calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args +
+                                                     (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  return {r.code, r.out};
 }
 
 nlohmann::json comm_json(const std::string& args) {

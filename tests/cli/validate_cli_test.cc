@@ -1,6 +1,8 @@
 // `calisim validate` end to end on tests/data/validation/three_runs.csv: JSON rows, the listed
 // not-simulated row, the HTML report, and exit 2 with line and column on a malformed CSV.
 #include <gtest/gtest.h>
+
+#include "tests/support/command_output.h"
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
@@ -18,13 +20,9 @@ struct Out {
 };
 
 Out calisim(const std::string& args, bool with_stderr = true) {
-  const std::string cmd = std::string(CALISIM_EXE) + " " + args + (with_stderr ? " 2>&1" : " 2>/dev/null");
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  const auto r = calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args +
+                                                     (with_stderr ? " 2>&1" : " 2>/dev/null"));
+  return {r.code, r.out};
 }
 
 const std::string kFixture = std::string(CALISIM_TEST_DATA_DIR) + "/validation/three_runs.csv";

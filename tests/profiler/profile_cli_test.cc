@@ -1,5 +1,7 @@
 // `calisim profile` end to end: plan files, and `run` refusing cleanly where it cannot measure.
 #include <gtest/gtest.h>
+
+#include "tests/support/command_output.h"
 #include <sys/wait.h>
 
 #include <cstdio>
@@ -9,19 +11,10 @@
 
 namespace {
 
-struct CmdResult {
-  int code;
-  std::string out;
-};
+using CmdResult = calisim::testing_support::CommandResult;
 
 CmdResult run(const std::string& args) {
-  const std::string cmd = std::string(CALISIM_EXE) + " " + args + " 2>&1";
-  FILE* p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  while (std::size_t n = fread(buf, 1, sizeof buf, p)) out.append(buf, n);
-  const int status = pclose(p);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
+  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
 }
 
 TEST(ProfileCli, PlanWritesAReadablePlanFile) {

@@ -43,24 +43,9 @@ TEST(MoeParams, ShippedModelsMatchPublishedCounts) {
   EXPECT_NEAR(mx.active_params / 1e9, 12.88, 0.05);
 }
 
-// A small MoE: h 1024, 8 experts of width 512, top-2, SwiGLU, no shared expert; s 1024, b 1.
-ModelConfig small_moe() {
-  ModelConfig m = shipped_model("mixtral-8x7b");
-  m.hidden_size = 1024;
-  m.head_num = 8;
-  m.kv_head_num = 8;
-  m.head_size = 128;
-  m.intermediate_size = 2048;
-  m.moe_ffn_hidden_size = 512;
-  m.expert_num = 8;
-  m.topk = 2;
-  m.layer_num = 8;
-  m.dense_layers = 3;
-  return m;
-}
 
 TEST(MoeOps, HandDerivedFlopsBytesAndCollectives) {
-  const ModelConfig m = small_moe();
+  const ModelConfig m = testing_support::small_moe();
   const StrategyConfig st = strategy_from_json(
       R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 4, "etp_size": 1})", m);
   const ModelOps ops = build_model_ops(m, st, 8);
@@ -101,7 +86,7 @@ TEST(MoeOps, HandDerivedFlopsBytesAndCollectives) {
 }
 
 TEST(MoeOps, ExpertTensorParallelGathersAndKeepsFlopsPerRank) {
-  const ModelConfig m = small_moe();
+  const ModelConfig m = testing_support::small_moe();
   const StrategyConfig st = strategy_from_json(
       R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 2, "etp_size": 2})", m);
   const ModelOps ops = build_model_ops(m, st, 8);
@@ -114,7 +99,7 @@ TEST(MoeOps, ExpertTensorParallelGathersAndKeepsFlopsPerRank) {
 }
 
 TEST(MoePlacement, DenseLayersSitOnTheFirstChunks) {
-  const ModelConfig m = small_moe();  // 8 layers, the first 3 dense
+  const ModelConfig m = testing_support::small_moe();  // 8 layers, the first 3 dense
   StrategyConfig st = strategy_from_json(R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 4, "pp_size": 4})", m);
   std::vector<ChunkLayers> c = chunk_layers(m, st);
   ASSERT_EQ(c.size(), 4u);
@@ -141,7 +126,7 @@ TEST(MoePlacement, DenseLayersSitOnTheFirstChunks) {
 }
 
 TEST(MoeMemory, ExpertStateShardsOverTheExpertDataParallelGroup) {
-  const ModelConfig m = small_moe();
+  const ModelConfig m = testing_support::small_moe();
   const SystemConfig sys = shipped_system("h100-sxm");
   DefaultEfficiencyModel eff(sys);
   // 16 GPUs, pp 1, ep 4: dp 16, edp 4.

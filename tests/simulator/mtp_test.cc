@@ -148,23 +148,9 @@ TEST(MtpOps, HandDerivedProjectionGatherLayerAndHead) {
   EXPECT_TRUE(none.mtp_embedding.empty() && none.mtp_layer.empty() && none.mtp_head.empty());
 }
 
-ModelConfig small_moe() {
-  ModelConfig m = shipped_model("mixtral-8x7b");
-  m.hidden_size = 1024;
-  m.head_num = 8;
-  m.kv_head_num = 8;
-  m.head_size = 128;
-  m.intermediate_size = 2048;
-  m.moe_ffn_hidden_size = 512;
-  m.expert_num = 8;
-  m.topk = 2;
-  m.layer_num = 8;
-  m.dense_layers = 3;
-  return m;
-}
 
 TEST(MtpOps, LayerKindFollowsTheModel) {
-  const ModelConfig moe = with_mtp(small_moe(), 1);
+  const ModelConfig moe = with_mtp(testing_support::small_moe(), 1);
   const StrategyConfig st =
       strategy_from_json(R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 2, "ep_size": 2})", moe);
   EXPECT_NE(find_op(build_model_ops(moe, st, 8).mtp_layer, "router"), nullptr);
@@ -179,7 +165,7 @@ TEST(MtpOps, LayerKindFollowsTheModel) {
 // pp 4: the MTP depth lands on the last stage only. First stage: same times and memory (its DP
 // communication gains the all-reduce of the shared embedding's gradient with the last stage).
 TEST(MtpSimulate, LastStageGrowsFirstStageUnchanged) {
-  const ModelConfig m0 = small_moe();
+  const ModelConfig m0 = testing_support::small_moe();
   const ModelConfig m1 = with_mtp(m0, 1);
   const SystemConfig sys = shipped_system("h100-sxm");
   DefaultEfficiencyModel eff(sys);

@@ -40,4 +40,19 @@ ModelConfig gpt_model(long long h, long long a, long long layers, long long voca
   return m;
 }
 
+ModelConfig small_moe() {
+  ModelConfig m = shipped_model("mixtral-8x7b");
+  m.hidden_size = 1024;
+  m.head_num = 8;
+  m.kv_head_num = 8;
+  m.head_size = 128;
+  m.intermediate_size = 2048;
+  m.moe_ffn_hidden_size = 512;
+  m.expert_num = 8;
+  m.topk = 2;
+  m.layer_num = 8;
+  m.dense_layers = 3;
+  return m;
+}
+
 }  // namespace calisim::testing_support

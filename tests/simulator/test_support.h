@@ -17,4 +17,8 @@ StrategyConfig strategy_from_json(const std::string& json_text, const ModelConfi
 // A GPT-style model as Korthikanti et al. count activations: MHA, LayerNorm, 4h GeLU MLP.
 ModelConfig gpt_model(long long h, long long a, long long layers, long long vocab);
 
+// A small MoE (Mixtral-shaped): h 1024, 8 heads, 8 experts of width 512, top-2, SwiGLU, no
+// shared expert, 8 layers of which the first 3 are dense (FFN 2048).
+ModelConfig small_moe();
+
 }  // namespace calisim::testing_support
