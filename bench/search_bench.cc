@@ -19,13 +19,14 @@ struct Setup {
   SystemConfig system;
   StrategyConfig base;
   SearchSpace space;
-  Setup(const char* model_name, int world, long long gbs) {
+  Setup(const char* model_name, int world, long long gbs, const char* orders = "tp_first") {
     const std::string root = CALISIM_CONFIG_DIR;
     model = parse_model(read_json_file(root + "/models/" + model_name + ".json"), model_name, nullptr);
     system = parse_system(read_json_file(root + "/systems/h100-sxm.json"), "h100-sxm");
     base = parse_strategy(nlohmann::json{{"seq_len", 8192}, {"global_batch_size", gbs}}, "base");
     space.world_size = world;
     space.global_batch_size = gbs;
+    space.orders = rank_order_list(orders);
     fill_default_lists(space, model, system.scale_up_domain_size);
   }
 };
@@ -51,6 +52,20 @@ void BM_SearchLlama3_70B_1024Gpus(benchmark::State& state) {
   run(state, s);
 }
 BENCHMARK(BM_SearchLlama3_70B_1024Gpus)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// The same space with Megatron's rank order alone (no placement search).
+void BM_SearchLlama3_70B_1024Gpus_MegatronOrder(benchmark::State& state) {
+  static const Setup s("llama3-70b", 1024, 1024, "megatron");
+  run(state, s);
+}
+BENCHMARK(BM_SearchLlama3_70B_1024Gpus_MegatronOrder)->Unit(benchmark::kMillisecond)->UseRealTime();
+
+// All 120 rank orders (the opt-in `--orders all`).
+void BM_SearchLlama3_70B_1024Gpus_AllOrders(benchmark::State& state) {
+  static const Setup s("llama3-70b", 1024, 1024, "all");
+  run(state, s);
+}
+BENCHMARK(BM_SearchLlama3_70B_1024Gpus_AllOrders)->Unit(benchmark::kMillisecond)->UseRealTime();
 
 void BM_SearchLlama3_405B_16384Gpus(benchmark::State& state) {
   static const Setup s("llama3-405b", 16384, 2048);

@@ -1,6 +1,7 @@
 // `calisim comm`: the simulator's collective model (simulator/comm_model.h) as an nccl-tests-style
 // table (size, time, algbw, busbw) per rank count, and `--compare FILE` against an nccl-tests output
-// file (error of the predicted time vs the measured out-of-place time, per size, and the MAPE).
+// file (error of the predicted time vs the measured out-of-place time, per size, and the MAPE), with the
+// NCCL algorithm and protocol the model picks per size; --algo / --proto restrict the choice.
 // Conventions: docs/comm.md. This reads the model only; it changes no simulator numerics.
 #include <fmt/format.h>
 
@@ -29,6 +30,7 @@ namespace {
 
 struct CommArgs {
   std::string system, op = "all_reduce", ranks = "8", sizes = "1K..4G", db, compare, dtype = "bf16";
+  std::string algo, proto;  // NCCL_ALGO / NCCL_PROTO-style overrides (empty = NCCL's choice)
   int ranks_per_node = 0;  // 0 = min(ranks, scale-up domain)
   bool json = false;
 };
@@ -97,14 +99,7 @@ std::vector<int> parse_ranks(const std::string& s) {
 }
 
 // nccl-tests bus-bandwidth factor (profiling_notes.md §2.1).
-double busbw_factor(CollectiveOp op, int n) {
-  const double frac = static_cast<double>(n - 1) / n;
-  switch (op) {
-    case CollectiveOp::all_reduce: return 2 * frac;
-    case CollectiveOp::send_recv: return 1;
-    default: return frac;
-  }
-}
+double busbw_factor(CollectiveOp op, int n) { return bus_factor(op, n); }
 
 std::string size_label(std::int64_t b) {
   if (b >= (1LL << 30) && b % (1LL << 30) == 0) return fmt::format("{}G", b >> 30);
@@ -116,6 +111,7 @@ std::string size_label(std::int64_t b) {
 struct Point {
   std::int64_t bytes = 0;
   double time_us = 0, algbw = 0, busbw = 0;
+  std::string algo, proto;
 };
 
 struct Setup {
@@ -124,6 +120,7 @@ struct Setup {
   std::string database;
   CollectiveOp op = CollectiveOp::all_reduce;
   DType dtype = DType::bf16;
+  CollectiveChoiceMask mask;
 };
 
 int placement(const CommArgs& a, const Setup& s, int ranks) {
@@ -143,10 +140,14 @@ Point predict(const Setup& s, int ranks, int per_node, std::int64_t bytes) {
   k.dtype = s.dtype;
   Point p;
   p.bytes = bytes;
-  const double t = collective_time_s(k, s.system, *s.eff);
+  const CollectiveCost c = collective_cost(k, s.system, *s.eff, s.mask);
+  const double t = c.time_s;
   p.time_us = t * 1e6;
   p.algbw = t > 0 ? static_cast<double>(bytes) / t / 1e9 : 0;
   p.busbw = p.algbw * busbw_factor(s.op, ranks);
+  p.algo = std::string(to_string(c.algo));
+  p.proto = std::string(to_string(c.proto));
+  if (c.efficiency.source != EfficiencySource::roofline) p.proto += fmt::format(" ({})", to_string(c.efficiency.source));
   return p;
 }
 
@@ -224,16 +225,18 @@ void run_compare(const CommArgs& a, const Setup& s, const std::vector<int>& rank
   const std::vector<Measured> meas = read_nccl_tests(a.compare);
   double sum_abs = 0;
   nlohmann::json jrows = nlohmann::json::array();
-  Table t({"size", "measured us", "predicted us", "error", "measured busbw", "predicted busbw"});
+  Table t({"size", "measured us", "predicted us", "error", "measured busbw", "predicted busbw", "algo", "proto"});
   for (const Measured& m : meas) {
     const Point p = predict(s, n, per_node, m.bytes);
     const double err = (p.time_us - m.time_us) / m.time_us;
     sum_abs += std::fabs(err);
     t.add_row({std::to_string(m.bytes), fmt::format("{:.2f}", m.time_us), fmt::format("{:.2f}", p.time_us),
-               fmt::format("{:+.1f}%", 100 * err), fmt::format("{:.2f}", m.busbw), fmt::format("{:.2f}", p.busbw)});
+               fmt::format("{:+.1f}%", 100 * err), fmt::format("{:.2f}", m.busbw), fmt::format("{:.2f}", p.busbw),
+               p.algo, p.proto});
     jrows.push_back({{"bytes", m.bytes}, {"line", m.line}, {"measured_time_us", m.time_us},
                      {"predicted_time_us", p.time_us}, {"error", err}, {"measured_busbw_gb_s", m.busbw},
-                     {"predicted_busbw_gb_s", p.busbw}, {"predicted_algbw_gb_s", p.algbw}});
+                     {"predicted_busbw_gb_s", p.busbw}, {"predicted_algbw_gb_s", p.algbw}, {"algorithm", p.algo},
+                     {"protocol", p.proto}});
   }
   const double mape = sum_abs / static_cast<double>(meas.size());
   if (a.json) {
@@ -268,6 +271,21 @@ void run(const CommArgs& a) {
   const EfficiencyChoice c = make_efficiency_source(s.system, file, a.db);
   s.eff = c.model;
   s.database = c.database;
+  std::string_view bad;
+  if (!a.algo.empty()) {
+    const auto bits = parse_algo_list(a.algo, &bad);
+    if (!bits || *bits == 0)
+      throw InputError("", "--algo", "'" + a.algo + "': expected NCCL_ALGO syntax (ring, tree, nvls, nvls_tree, collnet, "
+                                     "collnet_direct, collnet_chain; comma list, optional ^ prefix)");
+    s.mask.algos = *bits;
+  }
+  if (!a.proto.empty()) {
+    const auto bits = parse_proto_list(a.proto, &bad);
+    if (!bits || *bits == 0)
+      throw InputError("", "--proto", "'" + a.proto + "': expected NCCL_PROTO syntax (LL, LL128, Simple; comma list, "
+                                      "optional ^ prefix)");
+    s.mask.protos = *bits;
+  }
   const std::vector<int> ranks = parse_ranks(a.ranks);
   if (!a.compare.empty()) return run_compare(a, s, ranks);
   const std::vector<std::int64_t> sizes = parse_sizes(a.sizes);
@@ -276,13 +294,14 @@ void run(const CommArgs& a) {
   std::string text;
   for (const int n : ranks) {
     const int per_node = placement(a, s, n);
-    Table t({"size", "bytes", "time us", "algbw GB/s", "busbw GB/s"});
+    Table t({"size", "bytes", "time us", "algbw GB/s", "busbw GB/s", "algo", "proto"});
     nlohmann::json jrows = nlohmann::json::array();
     for (const std::int64_t b : sizes) {
       const Point p = predict(s, n, per_node, b);
       t.add_row({size_label(b), std::to_string(b), fmt::format("{:.2f}", p.time_us), fmt::format("{:.2f}", p.algbw),
-                 fmt::format("{:.2f}", p.busbw)});
-      jrows.push_back({{"bytes", b}, {"time_us", p.time_us}, {"algbw_gb_s", p.algbw}, {"busbw_gb_s", p.busbw}});
+                 fmt::format("{:.2f}", p.busbw), p.algo, p.proto});
+      jrows.push_back({{"bytes", b}, {"time_us", p.time_us}, {"algbw_gb_s", p.algbw}, {"busbw_gb_s", p.busbw},
+                       {"algorithm", p.algo}, {"protocol", p.proto}});
     }
     text += fmt::format("{} ranks, {} per node: {}\n{}\n", n, per_node, tier_name(s, n, per_node), t.render());
     jtables.push_back({{"ranks", n}, {"ranks_per_node", per_node}, {"busbw_factor", busbw_factor(s.op, n)},
@@ -301,7 +320,7 @@ void run(const CommArgs& a) {
   }
   fmt::print("calisim comm: predicted {} on {} ({}; efficiencies: {})\n", to_string(s.op), s.system.name,
              to_string(s.dtype), s.database.empty() ? "system file defaults" : "database " + s.database);
-  fmt::print("algbw = size / time, busbw = algbw x nccl-tests factor; single ring alpha-beta model (docs/comm.md)\n\n");
+  fmt::print("algbw = size / time, busbw = algbw x nccl-tests factor; NCCL algorithm/protocol model (docs/comm.md)\n\n");
   fmt::print("{}", text);
 }
 
@@ -322,6 +341,8 @@ void register_comm(CLI::App& app) {
   sub->add_option("--db", args->db, "efficiency database to take measured collective efficiencies from");
   sub->add_option("--compare", args->compare,
                   "nccl-tests output file: per-size error of the predicted vs the out-of-place time, and MAPE");
+  sub->add_option("--algo", args->algo, "NCCL_ALGO-style override, e.g. ring or ^nvls (default: the model's choice)");
+  sub->add_option("--proto", args->proto, "NCCL_PROTO-style override, e.g. Simple or LL,LL128");
   sub->add_flag("--json", args->json, "print one JSON document instead of tables");
   sub->callback([args] { run(*args); });
 }

@@ -18,5 +18,6 @@ void register_predict(CLI::App& app);
 void register_profile(CLI::App& app);
 void register_validate(CLI::App& app);
 void register_comm(CLI::App& app);
+void register_calibrate(CLI::App& app);
 
 }  // namespace calisim::cli

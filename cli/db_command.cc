@@ -19,6 +19,7 @@
 #include "db/schema.h"
 #include "db/simumax_import.h"
 #include "db/text_dump.h"
+#include "db/trace_store.h"
 
 namespace calisim::cli {
 namespace {
@@ -94,6 +95,28 @@ void run_list(const DbArgs& a) {
   print(a, doc, doc.empty() ? a.db + ": no devices\n" : t.render(""));
 }
 
+// Trace runs (libcalisim_trace.so) hold kernels, not measurement rows: summarise each by kernel class.
+void add_trace_summaries(cdb::EfficiencyDb& db, const std::vector<cdb::RunBatch>& runs, std::string& text,
+                         ordered_json& doc) {
+  ordered_json traces = ordered_json::array();
+  for (const auto& b : runs) {
+    if (b.run.source != cdb::Source::trace) continue;
+    const cdb::TraceSummary s = cdb::summarize_trace(db, b.run.id);
+    text += fmt::format("\ntrace run {}: {} kernels, {} s of kernel time over {} s wall\n", b.run.id, s.kernels,
+                        num(s.total_s), num(s.wall_s));
+    Table t({"class", "kernels", "total_s", "share"});
+    ordered_json classes = ordered_json::array();
+    for (const auto& c : s.classes) {
+      t.add_row({c.kernel_class, std::to_string(c.count), num(c.total_s), fmt::format("{:.1f}%", 100 * c.share)});
+      classes.push_back({{"class", c.kernel_class}, {"kernels", c.count}, {"total_s", c.total_s}, {"share", c.share}});
+    }
+    if (!s.classes.empty()) text += t.render("");
+    traces.push_back({{"run", b.run.id}, {"kernels", s.kernels}, {"total_s", s.total_s}, {"wall_s", s.wall_s},
+                      {"classes", classes}});
+  }
+  if (!traces.empty()) doc["traces"] = traces;
+}
+
 void run_show(const DbArgs& a) {
   auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_only);
   const cdb::DeviceRecord d = db.device(a.device);
@@ -121,6 +144,7 @@ void run_show(const DbArgs& a) {
   text += "\n" + t.render("");
   ordered_json doc = {{"device", cdb::device_to_json(d)}, {"aliases", db.aliases(d.name)},
                       {"summary", summary_json(db.summary(d.name))}, {"runs", jruns}};
+  add_trace_summaries(db, runs, text, doc);
   print(a, doc, text);
 }
 

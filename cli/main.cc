@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   calisim::cli::register_profile(app);
   calisim::cli::register_validate(app);
   calisim::cli::register_comm(app);
+  calisim::cli::register_calibrate(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

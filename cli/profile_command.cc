@@ -4,7 +4,9 @@
 // `plan` is pure and always available. `run` needs a CUDA build; without one it exits with an
 // InputError that says how to get one. Every finished measurement is committed on its own, so
 // Ctrl-C (first press: finish the kernel in flight, then stop; second: stop at once) keeps what
-// is done and a rerun resumes.
+// is done and a rerun resumes. Launched by mpirun (OMPI_COMM_WORLD_SIZE > 1), `run` measures
+// collectives across the job's GPUs, one rank per GPU (profiler/nccl_mpi_bench.h), in builds
+// that found MPI; other builds refuse under mpirun.
 #include <fmt/format.h>
 #include <unistd.h>
 
@@ -22,10 +24,15 @@
 #include "simulator/config_loader.h"
 #include "simulator/kernel_plan.h"
 
+#include "profiler/mpi_launch.h"
+
 #ifdef CALISIM_HAVE_CUDA_PROFILER
 #include "profiler/cuda_bench.h"
 #include "profiler/device_match.h"
 #include "profiler/runner.h"
+#endif
+#ifdef CALISIM_HAVE_MPI_PROFILER
+#include "profiler/nccl_mpi_bench.h"
 #endif
 
 namespace calisim::cli {
@@ -103,6 +110,117 @@ std::vector<DType> parse_dtypes(const std::vector<std::string>& names) {
   return out;
 }
 
+// What the rows are stored against: the system whose peaks efficiencies divide by, the device
+// record and the link bandwidths of the collective tiers.
+struct Target {
+  std::string system_name;
+  SystemConfig sys;
+  db::DeviceRecord dev;
+  prof::LinkBandwidth links;
+};
+
+Target target_for(const RunArgs& a, const prof::CudaEnvironment& env) {
+  Target t;
+  t.system_name = a.system.empty() ? prof::system_for_cuda_device(env.name) : a.system;
+  if (t.system_name.empty()) {
+    throw InputError("<command line>", "--system",
+                     fmt::format("no shipped system matches '{}'; name one (`calisim configs list`) so the "
+                                 "efficiencies have peaks to divide by",
+                                 env.name));
+  }
+  const std::string system_path = resolve_config(ConfigKind::system, t.system_name);
+  t.sys = parse_system(read_json_file(system_path), system_path);
+  t.dev.name = t.sys.device.name;
+  t.dev.sm_count = env.sm_count;
+  t.dev.peak_tflops = t.sys.device.peak_tflops;
+  t.dev.hbm_gb_s = t.sys.device.hbm_gb_s;
+  t.dev.memory_gb = t.sys.device.memory_gb;
+  t.dev.l2_mb = env.l2_mb;
+  t.dev.driver_version = env.driver_version;
+  t.dev.cuda_version = env.cuda_version;
+  t.dev.library_versions = env.library_versions;
+  t.links = {t.sys.scale_up.gpu_gb_s,
+             t.sys.gpus_per_node > 0 ? t.sys.nics_per_node * t.sys.nic_gb_s / t.sys.gpus_per_node : 0.0};
+  return t;
+}
+
+prof::StoppingRule rule_from(const RunArgs& a) {
+  prof::StoppingRule r;
+  r.min_samples = a.min_samples;
+  r.time_budget_s = a.budget_s;
+  r.max_rel_stddev = a.max_rel_stddev;
+  return r;
+}
+
+// Runs the plan on rank 0's store and prints the summary (shared by the single-process and MPI paths).
+void run_and_report(const RunArgs& a, const prof::ProfilePlan& plan, prof::KernelBench& bench, const Target& t,
+                    const prof::CudaEnvironment& env, const std::string& setup_note, int gpus) {
+  prof::StoreOptions so;
+  so.retry_skipped = a.retry_skipped;
+  so.csv_path = a.csv;
+  so.notes = fmt::format("calisim profile run ({}); GPU '{}' (CUDA device {} of {}), sm_{}; {}; {} L2; "
+                         "driver {}, CUDA {}, {}",
+                         plan.description, env.name, a.device, gpus, env.compute_capability, setup_note,
+                         a.hot ? "hot" : "cold", env.driver_version, env.cuda_version, env.library_versions);
+  prof::ProfileStore store(a.db, t.dev, env.name, so);
+
+  fmt::print(stderr, "profiling {} kernels on {} (system {}, {} GPU(s)); {}; database {}\n", plan.kernels.size(),
+             env.name, t.system_name, gpus, setup_note, a.db);
+  prof::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0);
+  prof::RunnerOptions ro;
+  ro.stop_requested = &g_stop;
+  ro.progress = &progress;
+  g_stop = false;
+  std::signal(SIGINT, on_sigint);
+  const prof::RunReport r = prof::run_plan(plan, bench, store, t.sys.device, t.links, ro);
+  std::signal(SIGINT, SIG_DFL);
+
+  fmt::print("{} planned: {} measured, {} skipped, {} already in {} ({}){}\n", r.planned, r.measured, r.skipped,
+             r.already_done, a.db, prof::format_duration(r.elapsed_s),
+             r.interrupted ? "; interrupted: rerun the same command to resume" : "");
+  // Skip reasons, grouped: the same reason for many keys is one line.
+  std::map<std::string, std::vector<std::string>> by_reason;
+  for (const auto& s : r.skips) {
+    const auto colon = s.find(": ");
+    by_reason[s.substr(colon + 2)].push_back(s.substr(0, colon));
+  }
+  for (const auto& [reason, keys] : by_reason) {
+    fmt::print("skipped {} ({}): {}\n", keys.size(), keys.front() + (keys.size() > 1 ? ", ..." : ""), reason);
+  }
+  for (const auto& t2 : r.throttled) fmt::print("throttled: {}\n", t2);
+}
+
+#ifdef CALISIM_HAVE_MPI_PROFILER
+// Under mpirun: one rank per GPU, collectives only; rank 0 owns the plan, database and output.
+void run_mpi_command(const RunArgs& a, const prof::MpiLaunch& launch) {
+  prof::NcclMpiBench bench(rule_from(a));
+  if (bench.rank() != 0) {
+    bench.serve();
+    return;
+  }
+  struct Finish {  // releases the serving ranks however rank 0 leaves
+    prof::NcclMpiBench& b;
+    ~Finish() { b.finish(); }
+  } finish{bench};
+  prof::ProfilePlan plan;
+  if (!a.plan.empty()) {
+    plan = prof::read_plan_file(a.plan);
+  } else {
+    if (a.sweep != "collective") {
+      throw InputError("<command line>", "--sweep",
+                       "under mpirun only `--sweep collective` (or a plan) is measured; run the other sweeps "
+                       "without mpirun");
+    }
+    plan = prof::collective_sweep(bench.size(), launch.local_size > 0 ? launch.local_size : bench.local_size());
+  }
+  const prof::CudaEnvironment env = prof::describe_cuda(bench.device());
+  const Target t = target_for(a, env);
+  run_and_report(a, plan, bench, t, env,
+                 fmt::format("mpirun: {} ranks, {} per node, NCCL over MPI", bench.size(), bench.local_size()),
+                 bench.size());
+}
+#endif
+
 void run_run_command(const RunArgs& a) {
   if (a.plan.empty() == a.sweep.empty()) {
     throw InputError("<command line>", "profile run", "give exactly one of --plan FILE or --sweep KIND");
@@ -115,6 +233,18 @@ void run_run_command(const RunArgs& a) {
   if (gpus == 0) throw InputError("<this machine>", "", "no CUDA device to profile: " + why);
   if (a.device < 0 || a.device >= gpus) {
     throw InputError("<command line>", "--device", fmt::format("this machine has CUDA devices 0..{}", gpus - 1));
+  }
+  const prof::MpiLaunch launch = prof::mpi_launch_from_env();
+  if (launch.active()) {
+#ifdef CALISIM_HAVE_MPI_PROFILER
+    run_mpi_command(a, launch);
+    return;
+#else
+    throw InputError("<this build>", "profile run under mpirun",
+                     fmt::format("launched as rank {} of {}, but this calisim was built without MPI; rebuild with "
+                                 "Open MPI installed (libopenmpi-dev) to measure collectives across nodes",
+                                 launch.rank, launch.size));
+#endif
   }
 
   prof::ProfilePlan plan;
@@ -132,69 +262,11 @@ void run_run_command(const RunArgs& a) {
   bo.allow_cupti = a.timer == "cupti";
   bo.loop.cold_l2 = !a.hot;
   bo.loop.warmup_runs = a.warmup;
-  bo.loop.rule.min_samples = a.min_samples;
-  bo.loop.rule.time_budget_s = a.budget_s;
-  bo.loop.rule.max_rel_stddev = a.max_rel_stddev;
+  bo.loop.rule = rule_from(a);
   prof::CudaBench bench(bo);  // subscribes CUPTI before any other CUDA work
   const prof::CudaEnvironment env = prof::describe_cuda(a.device);
-
-  std::string system_name = a.system.empty() ? prof::system_for_cuda_device(env.name) : a.system;
-  if (system_name.empty()) {
-    throw InputError("<command line>", "--system",
-                     fmt::format("no shipped system matches '{}'; name one (`calisim configs list`) so the "
-                                 "efficiencies have peaks to divide by",
-                                 env.name));
-  }
-  const std::string system_path = resolve_config(ConfigKind::system, system_name);
-  const SystemConfig sys = parse_system(read_json_file(system_path), system_path);
-
-  db::DeviceRecord dev;
-  dev.name = sys.device.name;
-  dev.sm_count = env.sm_count;
-  dev.peak_tflops = sys.device.peak_tflops;
-  dev.hbm_gb_s = sys.device.hbm_gb_s;
-  dev.memory_gb = sys.device.memory_gb;
-  dev.l2_mb = env.l2_mb;
-  dev.driver_version = env.driver_version;
-  dev.cuda_version = env.cuda_version;
-  dev.library_versions = env.library_versions;
-  prof::LinkBandwidth links{sys.scale_up.gpu_gb_s,
-                            sys.gpus_per_node > 0 ? sys.nics_per_node * sys.nic_gb_s / sys.gpus_per_node : 0.0};
-
-  prof::StoreOptions so;
-  so.retry_skipped = a.retry_skipped;
-  so.csv_path = a.csv;
-  so.notes = fmt::format("calisim profile run ({}); GPU '{}' (CUDA device {} of {}), sm_{}; timer {}; {} L2; "
-                         "driver {}, CUDA {}, {}",
-                         plan.description, env.name, a.device, gpus, env.compute_capability,
-                         bench.timer_description(), a.hot ? "hot" : "cold", env.driver_version, env.cuda_version,
-                         env.library_versions);
-  prof::ProfileStore store(a.db, dev, env.name, so);
-
-  fmt::print(stderr, "profiling {} kernels on {} (system {}, {} GPU(s)); timer {}; database {}\n", plan.kernels.size(),
-             env.name, system_name, gpus, bench.timer_description(), a.db);
-  prof::ProgressPrinter progress(stderr, isatty(fileno(stderr)) != 0);
-  prof::RunnerOptions ro;
-  ro.stop_requested = &g_stop;
-  ro.progress = &progress;
-  g_stop = false;
-  std::signal(SIGINT, on_sigint);
-  const prof::RunReport r = prof::run_plan(plan, bench, store, sys.device, links, ro);
-  std::signal(SIGINT, SIG_DFL);
-
-  fmt::print("{} planned: {} measured, {} skipped, {} already in {} ({}){}\n", r.planned, r.measured, r.skipped,
-             r.already_done, a.db, prof::format_duration(r.elapsed_s),
-             r.interrupted ? "; interrupted: rerun the same command to resume" : "");
-  // Skip reasons, grouped: the same reason for many keys is one line.
-  std::map<std::string, std::vector<std::string>> by_reason;
-  for (const auto& s : r.skips) {
-    const auto colon = s.find(": ");
-    by_reason[s.substr(colon + 2)].push_back(s.substr(0, colon));
-  }
-  for (const auto& [reason, keys] : by_reason) {
-    fmt::print("skipped {} ({}): {}\n", keys.size(), keys.front() + (keys.size() > 1 ? ", ..." : ""), reason);
-  }
-  for (const auto& t : r.throttled) fmt::print("throttled: {}\n", t);
+  const Target t = target_for(a, env);
+  run_and_report(a, plan, bench, t, env, "timer " + bench.timer_description(), gpus);
 }
 
 #else

@@ -33,17 +33,19 @@ std::string layout(const CandidateResult& r) {
   if (c.pp > 1 && (r.first_stage_layers != r.middle_stage_layers || r.last_stage_layers != r.middle_stage_layers)) {
     split = fmt::format("[{}|{}|{}]", r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers);
   }
-  return fmt::format("tp{} pp{}{} vpp{} cp{} ep{} dp{}", c.tp, c.pp, split, c.vpp, c.cp, c.ep, r.dp);
+  const std::string grid = c.tp_2d_rows ? fmt::format("({}x{} 2d)", c.tp_2d_rows, c.tp / c.tp_2d_rows) : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{} ep{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, c.ep, r.dp);
 }
 
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {
-  Table t({"#", "layout", "mbs", "m", "zero", "recompute", "step s", tokens_first ? "tok/s/GPU" : "MFU",
+  Table t({"#", "layout", "in domain", "mbs", "m", "zero", "recompute", "step s", tokens_first ? "tok/s/GPU" : "MFU",
            tokens_first ? "MFU" : "tok/s/GPU", "bubble", "first GB", "last GB"});
   int i = 0;
   for (const auto& r : top) {
     const std::string mfu = fmt::format("{:.1f}%", r.mfu * 100);
     const std::string tok = fmt::format("{:.0f}", r.tokens_per_s_per_gpu);
-    t.add_row({std::to_string(++i), layout(r), std::to_string(r.candidate.mbs), std::to_string(r.micro_batch_num),
+    t.add_row({std::to_string(++i), layout(r), domain_summary(r.placement, r.candidate.order),
+               std::to_string(r.candidate.mbs), std::to_string(r.micro_batch_num),
                std::to_string(r.candidate.zero), to_string(r.candidate.recompute), fmt::format("{:.4f}", r.step_time_s),
                tokens_first ? tok : mfu, tokens_first ? mfu : tok, fmt::format("{:.1f}%", r.bubble_fraction * 100),
                fmt::format("{:.1f}", r.first_stage_peak_gb), fmt::format("{:.1f}", r.last_stage_peak_gb)});
@@ -116,6 +118,7 @@ void run_search_command(const SearchArgs& a) {
     j["seq_len"] = base.seq_len;
     j["efficiency_db"] = eff.database.empty() ? nlohmann::json(nullptr) : nlohmann::json(eff.database);
     j["counts"] = {{"candidates", res.space_size}, {"illegal", res.illegal},     {"over_memory", res.too_big},
+                 {"equivalent_placement", res.equivalent},
                    {"feasible", res.feasible_count}, {"simulated", res.simulated}, {"pruned_by_bound", res.pruned}};
     j["elapsed_s"] = res.elapsed_s;
     j["candidates_per_s"] = rate;
@@ -130,10 +133,10 @@ void run_search_command(const SearchArgs& a) {
   fmt::print("calisim search: {} on {} x {} ({}), global batch {}, seq {}{}\n", model.model_name, space.world_size,
              system.device.name, system.name, space.global_batch_size, base.seq_len,
              eff.database.empty() ? "" : ", efficiencies from " + eff.database);
-  fmt::print("  {} candidates in {:.2f} s ({:.0f}/s{}): {} illegal, {} over memory, {} feasible ({} simulated, {} "
-             "skipped by the schedule bound)\n\n",
+  fmt::print("  {} candidates in {:.2f} s ({:.0f}/s{}): {} illegal, {} equivalent placements, {} over memory, {} "
+             "feasible ({} simulated, {} skipped by the schedule bound)\n\n",
              res.space_size, res.elapsed_s, rate, mpi.size() > 1 ? fmt::format(", {} MPI ranks", mpi.size()) : "",
-             res.illegal, res.too_big, res.feasible_count, res.simulated, res.pruned);
+             res.illegal, res.equivalent, res.too_big, res.feasible_count, res.simulated, res.pruned);
   if (!res.explanation.empty()) throw InputError("search", "", res.explanation);
   fmt::print("{}", top_table(res.top, opt.objective == SearchObjective::tokens));
   fmt::print("  peak memory per GPU {} (device {:.0f} GB{}); m = micro-batches per iteration\n",

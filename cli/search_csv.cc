@@ -14,8 +14,16 @@ const char* const kColumns[] = {"index", "tp", "pp", "vpp", "cp", "ep", "mbs", "
                                 "micro_batch_num", "first_stage_layers", "middle_stage_layers",
                                 "last_stage_layers", "step_time_s", "mfu", "tokens_per_s_per_gpu", "bubble_fraction",
                                 "tp_comm_s", "pp_comm_s", "dp_comm_s", "recompute_s", "first_stage_peak_gb",
-                                "last_stage_peak_gb", "max_peak_gb"};
+                                "last_stage_peak_gb", "max_peak_gb", "order", "tp_per_domain", "cp_per_domain",
+                                "dp_cp_per_domain", "ep_per_domain", "etp_per_domain", "edp_per_domain",
+                                "pp_per_domain", "pp_next_per_domain", "pp_ends_per_domain", "tp_2d_rows",
+                                "tp_2d_cols"};
 constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
+
+nlohmann::json placement_json(const RankPlacement& p) {
+  return {{"tp", p.tp}, {"cp", p.cp}, {"dp_cp", p.dense_dp}, {"ep", p.ep}, {"etp", p.etp}, {"edp", p.expert_dp},
+          {"pp", p.pp}, {"pp_next", p.pp_next}, {"pp_ends", p.pp_ends}};
+}
 
 }  // namespace
 
@@ -29,7 +37,11 @@ nlohmann::json search_candidate_json(const CandidateResult& r) {
           {"tokens_per_s_per_gpu", r.tokens_per_s_per_gpu}, {"bubble_fraction", r.bubble_fraction},
           {"tp_comm_exposed_s", r.tp_comm_s}, {"pp_comm_exposed_s", r.pp_comm_s}, {"dp_comm_exposed_s", r.dp_comm_s},
           {"recompute_s", r.recompute_s}, {"first_stage_peak_gb", r.first_stage_peak_gb},
-          {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb}};
+          {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb},
+          {"order", to_string(c.order)}, {"in_domain", domain_summary(r.placement, c.order)},
+          {"ranks_per_domain", placement_json(r.placement)},
+          {"tensor_parallel_mode", c.tp_2d_rows ? "2d" : "1d"}, {"tp_2d_rows", c.tp_2d_rows ? c.tp_2d_rows : 1},
+          {"tp_2d_cols", c.tp_2d_rows ? c.tp / c.tp_2d_rows : 1}};
 }
 
 std::string search_csv_header() {
@@ -45,12 +57,14 @@ std::string search_csv_row(const CandidateResult& r) {
   const Candidate& c = r.candidate;
   // %.17g keeps doubles exact so merged shards rank exactly as one run would.
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
-                     "{:.17g},{:.17g},{:.17g}",
+                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{}",
                      r.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.mbs, r.dp, c.zero, to_string(c.recompute),
                      r.micro_batch_num, r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers,
                      r.step_time_s, r.mfu, r.tokens_per_s_per_gpu, r.bubble_fraction, r.tp_comm_s,
                      r.pp_comm_s, r.dp_comm_s, r.recompute_s, r.first_stage_peak_gb, r.last_stage_peak_gb,
-                     r.max_peak_gb);
+                     r.max_peak_gb, to_string(c.order), r.placement.tp, r.placement.cp, r.placement.dense_dp,
+                     r.placement.ep, r.placement.etp, r.placement.expert_dp, r.placement.pp, r.placement.pp_next,
+                     r.placement.pp_ends, c.tp_2d_rows, c.tp_2d_rows ? c.tp / c.tp_2d_rows : 0);
 }
 
 void write_search_csv(const std::string& path, const std::vector<CandidateResult>& rows) {
@@ -113,6 +127,21 @@ CandidateResult parse_search_csv_row(const std::string& line, const std::string&
   num(r.step_time_s), num(r.mfu), num(r.tokens_per_s_per_gpu), num(r.bubble_fraction);
   num(r.tp_comm_s), num(r.pp_comm_s), num(r.dp_comm_s), num(r.recompute_s), num(r.first_stage_peak_gb);
   num(r.last_stage_peak_gb), num(r.max_peak_gb);
+  std::string why;
+  const auto order = parse_rank_order(f[col], &why);
+  if (!order) throw InputError(path, fmt::format("line {}, column order", lineno), why);
+  c.order = *order;
+  ++col;
+  RankPlacement& p = r.placement;
+  num(p.tp), num(p.cp), num(p.dense_dp), num(p.ep), num(p.etp), num(p.expert_dp), num(p.pp), num(p.pp_next);
+  num(p.pp_ends);
+  num(c.tp_2d_rows);
+  int cols = 0;
+  num(cols);
+  if ((c.tp_2d_rows == 0) != (cols == 0) || (c.tp_2d_rows && c.tp_2d_rows * cols != c.tp)) {
+    throw InputError(path, fmt::format("line {}, column tp_2d_rows", lineno),
+                     "expected 0,0 (1D tensor parallelism) or a grid whose rows x cols equals tp");
+  }
   return r;
 }
 

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include "cli/config_catalog.h"
 #include "core/error.h"
 #include "simulator/config_loader.h"
@@ -30,6 +32,15 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
                   "none,selective,full)")
       ->delimiter(',');
   sub->add_option("--zero", a.zero, "ZeRO stages (default 1)")->delimiter(',');
+  sub->add_option("--tp-2d-rows", a.tp_2d_rows,
+                  "also try 2D (SUMMA) tensor parallelism with these grid rows (columns = tp / rows), e.g. 2,4; "
+                  "1D TP is always tried (default: 1D only)")
+      ->delimiter(',');
+  sub->add_option("--orders", a.orders,
+                  "rank orders (which groups share the NVLink domain): megatron (tp-cp-ep-dp-pp only), tp_first "
+                  "(default: the 24 orders with tp fastest), all (120), or orders such as tp-dp-cp-ep-pp; orders "
+                  "that place every group alike are simulated once")
+      ->delimiter(',');
   sub->add_option("--memory-margin-gb", a.memory_margin_gb, "GB per GPU a layout must leave free (SimuMax gmi_error)");
   sub->add_flag("--allocated-memory", a.allocated_memory,
                 "compare allocated peak memory with the device (default: reserved = allocated / mem_factor)");
@@ -74,11 +85,27 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   s.global_batch_size = a.global_batch_size;
   s.tp = a.tp, s.pp = a.pp, s.vpp = a.vpp, s.cp = a.cp, s.ep = a.ep, s.zero = a.zero;
   s.mbs.assign(a.mbs.begin(), a.mbs.end());
+  if (!a.tp_2d_rows.empty()) {
+    s.tp_2d_rows = {0};  // 1D always
+    for (int r : a.tp_2d_rows) {
+      if (r < 2) throw InputError("<command line>", "--tp-2d-rows", fmt::format("grid rows must be >= 2, got {}", r));
+      if (std::find(s.tp_2d_rows.begin(), s.tp_2d_rows.end(), r) == s.tp_2d_rows.end()) s.tp_2d_rows.push_back(r);
+    }
+  }
   for (const auto& r : a.recompute) {
     try {
       s.recompute.push_back(parse_recompute_choice(r));
     } catch (const std::invalid_argument& e) {
       throw InputError("<command line>", "--recompute", e.what());
+    }
+  }
+  for (const auto& o : a.orders) {
+    try {
+      for (const RankOrder& r : rank_order_list(o)) {
+        if (std::find(s.orders.begin(), s.orders.end(), r) == s.orders.end()) s.orders.push_back(r);
+      }
+    } catch (const std::invalid_argument& e) {
+      throw InputError("<command line>", "--orders", e.what());
     }
   }
   for (int z : s.zero) {

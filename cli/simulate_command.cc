@@ -11,6 +11,7 @@
 #include "cli/efficiency_source.h"
 #include "cli/table.h"
 #include "core/error.h"
+#include "simulator/collective_table.h"
 #include "simulator/result_json.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
@@ -28,6 +29,8 @@ struct SimulateArgs {
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
 std::string pct(double f) { return fmt::format("{:.1f}%", f * 100); }
+// "scaled (from NVIDIA A100 PCIe 80GB)" for kernels predicted from another device.
+std::string source_text(const OpReport& o) { return o.origin.empty() ? o.source : o.source + " (from " + o.origin + ")"; }
 
 std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_ops) {
   std::string out;
@@ -90,10 +93,20 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
       const double tflops = o.fwd_s > 0 && o.fwd_flops > 0 ? o.fwd_flops / o.fwd_s / 1e12 : 0;
       ops.add_row({std::string(o.name) + (o.recomputed ? " *" : ""), o.scope, ms(o.fwd_s), ms(o.bwd_s),
                    ms(o.fwd_comm_s + o.bwd_comm_s), tflops > 0 ? fmt::format("{:.1f}", tflops) : "-",
-                   fmt::format("{:.2f}", o.efficiency), o.source, fmt::format("{:.1f}", o.act_bytes / 1e6)});
+                   fmt::format("{:.2f}", o.efficiency), source_text(o), fmt::format("{:.1f}", o.act_bytes / 1e6)});
     }
     out += ops.render();
     out += "  (* = recomputed in recomputed layers; times per TP rank)\n\n";
+  }
+  if (with_ops && !r.collectives.empty()) {
+    Table ct({"collective", "bytes", "ranks", "per domain", "tier", "algorithm", "protocol", "time ms", "busbw GB/s",
+              "source"});
+    for (const CollectiveReport& c : r.collectives) {
+      ct.add_row({c.op, std::to_string(c.bytes), std::to_string(c.ranks), std::to_string(c.ranks_per_domain), c.tier,
+                  c.algorithm, c.protocol, ms(c.time_s), fmt::format("{:.1f}", c.busbw_gb_s), c.source});
+    }
+    out += ct.render();
+    out += "  (each distinct collective once, alone on its links; NCCL model of docs/comm.md)\n\n";
   }
 
   std::string src;
@@ -104,6 +117,9 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
          (r.efficiency_db.empty() ? " (no database: roofline defaults of the system file)"
                                   : " (database " + r.efficiency_db + ")") +
          "\n";
+  for (const auto& o : r.kernels_per_origin) {
+    out += fmt::format("  {} kernel lookups scaled from {}\n", o.kernels, o.origin);
+  }
   if (!r.roofline_keys.empty()) {
     out += fmt::format("  {} distinct kernel keys fell back to roofline (list with --json)\n", r.roofline_keys.size());
   }
@@ -122,6 +138,9 @@ void run(const SimulateArgs& a) {
   r.efficiency_db = db;
   r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
+  if (!a.no_ops || a.json) {
+    r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *eff);
+  }
   if (!a.trace_file.empty()) {
     std::ofstream out(a.trace_file);
     if (!out) throw InputError(a.trace_file, "--trace", "cannot write the trace file");

@@ -33,7 +33,15 @@ struct SweepArgs {
 
 std::string layout(const CandidateResult& r) {
   const Candidate& c = r.candidate;
-  return fmt::format("tp{} pp{} vpp{} dp{} mbs{} {}", c.tp, c.pp, c.vpp, r.dp, c.mbs, to_string(c.recompute));
+  return fmt::format("tp{} pp{} vpp{}{}{} dp{} mbs{} {} | domain {}", c.tp, c.pp, c.vpp,
+                     c.cp > 1 ? fmt::format(" cp{}", c.cp) : "", c.ep > 1 ? fmt::format(" ep{}", c.ep) : "", r.dp,
+                     c.mbs, to_string(c.recompute), domain_summary(r.placement, c.order));
+}
+
+// The placement columns of the hardware and scale CSVs: the rank order and what shares a domain.
+std::string placement_cells(bool feasible, const CandidateResult& r) {
+  if (!feasible) return ",";
+  return fmt::format("{},{}", to_string(r.candidate.order), domain_summary(r.placement, r.candidate.order));
 }
 
 void write_text(const std::string& path, const std::string& text) {
@@ -81,7 +89,7 @@ void run_hardware(const SweepArgs& a) {
   bar.finish();
 
   std::string csv = "parameter,value" + std::string(a.grid ? ",value2" : "") +
-                    ",feasible,step_time_s,mfu,tokens_per_s_per_gpu,layout,limit\n";
+                    ",feasible,step_time_s,mfu,tokens_per_s_per_gpu,layout,limit,order,in_domain\n";
   nlohmann::json js = nlohmann::json::array();
   std::string text = fmt::format("calisim sweep hardware: {} on {} x {} (base {}), global batch {}\n",
                                  in.model.model_name, in.lists.world_size, in.system.device.name, in.system.name,
@@ -103,13 +111,16 @@ void run_hardware(const SweepArgs& a) {
       } else {
         t.add_row({label, "-", "-", "-", "nothing fits", p.limit});
       }
-      csv += fmt::format("{},{:g}{},{},{:.9g},{:.9g},{:.9g},\"{}\",\"{}\"\n", pname, p.values[0],
+      csv += fmt::format("{},{:g}{},{},{:.9g},{:.9g},{:.9g},\"{}\",\"{}\",{}\n", pname, p.values[0],
                          a.grid ? fmt::format(",{:g}", p.values[1]) : "", p.feasible ? 1 : 0,
                          p.feasible ? p.best.step_time_s : 0.0, p.feasible ? p.best.mfu : 0.0,
-                         p.feasible ? p.best.tokens_per_s_per_gpu : 0.0, p.feasible ? layout(p.best) : "", p.limit);
+                         p.feasible ? p.best.tokens_per_s_per_gpu : 0.0, p.feasible ? layout(p.best) : "", p.limit,
+                         placement_cells(p.feasible, p.best));
       js.push_back({{"parameter", pname}, {"values", p.values}, {"feasible", p.feasible},
                     {"step_time_s", p.feasible ? p.best.step_time_s : 0.0}, {"mfu", p.feasible ? p.best.mfu : 0.0},
-                    {"layout", p.feasible ? layout(p.best) : ""}, {"limit", p.limit}});
+                    {"layout", p.feasible ? layout(p.best) : ""}, {"limit", p.limit},
+                    {"order", p.feasible ? to_string(p.best.candidate.order) : ""},
+                    {"in_domain", p.feasible ? domain_summary(p.best.placement, p.best.candidate.order) : ""}});
     }
     text += "\n" + t.render();
     if (!s.points.empty()) series.push_back(s);
@@ -170,7 +181,7 @@ void run_scale(const SweepArgs& a) {
   bar.finish();
   Table t({"system", "GPUs", "gbs", "step s", "MFU", "tok/s/GPU", "time to train", "GPU-hours", "best layout"});
   std::string csv = "system,gpus,global_batch_size,feasible,step_time_s,mfu,tokens_per_s_per_gpu,time_to_train_s,"
-                    "gpu_hours,layout\n";
+                    "gpu_hours,layout,order,in_domain\n";
   std::vector<Series> mfu_series, time_series;
   nlohmann::json js = nlohmann::json::array();
   for (const auto& p : pts) {
@@ -189,13 +200,15 @@ void run_scale(const SweepArgs& a) {
       t.add_row({p.system, std::to_string(p.gpus), std::to_string(p.global_batch_size), "-", "-", "-", "-", "-",
                  "nothing fits"});
     }
-    csv += fmt::format("\"{}\",{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},\"{}\"\n", p.system, p.gpus,
+    csv += fmt::format("\"{}\",{},{},{},{:.9g},{:.9g},{:.9g},{:.9g},{:.9g},\"{}\",{}\n", p.system, p.gpus,
                        p.global_batch_size, p.feasible ? 1 : 0, p.best.step_time_s, p.best.mfu,
-                       p.best.tokens_per_s_per_gpu, p.time_to_train_s, p.gpu_hours, p.feasible ? layout(p.best) : "");
+                       p.best.tokens_per_s_per_gpu, p.time_to_train_s, p.gpu_hours, p.feasible ? layout(p.best) : "",
+                       placement_cells(p.feasible, p.best));
     js.push_back({{"system", p.system}, {"gpus", p.gpus}, {"global_batch_size", p.global_batch_size},
                   {"feasible", p.feasible}, {"step_time_s", p.best.step_time_s}, {"mfu", p.best.mfu},
                   {"tokens_per_s_per_gpu", p.best.tokens_per_s_per_gpu}, {"time_to_train_s", p.time_to_train_s},
-                  {"gpu_hours", p.gpu_hours}, {"layout", p.feasible ? layout(p.best) : ""}});
+                  {"gpu_hours", p.gpu_hours}, {"layout", p.feasible ? layout(p.best) : ""},
+                  {"order", p.feasible ? to_string(p.best.candidate.order) : ""}});
   }
   if (!a.csv.empty()) write_text(a.csv, csv);
   if (!a.svg.empty()) {
@@ -237,7 +250,11 @@ void run_layout(const SweepArgs& a) {
   nlohmann::json js = nlohmann::json::array();
   const double cap = in.system.device.memory_gb - a.space.memory_margin_gb;
   for (const auto& s : steps) {
-    const std::string name = fmt::format("{} = {}{}", s.dimension, s.value, s.is_best ? " (best)" : "");
+    // An order step also names what it puts inside the domain.
+    const std::string placed = s.dimension == "order" && s.legal
+                                   ? fmt::format(" [{}]", domain_summary(s.result.placement, s.result.candidate.order))
+                                   : "";
+    const std::string name = fmt::format("{} = {}{}{}", s.dimension, s.value, placed, s.is_best ? " (best)" : "");
     if (!s.legal) {
       t.add_row({name, "-", "-", "-", "-", "-", "-", "-", "-", s.why_not});
     } else {

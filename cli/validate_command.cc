@@ -26,7 +26,7 @@ namespace {
 using namespace calisim::calibration;
 
 struct ValidateArgs {
-  std::string runs, db, report, source;
+  std::string runs, db, report, source, dump_dir;
   bool json = false;
 };
 
@@ -37,6 +37,21 @@ struct SystemEntry {
 };
 
 std::string pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
+
+// Writes the row's mapped inputs as DIR/<run>.{model,strategy,system}.json, so that
+// `calisim simulate --model DIR/S03.model.json ...` reproduces the row with the per-op table.
+void dump_inputs(const std::string& run_id, const MappedRun& m, const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  nlohmann::json system = read_json_file(resolve_config(ConfigKind::system, m.system));
+  system.merge_patch(m.system_patch);
+  const std::pair<const char*, const nlohmann::json*> docs[] = {
+      {"model", &m.model}, {"strategy", &m.strategy}, {"system", &system}};
+  for (const auto& [kind, doc] : docs) {
+    const std::string path = fmt::format("{}/{}.{}.json", dir, run_id, kind);
+    std::ofstream out(path);
+    if (!out || !(out << doc->dump(2) << "\n")) throw InputError(path, "--dump-inputs", "cannot write the file");
+  }
+}
 
 RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::string, SystemEntry>& systems) {
   const ModelLoader loader = [](const std::string& name) {
@@ -49,6 +64,7 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     return not_simulated(run, m, e.what());
   }
   if (!m.ok) return not_simulated(run, m, m.reason);
+  if (!a.dump_dir.empty()) dump_inputs(run.run_id, m, a.dump_dir);
   try {
     const std::string key = m.system + "|" + m.system_patch.dump();
     auto it = systems.find(key);
@@ -193,6 +209,8 @@ void register_validate(CLI::App& app) {
   sub->add_flag("--json", args->json, "print one JSON document instead of tables");
   sub->add_option("--report", args->report, "write a self-contained HTML report (inline SVG) to FILE");
   sub->add_option("--source", args->source, "only rows whose source contains SUBSTRING");
+  sub->add_option("--dump-inputs", args->dump_dir,
+                  "write each mapped row's model, strategy and system JSON to DIR (for calisim simulate)");
   sub->callback([args] { run(*args); });
 }
 

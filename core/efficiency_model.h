@@ -11,6 +11,10 @@
 // caller uses it alone; `roofline` values are datasheet derates and the caller takes
 // max(compute time, memory time).
 //
+// Values scaled from another GPU (rows of source `predicted` in the database) also say which
+// device(s) they came from: a small integer `origin` the model resolves with origin(id). An id
+// rather than a string keeps Efficiency a 16-byte value on the simulator's hot path.
+//
 // Implementations must be safe to call concurrently from many threads after construction
 // (strategy search shares one instance) and must not do I/O on these calls.
 #pragma once
@@ -26,9 +30,14 @@ enum class EfficiencySource : std::uint8_t { measured, interpolated, scaled, roo
 inline constexpr int kEfficiencySourceCount = 4;
 std::string_view to_string(EfficiencySource s);
 
+// Origin ids are 0 (no other device: this device's own data, or the roofline) or
+// 1 .. kOriginIdCount - 1; models with more distinct origins share the last id among them.
+inline constexpr int kOriginIdCount = 8;
+
 struct Efficiency {
   double value = 1.0;
   EfficiencySource source = EfficiencySource::roofline;
+  std::uint16_t origin = 0;  // 0, or an id for EfficiencyModel::origin()
 };
 
 class EfficiencyModel {
@@ -38,6 +47,12 @@ class EfficiencyModel {
   virtual Efficiency attention(const AttentionKey& key) const = 0;
   virtual Efficiency memory_op(const MemoryOpKey& key) const = 0;
   virtual Efficiency collective(const CollectiveKey& key) const = 0;
+  // The device(s) behind an origin id of this model's answers, e.g. "NVIDIA A100 PCIe 80GB";
+  // empty for 0 and for ids the model never gives. Not on the hot path (reports call it).
+  virtual std::string_view origin(std::uint32_t id) const {
+    (void)id;
+    return {};
+  }
 };
 
 }  // namespace calisim

@@ -2,9 +2,12 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <string>
+#include <string_view>
 #include <tuple>
 #include <unordered_map>
 #include <utility>
+#include <vector>
 
 #include "db/efficiency_db.h"
 
@@ -43,6 +46,49 @@ class BestOf {
 
 double capped(double e) { return std::min(e, 1.0); }
 
+// The device list of a predicted run's notes ("predicted from A, B by calisim-predictor-2; ...",
+// predictor/prediction_rows.h); the whole first clause when the notes do not follow that form.
+std::string predicted_from(const RunRecord& run) {
+  constexpr std::string_view kFrom = "predicted from ";
+  const std::string& n = run.notes;
+  if (n.rfind(kFrom, 0) == 0) {
+    const auto by = n.find(" by ", kFrom.size());
+    if (by != std::string::npos && by > kFrom.size()) return n.substr(kFrom.size(), by - kFrom.size());
+  }
+  const std::string first = n.substr(0, n.find(';'));
+  return first.empty() ? "another device (predicted run " + std::to_string(run.id) + ", no notes)" : first;
+}
+
+// Origin ids of the distinct predicted-from texts: 1, 2, ... up to kOriginIdCount - 1, the last
+// id shared (its text joins every further origin with "; ").
+class OriginTable {
+ public:
+  OriginTable() : names_(1) {}
+  std::uint16_t id_of(const std::string& name) {
+    for (std::size_t i = 1; i < names_.size(); ++i) {
+      if (names_[i] == name) return static_cast<std::uint16_t>(i);
+    }
+    if (names_.size() < static_cast<std::size_t>(kOriginIdCount)) {
+      names_.push_back(name);
+    } else {
+      names_.back() += "; " + name;
+    }
+    return static_cast<std::uint16_t>(names_.size() - 1);
+  }
+  std::string_view name(std::uint32_t id) const { return id < names_.size() ? names_[id] : std::string_view(); }
+
+ private:
+  std::vector<std::string> names_;  // [0] unused (no origin)
+};
+
+// A stored fit and how its answers are labelled.
+template <class Fit>
+struct Labelled {
+  Fit fit;
+  EfficiencySource source = EfficiencySource::interpolated;
+  std::uint16_t origin = 0;
+};
+
 // Collective fits are indexed by (op, tier, ranks) packed into one integer.
 std::uint64_t fit_code(CollectiveOp op, LinkTier tier, int ranks) {
   return (static_cast<std::uint64_t>(op) << 40) | (static_cast<std::uint64_t>(tier) << 32) |
@@ -55,21 +101,26 @@ class DbEfficiencyModel final : public EfficiencyModel {
                     std::shared_ptr<const EfficiencyModel> fallback)
       : fallback_(std::move(fallback)), hbm_gb_s_(device.hbm_gb_s) {
     if (!fallback_) throw std::invalid_argument("load_db_efficiency_model: fallback must not be null");
-    BestOf<GemmKey, double> gemm;
-    BestOf<AttentionKey, double> attention;
-    BestOf<CollectiveKey, double> collective;
-    BestOf<MemoryOpKey, double> memory;
-    BestOf<std::string, MemoryFit> memory_fits;
-    BestOf<std::uint64_t, CollectiveFit> collective_fits;
+    BestOf<GemmKey, Efficiency> gemm;
+    BestOf<AttentionKey, Efficiency> attention;
+    BestOf<CollectiveKey, Efficiency> collective;
+    BestOf<MemoryOpKey, Efficiency> memory;
+    BestOf<std::string, Labelled<MemoryFit>> memory_fits;
+    BestOf<std::uint64_t, Labelled<CollectiveFit>> collective_fits;
     for (const RunBatch& b : runs) {
       const auto rank = [&](std::int64_t n) { return Rank{static_cast<int>(b.run.source), b.run.started_at, n}; };
-      for (const auto& r : b.rows.gemm) gemm.offer(r.key, capped(r.efficiency), rank(r.stats.n));
-      for (const auto& r : b.rows.attention) attention.offer(r.key, capped(r.efficiency), rank(r.stats.n));
-      for (const auto& r : b.rows.collective) collective.offer(r.key, capped(r.efficiency), rank(r.stats.n));
-      for (const auto& r : b.rows.memory) memory.offer(r.key, capped(r.efficiency), rank(r.stats.n));
-      for (const auto& f : b.rows.memory_fits) memory_fits.offer(f.kind, f, rank(0));
+      const bool predicted = b.run.source == Source::predicted;
+      const std::uint16_t origin = predicted ? origins_.id_of(predicted_from(b.run)) : 0;
+      const EfficiencySource row_source = predicted ? EfficiencySource::scaled : EfficiencySource::measured;
+      const EfficiencySource fit_source = predicted ? EfficiencySource::scaled : EfficiencySource::interpolated;
+      const auto eff = [&](double e) { return Efficiency{capped(e), row_source, origin}; };
+      for (const auto& r : b.rows.gemm) gemm.offer(r.key, eff(r.efficiency), rank(r.stats.n));
+      for (const auto& r : b.rows.attention) attention.offer(r.key, eff(r.efficiency), rank(r.stats.n));
+      for (const auto& r : b.rows.collective) collective.offer(r.key, eff(r.efficiency), rank(r.stats.n));
+      for (const auto& r : b.rows.memory) memory.offer(r.key, eff(r.efficiency), rank(r.stats.n));
+      for (const auto& f : b.rows.memory_fits) memory_fits.offer(f.kind, {f, fit_source, origin}, rank(0));
       for (const auto& f : b.rows.collective_fits) {
-        collective_fits.offer(fit_code(f.op, f.tier, f.ranks), f, rank(0));
+        collective_fits.offer(fit_code(f.op, f.tier, f.ranks), {f, fit_source, origin}, rank(0));
       }
     }
     gemm.move_into(gemm_);
@@ -80,54 +131,70 @@ class DbEfficiencyModel final : public EfficiencyModel {
     collective_fits.move_into(collective_fits_);
   }
 
-  Efficiency gemm(const GemmKey& key) const override { return exact(gemm_, key, &EfficiencyModel::gemm); }
+  Efficiency gemm(const GemmKey& key) const override {
+    if (auto it = gemm_.find(key); it != gemm_.end()) return it->second;
+    // A shape measured with its dimensions padded up to a multiple of 8 (SimuMax's grouped-GEMM
+    // tables round tokens per expert so) runs the same tile grid: the extra rows are masked lanes of
+    // the last tile. Same time, so the efficiency scales by the FLOP ratio.
+    GemmKey padded = key;
+    for (std::int64_t* dim : {&padded.m, &padded.n, &padded.k}) *dim = (*dim + 7) / 8 * 8;
+    if (padded == key) return fallback_->gemm(key);
+    auto it = gemm_.find(padded);
+    if (it == gemm_.end()) return fallback_->gemm(key);
+    Efficiency e = it->second;
+    e.value *= key.flops() / padded.flops();
+    return e;
+  }
 
   Efficiency attention(const AttentionKey& key) const override {
     return exact(attention_, key, &EfficiencyModel::attention);
   }
 
   Efficiency memory_op(const MemoryOpKey& key) const override {
-    if (auto it = memory_.find(key); it != memory_.end()) return {it->second, EfficiencySource::measured};
+    if (auto it = memory_.find(key); it != memory_.end()) return it->second;
     auto fit = memory_fits_.find(key.kind);
     if (fit == memory_fits_.end()) fit = memory_fits_.find("default");
     if (fit == memory_fits_.end() || key.bytes <= 0) return fallback_->memory_op(key);
-    const MemoryFit& f = fit->second;
+    const MemoryFit& f = fit->second.fit;
     const double bytes = static_cast<double>(key.bytes);
     const double t = f.latency_us * 1e-6 + bytes / (f.efficiency * f.bandwidth_gb_s * 1e9);
     const double ceiling_gb_s = hbm_gb_s_ > 0 ? hbm_gb_s_ : f.bandwidth_gb_s;
-    return {capped(bytes / t / (ceiling_gb_s * 1e9)), EfficiencySource::interpolated};
+    return {capped(bytes / t / (ceiling_gb_s * 1e9)), fit->second.source, fit->second.origin};
   }
 
   Efficiency collective(const CollectiveKey& key) const override {
-    if (auto it = collective_.find(key); it != collective_.end()) return {it->second, EfficiencySource::measured};
+    if (auto it = collective_.find(key); it != collective_.end()) return it->second;
     const LinkTier tier = key.ranks > key.ranks_per_node ? LinkTier::inter_node : LinkTier::intra_node;
     auto fit = collective_fits_.find(fit_code(key.op, tier, key.ranks));
     if (fit == collective_fits_.end()) {
       fit = collective_fits_.find(fit_code(key.op, tier, 0));
     }
     if (fit == collective_fits_.end() || key.bytes <= 0) return fallback_->collective(key);
-    const CollectiveFit& f = fit->second;
+    const CollectiveFit& f = fit->second.fit;
     const double wire_bytes = static_cast<double>(key.bytes) * bus_factor(key.op, key.ranks);
-    if (wire_bytes <= 0) return {capped(f.efficiency), EfficiencySource::interpolated};
+    if (wire_bytes <= 0) return {capped(f.efficiency), fit->second.source, fit->second.origin};
     const double t = f.latency_us * 1e-6 + wire_bytes / (f.efficiency * f.link_gb_s * 1e9);
-    return {capped(wire_bytes / t / (f.link_gb_s * 1e9)), EfficiencySource::interpolated};
+    return {capped(wire_bytes / t / (f.link_gb_s * 1e9)), fit->second.source, fit->second.origin};
   }
+
+  std::string_view origin(std::uint32_t id) const override { return origins_.name(id); }
 
  private:
   template <class Map, class Key>
   Efficiency exact(const Map& map, const Key& key, Efficiency (EfficiencyModel::*miss)(const Key&) const) const {
-    if (auto it = map.find(key); it != map.end()) return {it->second, EfficiencySource::measured};
+    if (auto it = map.find(key); it != map.end()) return it->second;
     return (fallback_.get()->*miss)(key);
   }
 
   std::shared_ptr<const EfficiencyModel> fallback_;
   double hbm_gb_s_;
-  std::unordered_map<GemmKey, double> gemm_;
-  std::unordered_map<AttentionKey, double> attention_;
-  std::unordered_map<CollectiveKey, double> collective_;
-  std::unordered_map<MemoryOpKey, double> memory_;
-  std::unordered_map<std::string, MemoryFit> memory_fits_;
-  std::unordered_map<std::uint64_t, CollectiveFit> collective_fits_;
+  OriginTable origins_;  // filled before the maps (the constructor's loop assigns the ids)
+  std::unordered_map<GemmKey, Efficiency> gemm_;
+  std::unordered_map<AttentionKey, Efficiency> attention_;
+  std::unordered_map<CollectiveKey, Efficiency> collective_;
+  std::unordered_map<MemoryOpKey, Efficiency> memory_;
+  std::unordered_map<std::string, Labelled<MemoryFit>> memory_fits_;
+  std::unordered_map<std::uint64_t, Labelled<CollectiveFit>> collective_fits_;
 };
 
 }  // namespace

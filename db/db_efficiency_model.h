@@ -5,12 +5,18 @@
 // instance serves many simulator threads. Resolution, per ARCHITECTURE.md:
 //   1. an exact key measured on this device              -> source `measured`
 //      (several rows for one key: the best by db::Source order, then newest run, then most samples)
+//      GEMMs also match a row measured at m, n, k padded up to multiples of 8 (same tile grid, so the
+//      same time; efficiency scaled by the FLOP ratio)
 //   2. memory ops and collectives only: a size-independent bandwidth fit of this device
 //      (memory: the op's kind, else "default"; collectives: the op over the tier the group
 //      spans, for its group size, else any size), evaluated at the key's size, latency
 //      included                                          -> source `interpolated`
 //   3. anything else                                     -> `fallback`'s answer, unchanged.
 // Stored efficiencies above 1 (possible in imported tables) are capped at 1.
+// Rows and fits of runs of source `predicted` (written by `calisim predict`) answer with source
+// `scaled` instead of `measured` / `interpolated`, and with an origin id (core/efficiency_model.h)
+// naming the device(s) they were predicted from, read from the run's notes ("predicted from A, B
+// by ..."); origin(id) returns that text. Fallback answers keep the fallback's origin id.
 #pragma once
 
 #include <memory>

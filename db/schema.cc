@@ -126,7 +126,31 @@ CREATE INDEX collective_fits_by_run ON collective_fits(run_id);
 )sql";
 }
 
-std::string migration(int version) { return version == 1 ? migration_1() : migration_2(); }
+// Version 3: trace runs (libcalisim_trace.so): one row per kernel a traced program ran (db/trace_store.h).
+std::string migration_3() {
+  return R"sql(
+CREATE TABLE trace_kernels (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  class TEXT NOT NULL CHECK (class IN ('gemm','attention','nccl','elementwise','memcpy','other')),
+  device INTEGER NOT NULL, stream INTEGER NOT NULL,
+  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+  block_x INTEGER NOT NULL, block_y INTEGER NOT NULL, block_z INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_s REAL NOT NULL,
+  nvtx_range TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX trace_kernels_by_run ON trace_kernels(run_id, class);
+)sql";
+}
+
+std::string migration(int version) {
+  switch (version) {
+    case 1: return migration_1();
+    case 2: return migration_2();
+    default: return migration_3();
+  }
+}
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <optional>
 
 #include "db/key_text.h"
+#include "profiler/attention_bench.h"
 #include "profiler/cuda_timer.h"
 #include "profiler/cupti_timer.h"
 #include "profiler/gemm_bench.h"
@@ -59,6 +60,7 @@ struct CudaBench::State {
   std::unique_ptr<L2Flush> flush;
   std::unique_ptr<MeasureLoop> loop;
   std::unique_ptr<GemmBench> gemm;
+  std::unique_ptr<AttentionBench> attention;
   std::unique_ptr<MemoryBench> memory;
   std::unique_ptr<NcclBench> nccl;
   std::string nccl_unavailable;  // set once NCCL failed to start
@@ -81,12 +83,14 @@ CudaBench::CudaBench(const CudaBenchOptions& options) : s_(std::make_unique<Stat
   s_->flush = std::make_unique<L2Flush>(options.device);
   s_->loop = std::make_unique<MeasureLoop>(s_->stream, *s_->timer, *s_->nvml, *s_->flush, options.loop);
   s_->gemm = std::make_unique<GemmBench>(*s_->loop);
+  s_->attention = std::make_unique<AttentionBench>(*s_->loop);
   s_->memory = std::make_unique<MemoryBench>(*s_->loop);
 }
 
 CudaBench::~CudaBench() {
   s_->nccl.reset();
   s_->gemm.reset();
+  s_->attention.reset();
   if (s_->stream) cudaStreamDestroy(s_->stream);
 }
 
@@ -105,9 +109,8 @@ Measurement CudaBench::measure(const PlannedKernel& kernel) {
       m = s_->memory->measure(db::parse_memory_key(kernel.key));
       break;
     case db::KeyKind::attention:
-      return Measurement::skipped_because(
-          "attention is not measured by this build: the cuDNN SDPA benchmark is not implemented yet "
-          "(docs/profiling.md, 'What is not measured yet')");
+      m = s_->attention->measure(db::parse_attention_key(kernel.key));
+      break;
     case db::KeyKind::collective: {
       const int gpus = cuda_device_count();
       const CollectiveKey key = db::parse_collective_key(kernel.key);

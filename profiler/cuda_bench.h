@@ -2,8 +2,8 @@
 //
 // It owns one measuring stream on `device`, the sample timer (CUPTI when this process can
 // subscribe, else CUDA events, and every row says which and why), NVML, the L2 flush and the
-// GEMM / memory benchmarks; the NCCL benchmark over all visible GPUs is created on the first
-// collective. Attention keys are recorded as skipped until the cuDNN SDPA benchmark exists.
+// GEMM / attention (cuDNN SDPA) / memory benchmarks; the NCCL benchmark over all visible GPUs is
+// created on the first collective.
 #pragma once
 
 #include <memory>

@@ -19,6 +19,7 @@
 #include "python/db_binding.h"
 #include "python/run_docs.h"
 #include "python/search_binding.h"
+#include "simulator/collective_table.h"
 #include "simulator/config_loader.h"
 #include "simulator/result_json.h"
 #include "simulator/simulate.h"
@@ -95,6 +96,7 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
   r.efficiency_db = source.database;
   r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
+  if (details) r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *source.model);
   return {to_json(r).dump(), trace ? chrome_trace(r).dump() : std::string()};
 }
 

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "simulator/json_fields.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim {
 
@@ -142,6 +143,8 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.interleaving_size = static_cast<int>(r.positive_int_or("interleaving_size", 1));
   s.num_layers_in_first_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_first_pipeline_stage", 0));
   s.num_layers_in_last_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_last_pipeline_stage", 0));
+  s.account_for_embedding_in_pipeline_split = r.bool_or("account_for_embedding_in_pipeline_split", false);
+  s.account_for_loss_in_pipeline_split = r.bool_or("account_for_loss_in_pipeline_split", false);
   s.zero_state = static_cast<int>(r.nonneg_int_or("zero_state", 1));
   if (s.zero_state > 3) {
     r.fail("zero_state", fmt::format("expected 0 (replicated optimizer), 1 (distributed optimizer), 2 (+ sharded "
@@ -153,6 +156,30 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   else if (cp_type == "a2a") s.cp_comm_type = CpCommType::a2a;
   else r.fail("cp_comm_type", "expected \"p2p\" (ring attention) or \"a2a\" (Ulysses); \"allgather\" and "
                               "\"a2a+p2p\" are not modeled, got \"" + cp_type + "\"");
+  {
+    // 2D (SUMMA) tensor parallelism: the grid is explicit so a reader sees which way it is split.
+    const std::string mode = r.string_or("tensor_parallel_mode", "1d");
+    if (mode == "1d") {
+      for (const char* key : {"tp_2d_rows", "tp_2d_cols"}) {
+        if (r.opt_int(key)) r.fail(key, "only valid with tensor_parallel_mode: \"2d\"");
+      }
+    } else if (mode == "2d") {
+      s.tp_mode = TensorParallelMode::two_d;
+      s.tp_2d_rows = static_cast<int>(r.req_positive_int("tp_2d_rows"));
+      s.tp_2d_cols = static_cast<int>(r.req_positive_int("tp_2d_cols"));
+    } else {
+      r.fail("tensor_parallel_mode",
+             "expected \"1d\" (Megatron column/row-parallel) or \"2d\" (SUMMA grid tp_2d_rows x tp_2d_cols), got \"" +
+                 mode + "\"");
+    }
+  }
+  {
+    // Megatron's rank order (initialize_model_parallel's `order`): which groups share a domain.
+    std::string why;
+    const auto order = parse_rank_order(r.string_or("order", to_string(kMegatronRankOrder)), &why);
+    if (!order) r.fail("order", why);
+    s.rank_order = *order;
+  }
 
   // MoE dispatch and overlap.
   const std::string disp = r.string_or("moe_dispatcher_policy", "all2all");
@@ -193,6 +220,21 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
     r.fail("pp_comm_async", "contradicts overlap_p2p_comm (SimuMax's name for the same switch); give one of them");
   }
   s.overlap_p2p_comm = p2p_overlap.value_or(p2p_async.value_or(true));
+  for (const char* key : {"nccl_algo", "nccl_proto"}) {
+    const auto list = r.opt_string(key);
+    if (!list) continue;
+    const bool algo = std::string(key) == "nccl_algo";
+    std::string_view bad;
+    const auto bits = algo ? parse_algo_list(*list, &bad) : parse_proto_list(*list, &bad);
+    if (!bits || *bits == 0) {
+      r.fail(key, std::string(algo ? "expected NCCL_ALGO syntax: names from ring, tree, nvls, nvls_tree, collnet, "
+                                     "collnet_direct, collnet_chain, comma-separated, optionally prefixed by ^"
+                                   : "expected NCCL_PROTO syntax: names from LL, LL128, Simple, comma-separated, "
+                                     "optionally prefixed by ^") +
+                      (bits ? " (this leaves nothing enabled)" : ", got unknown name \"" + std::string(bad) + "\""));
+    }
+    (algo ? s.nccl.algos : s.nccl.protos) = *bits;
+  }
 
   // Offload.
   s.cpu_offloading_num_layers = static_cast<int>(r.nonneg_int_or("cpu_offloading_num_layers", 0));
@@ -272,11 +314,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.mem_factor = r.fraction_or("mem_factor", 0.94);
 
   // SimuMax / Megatron fields accepted for compatibility that do not change our results: the
-  // per-dimension network selectors (calisim picks the tier from the topology) and the pipeline
-  // split accounting switches (the split is given explicitly by num_layers_in_*_pipeline_stage).
+  // per-dimension network selectors (calisim picks the tier from the topology).
   r.accept_not_modeled({"tp_net", "pp_net", "dp_net", "ep_net", "etp_net", "edp_net", "cache_groupgemm_col_fp8_inputs",
-                        "offload_groupgemm_col_inputs", "pp_schedule", "attention_sparse_ratio",
-                        "account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"});
+                        "offload_groupgemm_col_inputs", "pp_schedule", "attention_sparse_ratio"});
   s.not_modeled_fields = r.finish();
 
   // Values of not-modeled fields that would change results are errors, not warnings.
@@ -291,11 +331,6 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   }
   if (doc.contains("pp_schedule") && doc["pp_schedule"].is_string() && doc["pp_schedule"].get<std::string>() != "1f1b") {
     r.fail("pp_schedule", "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled");
-  }
-  for (const char* k : {"account_for_embedding_in_pipeline_split", "account_for_loss_in_pipeline_split"}) {
-    if (doc.contains(k) && doc[k].is_boolean() && doc[k].get<bool>()) {
-      r.fail(k, "not modeled; give the split explicitly with num_layers_in_first/last_pipeline_stage");
-    }
   }
   return s;
 }
@@ -372,8 +407,9 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     if (launch && *launch < 0) e.fail("kernel_launch_us", "expected a non-negative number of microseconds");
     s.kernel_launch_us = launch.value_or(0);
     auto slow = e.opt_number("comm_compute_slowdown");
-    if (slow && (*slow < 0 || *slow >= 1)) {
-      e.fail("comm_compute_slowdown", "expected a fraction in [0, 1): compute slowdown while communication runs beside it");
+    // 1 = no effective overlap (the pair runs back to back), the upper end of overlap.h's contract.
+    if (slow && (*slow < 0 || *slow > 1)) {
+      e.fail("comm_compute_slowdown", "expected a fraction in [0, 1]: compute slowdown while communication runs beside it");
     }
     s.comm_compute_slowdown = slow.value_or(0);
     e.finish();
@@ -385,11 +421,20 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     {
       FieldReader u(up, file, "network.scale_up");
       s.scale_up_domain_size = static_cast<int>(u.req_positive_int("domain_size"));
+      if (auto kind = u.opt_string("kind")) {
+        const auto k = parse_scale_up_kind(*kind);
+        if (!k) u.fail("kind", "expected \"nvswitch\", \"nvlink\" or \"pcie\", got \"" + *kind + "\"");
+        s.topology.scale_up_kind = *k;
+      }
+      s.topology.nvls = u.bool_or("nvls", false);
+      if (s.topology.nvls && s.topology.scale_up_kind != ScaleUpKind::nvswitch) {
+        u.fail("nvls", "NVLink SHARP needs an NVSwitch domain (kind \"nvswitch\")");
+      }
     }
-    // Re-read the tier (domain_size is the one extra field of scale_up).
+    // Re-read the tier (domain_size and the topology fields are the extra fields of scale_up).
     {
       nlohmann::json tier = up;
-      tier.erase("domain_size");
+      for (const char* k : {"domain_size", "kind", "nvls"}) tier.erase(k);
       nlohmann::json holder = {{"scale_up", tier}};
       FieldReader h(holder, file, "network");
       s.scale_up = parse_tier(h, "scale_up", file, true);
@@ -402,11 +447,30 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
       s.nics_per_node = static_cast<int>(o.req_positive_int("nics_per_node"));
       s.nic_gb_s = o.req_number("nic_gb_s");
       if (s.nic_gb_s <= 0) o.fail("nic_gb_s", "expected a positive number of GB/s per NIC, one direction");
-      for (const char* k : {"gpus_per_node", "nics_per_node", "nic_gb_s"}) tier.erase(k);
+      if (auto fabric = o.opt_string("fabric")) {
+        const auto f = parse_fabric_kind(*fabric);
+        if (!f) o.fail("fabric", "expected \"rail_optimized\" or \"fat_tree\", got \"" + *fabric + "\"");
+        s.topology.fabric = *f;
+      }
+      if (auto over = o.opt_number("oversubscription")) {
+        if (*over < 1) o.fail("oversubscription", "expected a ratio >= 1 (1 = non-blocking), got " + std::to_string(*over));
+        s.topology.oversubscription = *over;
+      }
+      s.topology.in_network_reduction = o.bool_or("in_network_reduction", false);
+      s.topology.pxn = o.bool_or("pxn", true);
+      for (const char* k : {"gpus_per_node", "nics_per_node", "nic_gb_s", "fabric", "oversubscription",
+                            "in_network_reduction", "pxn"}) {
+        tier.erase(k);
+      }
       nlohmann::json holder = {{"scale_out", tier}};
       FieldReader h(holder, file, "network");
       s.scale_out = parse_tier(h, "scale_out", file, false);
       s.scale_out.gpu_gb_s = s.nic_gb_s * s.nics_per_node / s.gpus_per_node;
+    }
+    if (auto arch = n.opt_string("nccl_arch")) {
+      const auto a = parse_nccl_arch(*arch);
+      if (!a) n.fail("nccl_arch", "expected \"volta\", \"ampere\", \"hopper\" or \"blackwell\", got \"" + *arch + "\"");
+      s.topology.arch = *a;
     }
     n.finish();
   }
@@ -425,6 +489,41 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
   r.finish();
   return s;
 }
+
+namespace {
+
+// 2D tensor parallelism (simulator/layer_ops_tp2d.h): the grid, and what it is modeled for.
+void validate_tp_2d(const ModelConfig& model, const StrategyConfig& s, const std::string& sfile,
+                    const std::string& mfile) {
+  auto fail = [&](const std::string& field, const std::string& problem) { throw InputError(sfile, field, problem); };
+  const int rows = s.tp_2d_rows, cols = s.tp_2d_cols;
+  if (rows * cols != s.tp_size) {
+    fail("tp_2d_rows", fmt::format("tp_2d_rows x tp_2d_cols ({} x {} = {}) must equal tp_size ({})", rows, cols,
+                                   rows * cols, s.tp_size));
+  }
+  if (model.is_moe || model.attention_type == AttentionType::mla || model.mtp_num_layers > 0) {
+    fail("tensor_parallel_mode", fmt::format("2d tensor parallelism is modeled for dense MHA/GQA models without MTP; "
+                                             "{} is MoE, MLA or has MTP layers (use \"1d\")", mfile));
+  }
+  if (s.cp_size > 1) fail("cp_size", "2d tensor parallelism with context parallelism is not modeled; use cp_size 1");
+  if (!s.use_flash_sdp) fail("use_flash_sdp", "2d tensor parallelism needs use_flash_sdp: true");
+  if (s.tp_size > 1 && !s.sequence_parallel) {
+    fail("enable_sequence_parallel", "2d tensor parallelism shards activations over the whole grid (it includes "
+                                     "sequence parallelism); set enable_sequence_parallel: true");
+  }
+  if (rows > 1 && s.seq_len % (2 * rows * cols) != 0) {
+    fail("seq_len", fmt::format("seq_len ({}) must be divisible by 2 x tp_2d_rows x tp_2d_cols = {} (the column group "
+                                "splits each sequence into 2 x rows causal chunks, the row group splits those)",
+                                s.seq_len, 2 * rows * cols));
+  }
+  if (model.hidden_size % s.tp_size != 0 || model.intermediate_size % s.tp_size != 0) {
+    fail("tp_2d_rows", fmt::format("hidden_size ({}) and intermediate_size ({}) of {} must be divisible by "
+                                   "tp_size ({}) for the 2d weight blocks",
+                                   model.hidden_size, model.intermediate_size, mfile, s.tp_size));
+  }
+}
+
+}  // namespace
 
 void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::string& sfile, const std::string& mfile) {
   auto fail = [&](const std::string& field, const std::string& problem) { throw InputError(sfile, field, problem); };
@@ -460,6 +559,7 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                                        model.head_num / s.tp_size, model.kv_head_num / s.tp_size, s.cp_size));
     }
   }
+  if (s.tp_mode == TensorParallelMode::two_d) validate_tp_2d(model, s, sfile, mfile);
   if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
     fail("tp_comm_overlap", "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");
   }
@@ -483,6 +583,12 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     }
   } else if (s.ep_size != 1 || s.etp_size != 1) {
     fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");
+  }
+  if (model.is_moe && pipeline_stride(s) != expert_pipeline_stride(s)) {
+    fail("order", fmt::format("\"{}\" gives dense layers pipeline stages {} ranks apart but expert layers {} (the "
+                              "product of the sizes ordered before pp: tp, cp, dp for dense layers; etp, ep, edp for "
+                              "experts); Megatron needs one set of pipeline groups: order pp after ep and dp",
+                              to_string(s.rank_order), pipeline_stride(s), expert_pipeline_stride(s)));
   }
   if (model.attention_type == AttentionType::mla && model.head_num % s.tp_size != 0) {
     fail("tp_size", fmt::format("head_num ({}, {}) must be divisible by tp_size ({})", model.head_num, mfile, s.tp_size));
@@ -517,8 +623,30 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     fail(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
          "uneven pipeline stages need pp_size > 1");
   }
+  const bool emb = s.account_for_embedding_in_pipeline_split, loss = s.account_for_loss_in_pipeline_split;
+  if (emb || loss) {
+    // Megatron: (layer_num + embedding + loss) / (pp·vpp) layers per virtual chunk, one fewer in
+    // the first chunk (embedding) and the last chunk (loss); a chunk may be left with none.
+    const char* field = emb ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
+    if (p == 1) fail(field, "counting the embedding or the loss as a layer needs pp_size > 1");
+    if (first || last) fail(field, "cannot be combined with num_layers_in_first/last_pipeline_stage (Megatron rejects both)");
+    const int chunks = p * v, counted = L + (emb ? 1 : 0) + (loss ? 1 : 0);
+    if (counted % chunks != 0) {
+      fail(field, fmt::format("layer_num {} plus the embedding/loss ({} in all) does not divide over pp_size * "
+                              "interleaving_size = {} chunks",
+                              L, counted, chunks));
+    }
+    s.layers_per_chunk.assign(static_cast<std::size_t>(chunks), counted / chunks);
+    if (emb) --s.layers_per_chunk.front();
+    if (loss) --s.layers_per_chunk.back();
+    if (L < 1 || *std::min_element(s.layers_per_chunk.begin(), s.layers_per_chunk.end()) < 0) {
+      fail(field, "not enough layers for the embedding/loss chunks");
+    }
+  }
   std::vector<int> stage_layers(p, 0);
-  if (!first && !last) {
+  if (emb || loss) {
+    // layers_per_chunk is set above.
+  } else if (!first && !last) {
     if (L % p != 0) {
       fail("pp_size", fmt::format("layer_num ({}) is not divisible by pp_size ({}); set "
                                   "num_layers_in_first/last_pipeline_stage for an uneven split",
@@ -539,16 +667,18 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     if (first) stage_layers[0] = first;
     if (last) stage_layers[p - 1] = last;
   }
-  for (int i = 0; i < p; ++i) {
+  for (int i = 0; i < p && !(emb || loss); ++i) {
     if (stage_layers[i] % v != 0) {
       fail("interleaving_size", fmt::format("pipeline stage {} has {} layers, not divisible into interleaving_size {} "
                                             "chunks",
                                             i, stage_layers[i], v));
     }
   }
-  s.layers_per_chunk.assign(static_cast<std::size_t>(p) * v, 0);
-  for (int c = 0; c < v; ++c) {
-    for (int i = 0; i < p; ++i) s.layers_per_chunk[static_cast<std::size_t>(c) * p + i] = stage_layers[i] / v;
+  if (!(emb || loss)) {
+    s.layers_per_chunk.assign(static_cast<std::size_t>(p) * v, 0);
+    for (int c = 0; c < v; ++c) {
+      for (int i = 0; i < p; ++i) s.layers_per_chunk[static_cast<std::size_t>(c) * p + i] = stage_layers[i] / v;
+    }
   }
   if (s.cpu_offloading_num_layers > 0) {
     int fewest = L;

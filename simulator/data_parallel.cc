@@ -2,16 +2,17 @@
 
 #include <algorithm>
 
-#include "simulator/comm_model.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim {
 
 DpGroups dp_groups(const StrategyConfig& st, int domain) {
   DpGroups g;
+  const RankPlacement placed = place_ranks(st, domain);
   g.dense_ranks = st.dp_size * st.cp_size;
-  g.dense_per_domain = ranks_per_domain(g.dense_ranks, st.tp_size, domain);
+  g.dense_per_domain = placed.dense_dp;
   g.expert_ranks = st.edp_size;
-  g.expert_per_domain = ranks_per_domain(g.expert_ranks, st.ep_size * st.etp_size, domain);
+  g.expert_per_domain = placed.expert_dp;
   return g;
 }
 

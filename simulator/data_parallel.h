@@ -2,8 +2,9 @@
 // ZeRO-0 (replicated), ZeRO-1 (Megatron's distributed optimizer), ZeRO-2 (+ sharded gradients),
 // ZeRO-3 / FSDP (+ sharded parameters, gathered per layer in forward and backward).
 //
-// Dense parameters reduce over the dp·cp group (stride tp), routed-expert parameters over the
-// expert-data-parallel group (stride ep·etp); the two run one after the other.
+// Dense parameters reduce over the dp·cp group, routed-expert parameters over the
+// expert-data-parallel group; the two run one after the other. How many ranks of each share a
+// scale-up domain follows the strategy's rank order (rank_placement.h).
 // Bytes: weights e (bf16/fp16) per parameter, main grads 4 (use_fp32_accum_grad) or e, Adam
 // state + fp32 master 12; gradients are reduced in fp32 unless grad_reduce_in_bf16.
 #pragma once

@@ -65,6 +65,11 @@ struct LayerOp {
   std::optional<CollectiveKey> bwd_comm_with_wgrad;  // overlapped with this op's wgrad GEMM (attention: its backward)
   bool fwd_comm_overlapped = false;  // fwd_comm runs beside this op's forward compute (TP overlap, CP ring)
   bool bwd_comm_overlapped = false;  // bwd_comm runs beside this op's dgrad (TP overlap)
+  // 2D (SUMMA) tensor parallelism: weight-panel collectives on the TP column group, issued in
+  // weight_comm_steps pipelined panels beside the GEMM (gather beside forward, re-gather beside
+  // dgrad, gradient reduce-scatter beside wgrad); the first panel cannot overlap (op_cost.cc).
+  std::optional<CollectiveKey> fwd_weight_comm, bwd_weight_comm_with_dgrad, bwd_weight_comm_with_wgrad;
+  int weight_comm_steps = 1;
 
   double fwd_flops() const;
   double bwd_flops() const;

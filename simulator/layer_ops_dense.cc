@@ -1,4 +1,5 @@
 // MHA/GQA attention (flash or unfused, with context parallelism) and the dense MLP.
+#include "simulator/layer_ops_tp2d.h"
 #include "simulator/op_builders.h"
 
 namespace calisim::ops {
@@ -57,18 +58,23 @@ LayerOp flash_attention(const Dims& d, const StrategyConfig& st, std::int64_t a,
   return op;
 }
 
-void add_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops) {
+void add_attention(const Dims& grid, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops) {
+  const Dims d = summa_row_view(grid);  // 2D TP: one row group's view (layer_ops_tp2d.h)
   const std::int64_t a = m.head_num / d.t, g = m.kv_head_num / d.t, hd = m.head_size;
   const bool fp8 = d.fp8 != Fp8Recipe::none;
   ops.push_back(norm(d, m, "input_norm", OpUnit::input_norm, d.Tsp, d.h));
-  push_gemm(d, ops, column_parallel(d, "qkv_proj", OpUnit::qkv, d.h, (a + 2 * g) * hd, d.h, fp8), "qkv_fp8_cast");
+  const std::int64_t qkv_out = (a + 2 * g) * hd;
+  push_gemm(d, ops, with_summa_weights(grid, column_parallel(d, "qkv_proj", OpUnit::qkv, d.h, qkv_out, d.h, fp8)),
+            "qkv_fp8_cast");
   if (m.position_embedding_type == PositionEmbedding::rope) {
     const double qk = static_cast<double>(d.T) * (a + g) * hd * d.e;
     // RoPE rewrites Q and K in place; the fused kernel keeps only the (shared) frequency table.
     ops.push_back(memory_op("rope", OpUnit::qkv, "rope_fwd", 2 * qk, "rope_bwd", 2 * qk, 0.0));
   }
   if (st.use_flash_sdp) {
-    ops.push_back(flash_attention(d, st, a, g, hd, hd));
+    LayerOp core = flash_attention(d, st, a, g, hd, hd);
+    apply_summa_attention(grid, d, g, hd, hd, core);
+    ops.push_back(std::move(core));
   } else {
     // Unfused ("math") attention: scores = Q·Kᵀ, softmax, dropout, context = P·V. K and V are
     // expanded to all query heads (Megatron repeats KV groups before the batched GEMMs).
@@ -106,14 +112,18 @@ void add_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st
     pv.transient_bytes = 2 * scores;  // dP and dS in backward
     ops.push_back(pv);
   }
-  push_gemm(d, ops, row_parallel(d, "out_proj", OpUnit::out_proj, a * hd, d.h, fp8), "out_proj_fp8_cast");
+  push_gemm(d, ops, with_summa_weights(grid, row_parallel(d, "out_proj", OpUnit::out_proj, a * hd, d.h, fp8)),
+            "out_proj_fp8_cast");
 }
 
-void add_dense_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::int64_t ffn, OpUnit unit,
+void add_dense_mlp(const Dims& grid, const ModelConfig& m, const StrategyConfig& st, std::int64_t ffn, OpUnit unit,
                    const MlpNames& names, std::vector<LayerOp>& ops) {
+  const Dims d = summa_row_view(grid);  // 2D TP: one row group's view (layer_ops_tp2d.h)
   const std::int64_t f = ffn / d.t;
   const bool fp8 = d.fp8 != Fp8Recipe::none;
-  push_gemm(d, ops, column_parallel(d, names.fc1, unit, d.h, m.use_swiglu ? 2 * f : f, d.h, fp8), names.fc1_cast);
+  const std::int64_t fc1_out = m.use_swiglu ? 2 * f : f;
+  push_gemm(d, ops, with_summa_weights(grid, column_parallel(d, names.fc1, unit, d.h, fc1_out, d.h, fp8)),
+            names.fc1_cast);
   const double y = static_cast<double>(d.T) * f * d.e;
   const double x = m.use_swiglu ? 2 * y : y;
   // Activation keeps its input (GeLU: fc1 output; SwiGLU: gate and up halves). Unfused SwiGLU
@@ -124,7 +134,7 @@ void add_dense_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st
     ops.push_back(memory_op(names.act, unit, m.use_swiglu ? "swiglu_fwd" : "gelu_fwd", x + y,
                             m.use_swiglu ? "swiglu_bwd" : "gelu_bwd", 2 * x + y, x));
   }
-  push_gemm(d, ops, row_parallel(d, names.fc2, unit, f, d.h, fp8), names.fc2_cast);
+  push_gemm(d, ops, with_summa_weights(grid, row_parallel(d, names.fc2, unit, f, d.h, fp8)), names.fc2_cast);
 }
 
 }  // namespace calisim::ops

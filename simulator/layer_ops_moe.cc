@@ -14,9 +14,11 @@
 //   dispatch / combine all-to-all over e ranks, S = R·load·h·bytes (forward and backward each);
 //   ETP all-gather / reduce-scatter over etp ranks, S = X·h·bytes;
 //   all-gather dispatcher: all-gather then reduce-scatter of the e·Tsp tokens over the EP group.
+// Layout copies: permute (Tsp in, R out), with the all-to-all dispatcher and E/e > 1 the chunk
+// sort after dispatch and its inverse before combine (X tokens read and written; the same
+// row-gather kernel family as the permute, so its memory kinds), unpermute.
 #include <cmath>
 
-#include "simulator/comm_model.h"
 #include "simulator/op_builders.h"
 
 namespace calisim::ops {
@@ -43,7 +45,9 @@ LayerOp comm_only(const char* name, OpUnit unit, CommGroup group, const Collecti
 
 }  // namespace
 
-void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, int domain, std::vector<LayerOp>& ops) {
+// The EP and ETP groups' domain occupancy comes with d (rank_placement.h), not from the domain size.
+void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, int /*scale_up_domain_size*/,
+                 std::vector<LayerOp>& ops) {
   const std::int64_t E = m.expert_num, k = m.topk, ep = st.ep_size, etp = st.etp_size;
   const std::int64_t local_experts = E / ep;
   const std::int64_t fe = m.moe_ffn_hidden_size / etp;
@@ -53,8 +57,8 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
   const auto X = static_cast<std::int64_t>(std::ceil(received * etp));
   const double tok = static_cast<double>(d.h) * d.e;  // bytes of one token's hidden state
   const bool fp8 = d.fp8 != Fp8Recipe::none;
-  const int ep_per_domain = ranks_per_domain(static_cast<int>(ep), static_cast<int>(etp), domain);
-  const int etp_per_domain = ranks_per_domain(static_cast<int>(etp), 1, domain);
+  const int ep_per_domain = d.ep_per_domain;
+  const int etp_per_domain = d.etp_per_domain;
 
   // Router GEMM (replicated over TP, fp32 logits kept small) and top-k with softmax: reads the
   // E logits, writes the probabilities and indices; keeps the fp32 probabilities for backward.
@@ -93,6 +97,16 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
                             collective(bwd, all, static_cast<int>(etp), etp_per_domain, d.dtype), all));
   };
   etp_pair("etp_gather", CollectiveOp::all_gather, CollectiveOp::reduce_scatter);
+  // Megatron's all-to-all dispatcher receives the tokens chunked by (source rank, local expert)
+  // and, with several local experts, regroups them by expert ("permutation 2",
+  // sort_chunks_by_idxs) before the grouped GEMM, and restores the order before the combine:
+  // one read and one write of the X tokens each way, forward and backward.
+  const bool sort_chunks = st.moe_dispatcher == MoeDispatcher::all_to_all && local_experts > 1;
+  const double sorted_bytes = 2.0 * static_cast<double>(X) * tok;
+  if (sort_chunks) {
+    ops.push_back(memory_op("sort_chunks", OpUnit::moe_dispatch, "permute_fwd", sorted_bytes, "permute_bwd",
+                            sorted_bytes, 0.0));
+  }
   push_gemm(d, ops,
             grouped_linear(d, "expert_fc1", OpUnit::expert, X, local_experts, d.h, m.use_swiglu ? 2 * fe : fe, fp8),
             "expert_fc1_fp8_cast");
@@ -105,6 +119,10 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
   push_gemm(d, ops, grouped_linear(d, "expert_fc2", OpUnit::expert, X, local_experts, fe, d.h, fp8),
             "expert_fc2_fp8_cast");
   etp_pair("etp_reduce_scatter", CollectiveOp::reduce_scatter, CollectiveOp::all_gather);
+  if (sort_chunks) {
+    ops.push_back(memory_op("unsort_chunks", OpUnit::moe_dispatch, "permute_fwd", sorted_bytes, "permute_bwd",
+                            sorted_bytes, 0.0));
+  }
   ep_exchange("ep_combine", false);
   // Un-permutation: the probability-weighted sum of each token's k expert outputs. Unless the
   // probabilities travelled with the tokens (dispatch_probs, applied in the expert activation),

@@ -6,6 +6,7 @@
 #include "core/error.h"
 #include "simulator/op_cost.h"
 #include "simulator/overlap.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim {
 namespace {
@@ -74,6 +75,7 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
       r.act_bytes = op.act_bytes;
       r.efficiency = t.efficiency;
       r.source = std::string(to_string(t.source));
+      if (t.origin != 0) r.origin = std::string(coster.efficiency_model().origin(t.origin));
       r.fwd_key = fwd_key_of(op);
       r.recomputed = rc;
       report->push_back(std::move(r));
@@ -137,7 +139,7 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
   ModelCosts mc;
   const ModelOps ops = build_model_ops(model, st, sys.scale_up_domain_size);
   const RecomputePlan plan = recompute_plan(ops.layer, st);
-  const OpCoster coster(sys, eff);
+  const OpCoster coster(sys, eff, st.nccl);
   SourceTally tally;
   std::vector<std::string> keys;
   if (details) tally.roofline_keys = &keys;
@@ -162,6 +164,7 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
   }
   mc.p2p_bytes = ops.p2p_bytes;
   mc.kernels_per_source = tally.kernels;
+  mc.kernels_per_origin = tally.origins;
   mc.roofline_keys = std::move(keys);
   return mc;
 }
@@ -190,6 +193,9 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
   }
   k.moe = moe;
   k.moe_token_imbalance_factor = s.moe_token_imbalance_factor;
+  const LayerGroupStrides strides = layer_group_strides(s);
+  k.tp_stride = strides.tp, k.cp_stride = strides.cp, k.ep_stride = strides.ep, k.etp_stride = strides.etp;
+  k.tp_2d_rows = s.tp_mode == TensorParallelMode::two_d ? s.tp_2d_rows : 0;
   std::uint32_t r = s.recompute_active() ? static_cast<std::uint32_t>(s.recompute_granularity) : 0u;
   bit = 4;
   for (bool b : {s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute, s.recompute_variance}) {

@@ -2,10 +2,11 @@
 // layer, a MoE layer, the embedding, the LM head) under a layout, through the EfficiencyModel.
 //
 // The result depends on the model, the system, the efficiency model and only the strategy fields
-// collected in LayerCostKey (TP/CP/EP/ETP sizes, sequence parallelism, micro-batch size, sequence
-// length, kernel, FP8, recompute, TP-overlap and MoE dispatch/overlap choices) — not on pp, vpp,
-// dp, ZeRO, DP overlap, offload or the micro-batch count. The strategy
-// search therefore computes it once per key and reuses it across candidates (assemble() is
+// collected in LayerCostKey (TP/CP/EP/ETP sizes and their strides in the rank order, sequence
+// parallelism, micro-batch size, sequence length, kernel, FP8, recompute, TP-overlap and MoE
+// dispatch/overlap choices) — not on pp, vpp, dp, ZeRO, DP overlap, offload or the micro-batch
+// count, except where the rank order puts pp or dp before a TP/CP/EP group (the strides). The
+// strategy search therefore computes it once per key and reuses it across candidates (assemble() is
 // phase 2). Pure and thread-safe.
 #pragma once
 
@@ -53,6 +54,7 @@ struct ModelCosts {
   BlockCost mtp;
   double p2p_bytes = 0;  // activation sent between pipeline stages per micro-batch
   std::array<int, kEfficiencySourceCount> kernels_per_source{};
+  std::array<int, kOriginIdCount> kernels_per_origin{};  // by Efficiency::origin
   std::vector<std::string> roofline_keys;  // filled with details
   std::vector<OpReport> ops;               // filled with details
 };
@@ -69,6 +71,8 @@ struct LayerCostKey {
   std::uint32_t recompute = 0;  // granularity, selective switches, Megatron recompute modules
   std::uint32_t moe = 0;        // dispatcher, dispatch_probs, shared-expert and EP all-to-all overlap
   double moe_token_imbalance_factor = 1.0;
+  int tp_stride = 1, cp_stride = 1, ep_stride = 1, etp_stride = 1;  // rank order: which share a scale-up domain
+  int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (cols = tp / rows)
   bool operator==(const LayerCostKey&) const = default;
 };
 LayerCostKey layer_cost_key(const StrategyConfig& strategy);

@@ -1,6 +1,6 @@
 #include "simulator/op_builders.h"
 
-#include "simulator/comm_model.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim::ops {
 
@@ -22,8 +22,17 @@ Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_doma
   d.tp_comm_overlap = st.tp_comm_overlap && d.sp;
   d.fp8 = st.fp8;
   d.domain_size = scale_up_domain_size;
-  d.tp_per_domain = ranks_per_domain(st.tp_size, 1, scale_up_domain_size);
-  d.cp_per_domain = ranks_per_domain(st.cp_size, st.tp_size, scale_up_domain_size);
+  const RankPlacement placed = place_ranks(st, scale_up_domain_size);
+  d.tp_per_domain = placed.tp;
+  d.cp_per_domain = placed.cp;
+  d.ep_per_domain = placed.ep;
+  d.etp_per_domain = placed.etp;
+  d.tp_2d = st.tp_mode == TensorParallelMode::two_d;
+  d.tp_rows = st.tp_2d_rows;
+  d.tp_cols = st.tp_2d_cols;
+  const Tp2dPlacement grid = place_tp_grid(placed.tp, st.tp_2d_rows, st.tp_2d_cols);
+  d.tp_row_per_domain = grid.row;
+  d.tp_col_per_domain = grid.col;
   return d;
 }
 

@@ -31,7 +31,14 @@ struct Dims {
   Fp8Recipe fp8 = Fp8Recipe::none;
   int tp_per_domain = 1;
   int cp_per_domain = 1;
+  int ep_per_domain = 1;   // expert groups (rank_placement.h)
+  int etp_per_domain = 1;
   int domain_size = 8;
+  // 2D (SUMMA) tensor parallelism (layer_ops_tp2d.h): grid rows × cols = t; ranks per domain of
+  // a row group (cols ranks, contiguous) and a column group (rows ranks, strided by cols).
+  bool tp_2d = false;
+  std::int64_t tp_rows = 1, tp_cols = 1;
+  int tp_row_per_domain = 1, tp_col_per_domain = 1;
 };
 
 Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_domain_size);

@@ -9,6 +9,7 @@ namespace calisim {
 
 void SourceTally::add(const Efficiency& e, const std::string& key_if_recorded) {
   ++kernels[static_cast<int>(e.source)];
+  ++origins[e.origin < kOriginIdCount ? e.origin : kOriginIdCount - 1];
   if (roofline_keys && e.source == EfficiencySource::roofline) roofline_keys->push_back(key_if_recorded);
 }
 
@@ -41,7 +42,7 @@ double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* 
 double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally) const {
   if (k.ranks <= 1) return 0;
   Efficiency e;
-  const double t = collective_time_s(k, sys_, eff_, &e);
+  const double t = collective_time_s(k, sys_, eff_, &e, nccl_);
   if (tally) tally->add_key(e, k);
   return t;
 }
@@ -53,6 +54,7 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   auto comm = [&](const std::optional<CollectiveKey>& k) { return k ? collective_s(*k, tally) : 0.0; };
   const double c_fwd = comm(op.fwd_comm), c_bwd = comm(op.bwd_comm);
   const double c_d = comm(op.bwd_comm_with_dgrad), c_w = comm(op.bwd_comm_with_wgrad);
+  double weight_fwd_s = 0;  // 2D TP weight-panel gather exposed in forward
   switch (op.kind) {
     case OpKind::gemm: {
       t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used);
@@ -65,6 +67,18 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
       const double with_dgrad = c_d + (op.bwd_comm_overlapped ? c_bwd : 0.0);
       t.bwd_comm_s = overlap_extra_s(dgrad, with_dgrad, slow) + overlap_extra_s(wgrad, c_w, slow) +
                      (op.bwd_comm_overlapped ? 0.0 : c_bwd);
+      // 2D TP: SUMMA weight panels pipelined beside the GEMM in the time the activation
+      // collectives leave free; one panel of weight_comm_steps stays exposed (overlap.h).
+      if (op.fwd_weight_comm || op.bwd_weight_comm_with_dgrad || op.bwd_weight_comm_with_wgrad) {
+        const double steps = op.weight_comm_steps;
+        t.bwd_comm_s += bucketed_overlap_s(comm(op.bwd_weight_comm_with_dgrad), std::max(0.0, dgrad - with_dgrad),
+                                           steps, slow) +
+                        bucketed_overlap_s(comm(op.bwd_weight_comm_with_wgrad), std::max(0.0, wgrad - c_w), steps,
+                                           slow);
+        const double fwd_busy = op.fwd_comm_overlapped ? c_fwd : 0.0;
+        weight_fwd_s = bucketed_overlap_s(comm(op.fwd_weight_comm), std::max(0.0, t.fwd_compute_s - fwd_busy), steps,
+                                          slow);
+      }
       break;
     }
     case OpKind::attention: {
@@ -81,8 +95,10 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
       break;
   }
   t.source = used.source;
+  t.origin = used.origin;
   t.efficiency = used.value;
   t.fwd_comm_s = op.fwd_comm_overlapped ? overlap_extra_s(t.fwd_compute_s, c_fwd, slow) : c_fwd;
+  t.fwd_comm_s += weight_fwd_s;
   return t;
 }
 

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "core/efficiency_model.h"
+#include "simulator/collective_algorithms.h"
 #include "simulator/layer_ops.h"
 #include "simulator/system_config.h"
 
@@ -22,10 +23,12 @@ namespace calisim {
 // Counts kernels per efficiency source; optionally records the keys that fell back to roofline.
 struct SourceTally {
   std::array<int, kEfficiencySourceCount> kernels{};
+  std::array<int, kOriginIdCount> origins{};          // by Efficiency::origin (0: none)
   std::vector<std::string>* roofline_keys = nullptr;  // nullptr = don't record (fast path)
   void add(const Efficiency& e, const std::string& key_if_recorded);
   template <class Key> void add_key(const Efficiency& e, const Key& key) {
     ++kernels[static_cast<int>(e.source)];
+    ++origins[e.origin < kOriginIdCount ? e.origin : kOriginIdCount - 1];
     if (roofline_keys && e.source == EfficiencySource::roofline) roofline_keys->push_back(to_string(key));
   }
 };
@@ -39,22 +42,27 @@ struct OpTiming {
   double bwd_s() const { return bwd_compute_s + bwd_comm_s; }
   EfficiencySource source = EfficiencySource::roofline;  // of the forward compute kernel
   double efficiency = 0;                                 // of the forward compute kernel
+  std::uint16_t origin = 0;                              // of the forward compute kernel
 };
 
 class OpCoster {
  public:
   // system and eff must outlive the coster.
-  OpCoster(const SystemConfig& system, const EfficiencyModel& eff) : sys_(system), eff_(eff) {}
+  // nccl: the strategy's NCCL_ALGO / NCCL_PROTO-style override (StrategyConfig::nccl).
+  OpCoster(const SystemConfig& system, const EfficiencyModel& eff, CollectiveChoiceMask nccl = {})
+      : sys_(system), eff_(eff), nccl_(nccl) {}
 
   OpTiming cost(const LayerOp& op, SourceTally* tally) const;
   double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   double attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   double memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   double collective_s(const CollectiveKey& k, SourceTally* tally) const;
+  const EfficiencyModel& efficiency_model() const { return eff_; }
 
  private:
   const SystemConfig& sys_;
   const EfficiencyModel& eff_;
+  CollectiveChoiceMask nccl_;
 };
 
 }  // namespace calisim

@@ -22,8 +22,19 @@ struct OpReport {
   double act_bytes = 0;
   double efficiency = 0;       // of the forward kernel
   std::string source;          // of the forward kernel: measured | interpolated | scaled | roofline
+  std::string origin;          // device(s) a scaled forward kernel was predicted from; empty otherwise
   std::string fwd_key;         // canonical kernel key of the forward kernel
   bool recomputed = false;     // in recomputed layers
+};
+
+// One distinct collective of the simulation (simulator/collective_table.h): the NCCL algorithm and
+// protocol the network model picks, the tier it crosses, its time and achieved nccl-tests busbw.
+struct CollectiveReport {
+  std::string op, algorithm, protocol, tier;
+  std::string source;          // efficiency source: measured | interpolated | scaled | roofline
+  long long bytes = 0;         // nccl-tests size convention (full buffer)
+  int ranks = 0, ranks_per_domain = 0;
+  double time_s = 0, busbw_gb_s = 0;
 };
 
 struct StageReport {
@@ -89,8 +100,16 @@ struct SimulationResult {
 
   std::vector<StageReport> stages;
   std::vector<OpReport> ops;
+  std::vector<CollectiveReport> collectives;  // per distinct collective; filled by reports (collective_table)
 
   std::array<int, kEfficiencySourceCount> kernels_per_source{};
+  // Kernel lookups answered with values scaled from another device, per origin (the device(s)
+  // the rows were predicted from); empty when none were.
+  struct OriginCount {
+    std::string origin;
+    int kernels = 0;
+  };
+  std::vector<OriginCount> kernels_per_origin;
   std::vector<std::string> roofline_keys;  // unique, sorted
   std::string efficiency_db;              // database the efficiencies came from (empty: none)
   std::vector<std::string> warnings;

@@ -112,16 +112,27 @@ nlohmann::json to_json(const SimulationResult& r) {
                    {"act_bytes", o.act_bytes},
                    {"efficiency", o.efficiency},
                    {"source", o.source},
+                   {"origin", o.origin.empty() ? json(nullptr) : json(o.origin)},
                    {"fwd_key", o.fwd_key},
                    {"recomputed", o.recomputed}});
   }
   j["ops"] = ops;
+  json colls = json::array();
+  for (const CollectiveReport& c : r.collectives) {
+    colls.push_back({{"op", c.op}, {"algorithm", c.algorithm}, {"protocol", c.protocol}, {"tier", c.tier},
+                     {"bytes", c.bytes}, {"ranks", c.ranks}, {"ranks_per_domain", c.ranks_per_domain},
+                     {"time_s", c.time_s}, {"busbw_gb_s", c.busbw_gb_s}, {"source", c.source}});
+  }
+  j["collectives"] = colls;
   json sources = json::object();
   for (int i = 0; i < kEfficiencySourceCount; ++i) {
     sources[std::string(to_string(static_cast<EfficiencySource>(i)))] = r.kernels_per_source[i];
   }
+  json origins = json::array();
+  for (const auto& o : r.kernels_per_origin) origins.push_back({{"origin", o.origin}, {"kernels", o.kernels}});
   j["efficiency_sources"] = {{"database", r.efficiency_db.empty() ? json(nullptr) : json(r.efficiency_db)},
                              {"kernels_per_source", sources},
+                             {"kernels_per_origin", origins},
                              {"roofline_keys", r.roofline_keys}};
   j["warnings"] = r.warnings;
   return j;

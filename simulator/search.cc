@@ -50,7 +50,14 @@ void insert_top(std::vector<CandidateResult>& top, const CandidateResult& c, int
 
 struct WorkerState {
   std::vector<CandidateResult> top, feasible;
-  std::uint64_t illegal = 0, too_big = 0, simulated = 0, feasible_count = 0;
+  std::uint64_t illegal = 0, too_big = 0, equivalent = 0, simulated = 0, feasible_count = 0;
+  // The last layout (a space index without its order) this worker saw: orders are the innermost
+  // list, so consecutive indices share it and legality and placement classes are computed once.
+  std::uint64_t layout = std::numeric_limits<std::uint64_t>::max();
+  bool layout_legal = false;
+  Candidate layout_candidate;
+  StrategyConfig layout_strategy;
+  std::vector<OrderStatus> order_status;
   bool have_smallest = false;
   CandidateResult smallest;
 };
@@ -161,19 +168,34 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
   };
   std::vector<std::vector<Bound>> bounds(threads);
   std::atomic<std::uint64_t> done{0};
+  const std::uint64_t order_count = space.orders.size();
   parallel_for(total, [&](WorkerState& w, std::uint64_t k) {
-    thread_local StrategyConfig st;
     const std::uint64_t index = first + k * step;
-    const Candidate c = candidate_at(space, index);
     const std::size_t me = static_cast<std::size_t>(&w - states.data());
-    if (!make_strategy(base, model, space, c, st, nullptr)) {
+    if (index / order_count != w.layout) {
+      // Legality apart from the order: checked under Megatron's order, which is always legal.
+      w.layout = index / order_count;
+      w.layout_candidate = candidate_at(space, index);
+      w.layout_candidate.order = kMegatronRankOrder;
+      w.layout_legal = make_strategy(base, model, space, w.layout_candidate, w.layout_strategy, nullptr);
+      if (w.layout_legal) classify_orders(model, space, w.layout_strategy, sys.scale_up_domain_size, w.order_status);
+    }
+    Candidate c = w.layout_candidate;
+    c.order = space.orders[index % order_count];
+    const OrderStatus status = w.layout_legal ? w.order_status[index % order_count] : OrderStatus::illegal;
+    if (status == OrderStatus::illegal) {
       ++w.illegal;
+    } else if (status == OrderStatus::equivalent) {
+      ++w.equivalent;
     } else {
+      StrategyConfig& st = w.layout_strategy;
+      st.rank_order = c.order;
       SimulateOptions so;
       so.details = false;
       so.pipeline_cutoff_s = 0;
       const SimulationResult r = assemble(model, st, sys, eff, cache.get(st), so);
-      const CandidateResult cr = summarize(r, c, index, opt.use_reserved_memory);
+      CandidateResult cr = summarize(r, c, index, opt.use_reserved_memory);
+      cr.placement = place_ranks(st, sys.scale_up_domain_size);
       if (!w.have_smallest || cr.max_peak_gb < w.smallest.max_peak_gb) {
         w.smallest = cr;
         w.have_smallest = true;
@@ -211,7 +233,8 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
     SimulateOptions so;
     so.details = false;
     const SimulationResult r = assemble(model, st, sys, eff, cache.get(st), so);
-    const CandidateResult cr = summarize(r, c, b.index, opt.use_reserved_memory);
+    CandidateResult cr = summarize(r, c, b.index, opt.use_reserved_memory);
+    cr.placement = place_ranks(st, sys.scale_up_domain_size);
     ++w.simulated;
     if (opt.keep_all) w.feasible.push_back(cr);
     std::lock_guard<std::mutex> lock(top_mu);
@@ -234,6 +257,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
   for (auto& w : states) {
     res.illegal += w.illegal;
     res.too_big += w.too_big;
+    res.equivalent += w.equivalent;
     res.simulated += w.simulated;
     res.feasible_count += w.feasible_count;
     tops.insert(tops.end(), w.top.begin(), w.top.end());
@@ -256,7 +280,8 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
                                    : "",
           res.smallest.max_peak_gb, opt.use_reserved_memory ? " with reserved memory" : "",
           describe(res.smallest.candidate, res.smallest.dp));
-    } else {
+    } else if (res.equivalent == 0) {
+      // With equivalent placements in this shard, their first order is legal in another shard.
       res.explanation = fmt::format("no legal layout in the space: all {} candidates fail the divisibility and batch "
                                     "rules (world size {}, global batch {})",
                                     total, space.world_size, space.global_batch_size);

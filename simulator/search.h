@@ -17,6 +17,7 @@
 
 #include "core/efficiency_model.h"
 #include "simulator/model_config.h"
+#include "simulator/rank_placement.h"
 #include "simulator/result.h"
 #include "simulator/search_space.h"
 #include "simulator/strategy_config.h"
@@ -50,6 +51,7 @@ struct CandidateResult {
   double tp_comm_s = 0, pp_comm_s = 0, dp_comm_s = 0, recompute_s = 0;
   double compute_s = 0, bubble_s = 0, optimizer_s = 0;  // the rest of the critical stage's breakdown
   double first_stage_peak_gb = 0, last_stage_peak_gb = 0, max_peak_gb = 0;  // with reserved if requested
+  RankPlacement placement;  // ranks of each group per scale-up domain under candidate.order
   std::uint64_t index = 0;  // position in the space (for merging shards deterministically)
 };
 
@@ -59,6 +61,7 @@ struct SearchResult {
   std::uint64_t space_size = 0;           // indices in this shard
   std::uint64_t illegal = 0;              // failed divisibility / batch rules
   std::uint64_t too_big = 0;              // legal but over memory
+  std::uint64_t equivalent = 0;           // legal, but an earlier order places every group the same way
   std::uint64_t simulated = 0;            // full event simulation
   std::uint64_t pruned = 0;               // skipped by the lower bound
   std::uint64_t feasible_count = 0;

@@ -7,6 +7,7 @@
 
 #include "core/error.h"
 #include "simulator/config_loader.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim {
 
@@ -34,6 +35,23 @@ RecomputeChoice parse_recompute_choice(const std::string& n) {
                               "selective_recompute and full_block are accepted)");
 }
 
+std::vector<RankOrder> rank_order_list(const std::string& name) {
+  if (name == "megatron") return {kMegatronRankOrder};
+  std::vector<RankOrder> all = all_rank_orders();
+  if (name == "all") return all;
+  if (name == "tp_first") {
+    std::vector<RankOrder> out;
+    for (const RankOrder& o : all) {
+      if (o[0] == ParallelDim::tp) out.push_back(o);
+    }
+    return out;
+  }
+  std::string why;
+  if (const auto one = parse_rank_order(name, &why)) return {*one};
+  throw std::invalid_argument("unknown order list '" + name +
+                              "' (expected megatron, tp_first, all, or one order such as tp-dp-cp-ep-pp: " + why + ")");
+}
+
 void fill_default_lists(SearchSpace& s, const ModelConfig& m, int domain) {
   if (s.tp.empty()) {
     for (int t = 1; t <= 8 && t <= domain && t <= s.world_size; t *= 2) s.tp.push_back(t);
@@ -51,6 +69,7 @@ void fill_default_lists(SearchSpace& s, const ModelConfig& m, int domain) {
   if (s.mbs.empty()) s.mbs = {1, 2, 4, 8};
   if (s.recompute.empty()) s.recompute = {RecomputeChoice::none, RecomputeChoice::selective, RecomputeChoice::full};
   if (s.zero.empty()) s.zero = {1};
+  if (s.orders.empty()) s.orders = rank_order_list("tp_first");
 }
 
 bool pipeline_split(int layers, int pp, int* first, int* last) {
@@ -75,7 +94,8 @@ bool pipeline_split(int layers, int pp, int* first, int* last) {
 
 std::uint64_t space_size(const SearchSpace& s) {
   return static_cast<std::uint64_t>(s.tp.size()) * s.pp.size() * s.vpp.size() * s.cp.size() * s.ep.size() *
-         s.mbs.size() * s.recompute.size() * s.zero.size();
+         s.mbs.size() * s.recompute.size() * s.zero.size() * s.orders.size() *
+         std::max<std::size_t>(1, s.tp_2d_rows.size());
 }
 
 Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
@@ -86,6 +106,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
     i /= list.size();
     return v;
   };
+  c.order = take(s.orders);
   c.zero = take(s.zero);
   c.recompute = take(s.recompute);
   c.mbs = take(s.mbs);
@@ -94,6 +115,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
   c.vpp = take(s.vpp);
   c.pp = take(s.pp);
   c.tp = take(s.tp);
+  c.tp_2d_rows = s.tp_2d_rows.empty() ? 0 : take(s.tp_2d_rows);
   return c;
 }
 
@@ -108,6 +130,9 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   if (space.world_size % mp != 0) return no("world size not divisible by tp*pp*cp");
   const int dp = space.world_size / mp;
   if (m.head_num % c.tp || m.kv_head_num % c.tp) return no("heads not divisible by tp");
+  if (c.tp_2d_rows != 0 && (c.tp_2d_rows < 2 || c.tp % c.tp_2d_rows)) {
+    return no("2d grid rows must be at least 2 (a 1 x t grid is 1D TP) and divide tp");
+  }
   int first = 0, last = 0;
   const int L = static_cast<int>(m.layer_num);
   if (!pipeline_split(L, c.pp, &first, &last)) return no("layers cannot be split over pp stages");
@@ -134,6 +159,10 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   out.cp_size = c.cp;
   out.ep_size = c.ep;
   out.zero_state = c.zero;
+  out.rank_order = c.order;
+  out.tp_mode = c.tp_2d_rows ? TensorParallelMode::two_d : TensorParallelMode::one_d;
+  out.tp_2d_rows = c.tp_2d_rows ? c.tp_2d_rows : 1;
+  out.tp_2d_cols = c.tp_2d_rows ? c.tp / c.tp_2d_rows : 1;
   out.micro_batch_size = c.mbs;
   out.micro_batch_num = 0;
   out.global_batch_size = space.global_batch_size;
@@ -165,9 +194,48 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   return true;
 }
 
+bool order_keeps_pipeline_groups(const ModelConfig& model, const StrategyConfig& st) {
+  return !model.is_moe || pipeline_stride(st) == expert_pipeline_stride(st);
+}
+
+void classify_orders(const ModelConfig& model, const SearchSpace& space, const StrategyConfig& st, int domain,
+                     std::vector<OrderStatus>& out) {
+  const std::size_t n = space.orders.size();
+  out.assign(n, OrderStatus::keep);
+  std::vector<RankPlacement> placed(n);
+  StrategyConfig probe = st;
+  for (std::size_t i = 0; i < n; ++i) {
+    probe.rank_order = space.orders[i];
+    if (!order_keeps_pipeline_groups(model, probe)) {
+      out[i] = OrderStatus::illegal;
+      continue;
+    }
+    placed[i] = place_ranks(probe, domain);
+    for (std::size_t j = 0; j < i; ++j) {
+      if (out[j] == OrderStatus::keep && placed[j] == placed[i]) {
+        out[i] = OrderStatus::equivalent;
+        break;
+      }
+    }
+  }
+}
+
+bool equivalent_to_earlier_order(const ModelConfig& model, const SearchSpace& space, const Candidate& c,
+                                 const StrategyConfig& st, int domain) {
+  std::vector<OrderStatus> status;
+  classify_orders(model, space, st, domain, status);
+  for (std::size_t i = 0; i < space.orders.size(); ++i) {
+    if (space.orders[i] == c.order) return status[i] == OrderStatus::equivalent;
+  }
+  return false;
+}
+
 std::string describe(const Candidate& c, int dp) {
-  return fmt::format("tp {} pp {} vpp {} cp {} ep {} mbs {} dp {} zero {} recompute {}", c.tp, c.pp, c.vpp, c.cp, c.ep,
-                     c.mbs, dp, c.zero, to_string(c.recompute));
+  std::string text = fmt::format("tp {} pp {} vpp {} cp {} ep {} mbs {} dp {} zero {} recompute {} order {}", c.tp,
+                                 c.pp, c.vpp, c.cp, c.ep, c.mbs, dp, c.zero, to_string(c.recompute),
+                                 to_string(c.order));
+  if (c.tp_2d_rows) text += fmt::format(" tp2d {}x{}", c.tp_2d_rows, c.tp / c.tp_2d_rows);
+  return text;
 }
 
 }  // namespace calisim

@@ -1,7 +1,8 @@
 // The space of parallel layouts a strategy search walks, and its enumeration.
 //
-// A candidate fixes tp, pp, vpp, cp, ep, micro-batch size, recompute choice and ZeRO stage; the
-// remaining strategy fields come from a base strategy. Candidates are numbered in one fixed order
+// A candidate fixes tp, pp, vpp, cp, ep, micro-batch size, recompute choice, ZeRO stage and rank
+// order (which groups share the scale-up domain); the remaining strategy fields come from a base
+// strategy. Candidates are numbered in one fixed order
 // (nested loops over the lists as given), so `--shard i/n` takes every index ≡ i (mod n): shards
 // are disjoint, cover the space, and are balanced across list positions.
 #pragma once
@@ -33,17 +34,29 @@ struct SearchSpace {
   std::vector<int> tp, pp, vpp, cp, ep, zero;
   std::vector<std::int64_t> mbs;
   std::vector<RecomputeChoice> recompute;
+  std::vector<RankOrder> orders;  // rank orders (placements); orders equivalent for a layout count once
+  // Tensor-parallel kinds: 0 = 1D (Megatron), r > 1 = a 2D SUMMA grid of r rows × tp/r columns
+  // (tried for every tp that r divides). Empty = {0}; the outermost list,
+  // so a 1D-only space numbers its candidates as before.
+  std::vector<int> tp_2d_rows;
 };
+
+// Rank-order lists a search can use. megatron: "tp-cp-ep-dp-pp" alone (the pre-placement
+// search); tp_first (default): the 24 orders with TP fastest (TP inside the domain, then any of
+// CP, EP, DP, PP next); all: all 120 orders (TP may leave the domain).
+std::vector<RankOrder> rank_order_list(const std::string& name);  // throws std::invalid_argument
 
 // Defaults for lists the user left empty: tp powers of two up to the scale-up domain (max 8),
 // pp every divisor of the world size that splits the layers (evenly or not), vpp 1..8 dividing layers per stage, cp 1, ep 1,
-// mbs 1, 2, 4, 8, recompute none / selective / full, ZeRO 1.
+// mbs 1, 2, 4, 8, recompute none / selective / full, ZeRO 1, orders tp_first.
 void fill_default_lists(SearchSpace& space, const ModelConfig& model, int scale_up_domain_size);
 
 struct Candidate {
   int tp = 1, pp = 1, vpp = 1, cp = 1, ep = 1, zero = 1;
   std::int64_t mbs = 1;
   RecomputeChoice recompute = RecomputeChoice::none;
+  RankOrder order = kMegatronRankOrder;
+  int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (columns = tp / rows)
 };
 
 // How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,
@@ -60,7 +73,24 @@ Candidate candidate_at(const SearchSpace& space, std::uint64_t index);
 bool make_strategy(const StrategyConfig& base, const ModelConfig& model, const SearchSpace& space,
                    const Candidate& c, StrategyConfig& out, std::string* reason);
 
-// "tp 8 pp 4 vpp 5 cp 1 ep 1 mbs 1 dp 2 zero 1 recompute none"
+// Megatron's one-set-of-pipeline-groups rule: for a MoE model the dense and expert views of the
+// order must put adjacent pipeline stages equally far apart (validate_layout enforces it).
+bool order_keeps_pipeline_groups(const ModelConfig& model, const StrategyConfig& strategy);
+
+// What the search does with each order of space.orders for one layout (a strategy that
+// make_strategy accepted; its own rank_order is ignored): keep the first order of each class of
+// orders that place every group alike in domains of `domain_size` (they simulate identically),
+// skip the others as equivalent, and reject orders that break the pipeline-group rule.
+enum class OrderStatus : std::uint8_t { keep, equivalent, illegal };
+void classify_orders(const ModelConfig& model, const SearchSpace& space, const StrategyConfig& strategy,
+                     int domain_size, std::vector<OrderStatus>& out);
+
+// True when an earlier order of space.orders places every group of `strategy` (made from `c`)
+// the same way as c.order: the search skips c as equivalent.
+bool equivalent_to_earlier_order(const ModelConfig& model, const SearchSpace& space, const Candidate& c,
+                                 const StrategyConfig& strategy, int domain_size);
+
+// "tp 8 pp 4 vpp 5 cp 1 ep 1 mbs 1 dp 2 zero 1 recompute none order tp-cp-ep-dp-pp" (+ " tp2d 2x4")
 std::string describe(const Candidate& c, int dp);
 
 }  // namespace calisim

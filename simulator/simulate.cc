@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "simulator/comm_model.h"
+#include "simulator/contention.h"
 #include "simulator/data_parallel.h"
 #include "simulator/layer_placement.h"
 #include "simulator/overlap.h"
@@ -15,6 +16,7 @@
 #include "simulator/model_costs.h"
 #include "simulator/op_cost.h"
 #include "simulator/pipeline_schedule.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim {
 namespace {
@@ -95,9 +97,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     throw InputError(sys.name, "host.adam_params_per_s",
                      "optimizer_cpu_offload needs the host's CPU Adam throughput (parameters/s per GPU)");
   }
-  const OpCoster coster(sys, eff);
+  const OpCoster coster(sys, eff, st.nccl);
   SourceTally tally;
   tally.kernels = mc.kernels_per_source;
+  tally.origins = mc.kernels_per_origin;
   std::vector<std::string> stage_keys;  // roofline keys of the per-layout collectives and optimizer
   if (opt.details) tally.roofline_keys = &stage_keys;
   if (opt.details) res.ops = mc.ops;
@@ -141,12 +144,15 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   }
   const DpGroups groups = dp_groups(st, sys.scale_up_domain_size);
 
-  // Pipeline p2p: adjacent stages are tp·cp·dp ranks apart.
+  // Pipeline p2p: adjacent stages are pipeline_stride() ranks apart (tp·cp·dp in Megatron's order).
+  const RankPlacement placed = place_ranks(st, sys.scale_up_domain_size);
+  // NIC sharing between the DP gradient reduction and EP / CP traffic of the backward (contention.h).
+  const bool dp_nic = crosses_nics(groups.dense_ranks, groups.dense_per_domain) ||
+                      crosses_nics(groups.expert_ranks, groups.expert_per_domain);
+  const bool ep_nic = crosses_nics(st.ep_size, placed.ep), cp_nic = crosses_nics(st.cp_size, placed.cp);
   double p2p_s = 0;
   if (p > 1) {
-    const int stride = st.tp_size * st.cp_size * st.dp_size;
-    CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(mc.p2p_bytes), 2,
-                    ranks_per_domain(2, stride, sys.scale_up_domain_size), st.dtype};
+    CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(mc.p2p_bytes), 2, placed.pp_next, st.dtype};
     p2p_s = coster.collective_s(k, &tally);
   }
   const double host_bw = sys.host_link_gb_s * 1e9 * sys.host_link_efficiency;
@@ -154,7 +160,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   // Per virtual stage: times and activation bytes of one micro-batch.
   std::vector<double> fwd(stages), bwd(stages), act(stages), rc_time(stages), fwd_tr(stages), bwd_tr(stages);
   std::vector<double> tp_comm(stages), cp_comm(stages), ep_comm(stages), dp_mb_comm(stages), offload(stages);
-  std::vector<double> p2p_block(stages), rc_flops(stages);
+  std::vector<double> p2p_block(stages), rc_flops(stages), nic_bwd(stages);  // nic_bwd: EP/CP backward NIC traffic
   std::vector<int> layers_rc(stages);
   bool clamped = false;
   for (int j = 0; j < stages; ++j) {
@@ -173,6 +179,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       tp_comm[j] += count * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
       cp_comm[j] += count * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += count * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
+      nic_bwd[j] += count * ((ep_nic ? b.ep_comm_bwd_s : 0.0) + (cp_nic ? b.cp_comm_bwd_s : 0.0));
       act[j] += (count - count_rc) * b.act_bytes + count_rc * b.act_bytes_recomputed;
       fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
       // While a recomputed layer runs backward, its recomputed activations are live again.
@@ -232,7 +239,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     if (st.dp_size * st.cp_size > 1 || st.edp_size > 1) {
       const double layers = std::max(1, n + (j == stages - 1 ? D : 0));
       if (st.zero_state >= 2) {
-        const double rs = grad_reduce_s(chunk_params[j], st, groups, coster, &tally);
+        const double rs = nic_contended_s(grad_reduce_s(chunk_params[j], st, groups, coster, &tally),
+                                          st.overlap_grad_reduce && dp_nic ? nic_bwd[j] : 0.0);
         const double extra = bucketed_overlap_s(rs, st.overlap_grad_reduce ? bwd[j] : 0.0,
                                                 std::max(1.0, std::ceil(chunk_params[j].total() / bucket_params(st))),
                                                 slow);
@@ -282,7 +290,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     sr.has_embedding = r == 0;
     sr.has_head = r == p - 1;
     RankParams params;
-    double act_per_mb = 0, fwd_tr_max = 0, bwd_tr_max = 0, fwd_mb = 0, bwd_mb = 0;
+    double act_per_mb = 0, fwd_tr_max = 0, bwd_tr_max = 0, fwd_mb = 0, bwd_mb = 0, nic_bwd_mb = 0;
     for (int c = 0; c < v; ++c) {
       const int j = c * p + r;
       sr.layers += chunks[j].total();
@@ -303,6 +311,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       act_per_mb += act[j];
       fwd_mb += fwd[j];
       bwd_mb += bwd[j];
+      nic_bwd_mb += nic_bwd[j];
       fwd_tr_max = std::max(fwd_tr_max, fwd_tr[j]);
       bwd_tr_max = std::max(bwd_tr_max, bwd_tr[j]);
     }
@@ -325,7 +334,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     // overlap_param_gather). ZeRO-2/3's per-micro-batch collectives are in the stage times.
     const double buckets = std::max(1.0, std::ceil(params.total() / bucket));
     if (st.zero_state <= 1) {
-      const double c = grad_reduce_s(params, st, groups, coster, &tally);
+      const double c = nic_contended_s(grad_reduce_s(params, st, groups, coster, &tally),
+                                       st.overlap_grad_reduce && dp_nic ? nic_bwd_mb : 0.0);
       sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_grad_reduce ? bwd_mb : 0.0, buckets, slow);
     }
     if (st.zero_state == 1 || st.zero_state == 2) {
@@ -333,9 +343,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, buckets, slow);
     }
     if ((!model.untie_embeddings_and_output_weights || D > 0) && p > 1 && (sr.has_embedding || sr.has_head)) {
-      const int stride = st.tp_size * st.cp_size * st.dp_size * (p - 1);
       sr.dp_comm_s += coster.collective_s({CollectiveOp::all_reduce, static_cast<std::int64_t>(vocab_rank * grad_e), 2,
-                                           ranks_per_domain(2, stride, sys.scale_up_domain_size), st.dtype},
+                                           placed.pp_ends, st.dtype},
                                           &tally);
     }
     // Adam over this rank's shard: read param, grad, m, v (fp32), write param, m, v and the bf16
@@ -443,6 +452,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
             denom;
 
   res.kernels_per_source = tally.kernels;
+  // Names only for origins that occur: a simulation without scaled rows allocates nothing here.
+  for (int id = 1; id < kOriginIdCount; ++id) {
+    if (tally.origins[id] > 0) res.kernels_per_origin.push_back({std::string(eff.origin(id)), tally.origins[id]});
+  }
   if (opt.details) {
     std::set<std::string> uniq(mc.roofline_keys.begin(), mc.roofline_keys.end());
     uniq.insert(stage_keys.begin(), stage_keys.end());

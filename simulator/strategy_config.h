@@ -5,11 +5,13 @@
 // successful load every invariant in docs/configs.md holds, so the simulator never re-checks.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
+#include "simulator/collective_algorithms.h"
 
 namespace calisim {
 
@@ -32,11 +34,28 @@ enum MegatronRecomputeModule : std::uint8_t {
 // blocks overlapped with the attention compute; a2a = Ulysses, all-to-all of Q/K/V and output.
 enum class CpCommType : std::uint8_t { p2p, a2a };
 
+// Tensor parallelism (JSON tensor_parallel_mode): one_d = Megatron's column/row-parallel linears
+// over tp ranks; two_d = SUMMA on a tp_2d_rows × tp_2d_cols grid (Subramanian et al. 2024,
+// docs/simulator.md "2D tensor parallelism"): weights split over both grid dimensions, activations
+// split over the rows (tokens) and the columns (features), weight panels gathered along columns.
+enum class TensorParallelMode : std::uint8_t { one_d, two_d };
+
 // MoE token dispatcher (Megatron `--moe-token-dispatcher-type`, SimuMax `moe_dispatcher_policy`).
 enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather };
 
 // FP8 scaling recipe (Megatron `--fp8-recipe`); none = no FP8 GEMMs.
 enum class Fp8Recipe : std::uint8_t { none, delayed, tensorwise, blockwise, mxfp8 };
+
+// The parallel dimensions in Megatron's rank order (initialize_model_parallel's `order`).
+enum class ParallelDim : std::uint8_t { tp, cp, ep, dp, pp };
+inline constexpr int kParallelDimCount = 5;
+// Rank order, fastest-varying dimension first: ranks r and r+1 differ in order[0]. Megatron's
+// default "tp-cp-ep-dp-pp" packs TP, then CP, then DP into consecutive ranks (one scale-up domain
+// holds consecutive ranks); other orders put DP, CP, EP or PP inside the domain first. Dense layers
+// see ep as 1; expert layers see tp as etp, cp as 1 and dp as edp (Megatron's two rank generators).
+using RankOrder = std::array<ParallelDim, kParallelDimCount>;
+inline constexpr RankOrder kMegatronRankOrder{ParallelDim::tp, ParallelDim::cp, ParallelDim::ep, ParallelDim::dp,
+                                              ParallelDim::pp};
 
 // Highest zero_state the simulator models (the loader and the search reject higher ones).
 inline constexpr int kMaxModeledZeroStage = 3;
@@ -58,8 +77,19 @@ struct StrategyConfig {
   int interleaving_size = 1;             // v, virtual pipeline chunks per rank
   int num_layers_in_first_pipeline_stage = 0;  // 0 = even split
   int num_layers_in_last_pipeline_stage = 0;
+  // Megatron's account_for_embedding/loss_in_pipeline_split: the embedding (the loss) counts as
+  // one layer of the first (the last) virtual chunk when layer_num is split over pp·vpp chunks.
+  bool account_for_embedding_in_pipeline_split = false;
+  bool account_for_loss_in_pipeline_split = false;
   int zero_state = 1;  // 0: replicated; 1: distributed optimizer; 2: + sharded grads; 3: + sharded params (FSDP)
   CpCommType cp_comm_type = CpCommType::p2p;
+  // 2D tensor parallelism: rows · cols = tp_size (both 1 under one_d). Rank (i, j) of the TP group
+  // is tp index i·cols + j: a row group (cols ranks) is contiguous, a column group (rows ranks)
+  // strided by cols.
+  TensorParallelMode tp_mode = TensorParallelMode::one_d;
+  int tp_2d_rows = 1;
+  int tp_2d_cols = 1;
+  RankOrder rank_order = kMegatronRankOrder;  // JSON "order", e.g. "tp-dp-cp-ep-pp" (simulator/rank_placement.h)
 
   // MoE.
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
@@ -76,6 +106,9 @@ struct StrategyConfig {
   std::int64_t bucket_size = 0;         // parameters per DP bucket; 0 = Megatron's max(4e7, 1e6·dp)
   bool tp_comm_overlap = false;         // TE userbuffers: TP all-gather / reduce-scatter overlapped with GEMMs
   bool overlap_p2p_comm = true;         // PP send/recv asynchronous (false: the sender blocks)
+  // NCCL_ALGO / NCCL_PROTO-style override of the collective algorithm choice (JSON nccl_algo,
+  // nccl_proto; simulator/collective_algorithms.h). Default: every algorithm and protocol enabled.
+  CollectiveChoiceMask nccl;
 
   // Offload to host memory over the system's host link.
   int cpu_offloading_num_layers = 0;    // layers per model chunk whose activations are offloaded

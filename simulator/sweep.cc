@@ -237,7 +237,7 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
     step.value = value;
     const Candidate& b = best.candidate;
     step.is_best = c.tp == b.tp && c.pp == b.pp && c.vpp == b.vpp && c.mbs == b.mbs && c.recompute == b.recompute &&
-                   c.zero == b.zero && c.cp == b.cp && c.ep == b.ep;
+                   c.zero == b.zero && c.cp == b.cp && c.ep == b.ep && c.order == b.order;
     std::string why;
     if (!make_strategy(base, model, space, c, st, &why)) {
       step.why_not = why;
@@ -247,6 +247,7 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
       so.details = false;
       const SimulationResult r = simulate(model, st, sys, eff, so);
       step.result = summarize(r, c, 0, o.use_reserved_memory);
+      step.result.placement = place_ranks(st, sys.scale_up_domain_size);
       step.fits = step.result.max_peak_gb <= capacity;
       if (!step.fits) step.why_not = fmt::format("needs {:.1f} GB > {:.1f} GB", step.result.max_peak_gb, capacity);
     }
@@ -256,9 +257,22 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
   for (int v : space.tp) { Candidate c = b; c.tp = v; try_one("tp", std::to_string(v), c); }
   for (int v : space.pp) { Candidate c = b; c.pp = v; try_one("pp", std::to_string(v), c); }
   for (int v : space.vpp) { Candidate c = b; c.vpp = v; try_one("vpp", std::to_string(v), c); }
+  for (int v : space.cp) { Candidate c = b; c.cp = v; try_one("cp", std::to_string(v), c); }
+  for (int v : space.ep) { Candidate c = b; c.ep = v; try_one("ep", std::to_string(v), c); }
   for (auto v : space.mbs) { Candidate c = b; c.mbs = v; try_one("mbs", std::to_string(v), c); }
   for (auto v : space.recompute) { Candidate c = b; c.recompute = v; try_one("recompute", to_string(v), c); }
   for (int v : space.zero) { Candidate c = b; c.zero = v; try_one("zero", std::to_string(v), c); }
+  // Placements: one step per distinct way of filling the domain (equivalent orders skipped).
+  for (const RankOrder& v : space.orders) {
+    Candidate c = b;
+    c.order = v;
+    StrategyConfig probe;
+    if (make_strategy(base, model, space, c, probe, nullptr) &&
+        equivalent_to_earlier_order(model, space, c, probe, sys.scale_up_domain_size) && v != b.order) {
+      continue;
+    }
+    try_one("order", to_string(v), c);
+  }
   return out;
 }
 

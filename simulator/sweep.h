@@ -73,7 +73,7 @@ std::vector<ScalePoint> sweep_scale(const ModelConfig& model, const StrategyConf
                                     const SearchSpace& space_lists, const SearchOptions& options);
 
 struct LayoutStep {
-  std::string dimension;        // "tp", "pp", "vpp", "mbs", "recompute", "zero"
+  std::string dimension;        // "tp", "pp", "vpp", "cp", "ep", "mbs", "recompute", "zero", "order"
   std::string value;
   bool is_best = false;
   bool legal = false, fits = false;

@@ -9,13 +9,16 @@
 
 #include "core/device_spec.h"
 #include "core/kernel_keys.h"
+#include "simulator/topology.h"
 
 namespace calisim {
 
 inline constexpr int kCollectiveOpCount = 5;
 
 // One network tier: per-GPU bandwidth, a per-step latency, and per-collective bus-bandwidth
-// efficiencies (achieved busbw / link bandwidth, indexed by CollectiveOp).
+// efficiencies (achieved busbw / link bandwidth, indexed by CollectiveOp). latency_us is the tier's
+// ring step latency with NCCL's Simple protocol; the other algorithms and protocols scale it by
+// NCCL's hardware-latency table (simulator/collective_algorithms.h).
 struct NetworkTier {
   double gpu_gb_s = 0;       // unidirectional bandwidth available to one GPU, GB/s
   double latency_us = 0;     // per algorithm step
@@ -38,6 +41,8 @@ struct SystemConfig {
   int nics_per_node = 8;
   double nic_gb_s = 50;                  // one NIC, one direction
   NetworkTier scale_out;                 // gpu_gb_s derived: nics_per_node * nic_gb_s / gpus_per_node
+  // Kind of scale-up domain, NVLS, fabric, in-network reduction, NCCL architecture (simulator/topology.h).
+  Topology topology;
 
   // Fraction by which compute kernels slow down while communication kernels run beside them
   // (NCCL / userbuffer kernels occupy SMs and memory bandwidth); charged on every overlapped

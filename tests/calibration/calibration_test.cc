@@ -144,6 +144,8 @@ TEST(RunMapping, GpuTypesToShippedSystems) {
   EXPECT_EQ(system_for_gpu("B200").system, "b200");
   EXPECT_EQ(system_for_gpu("GB200").system, "gb200-nvl72");
   EXPECT_EQ(system_for_gpu("GB300").system, "b300");
+  EXPECT_EQ(system_for_gpu("GB300").patch.at("network").at("scale_up").at("domain_size").get<int>(), 72);
+  EXPECT_TRUE(system_for_gpu("B300").patch.empty());
   EXPECT_EQ(system_for_gpu("A100-PCIE-80GB").system, "a100-pcie-80g");
 }
 
@@ -166,6 +168,10 @@ TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
   EXPECT_EQ(m.strategy["world_size"], 8);
   EXPECT_EQ(m.strategy["tp_comm_overlap"], false);
   EXPECT_EQ(m.strategy["cross_entropy_loss_fusion"], false);
+  // No compute/communication overlap on this PCIe machine (docs/validation.md), said as inferred.
+  EXPECT_DOUBLE_EQ(m.system_patch.at("efficiency").at("comm_compute_slowdown").get<double>(), 1.0);
+  EXPECT_TRUE(std::any_of(m.inferred.begin(), m.inferred.end(),
+                          [](const std::string& i) { return i.find("comm_compute_slowdown 1") != std::string::npos; }));
 
   // Scoring: SimuMax FLOPs per step = 110 TFLOP/s × 2 s = 220 TFLOP; measured 100 TFLOP/s -> 2.2 s.
   SimulationResult res;

@@ -63,8 +63,8 @@ TEST(CommCli, BusbwAlgbwRelationMonotoneAndContinuous) {
         EXPECT_LE(t_us, 2.0 * prev * (1 + 1e-12)) << op << " n=" << n << " bytes=" << bytes;
         EXPECT_GE(busbw, static_cast<double>(rows[i - 1]["busbw_gb_s"]) * (1 - 1e-12)) << op;
       }
-      // Large messages are bandwidth-bound: the last doubling nearly doubles the time. Not at 1024
-      // ranks, where the ring's 2(n-1) latency steps still dominate at 4G (docs/comm.md, not yet modeled).
+      // Large messages are bandwidth-bound: the last doubling nearly doubles the time (checked up to
+      // 64 ranks, where 4G is far past every algorithm's latency term).
       if (n > 64) continue;
       const double last = rows[rows.size() - 1]["time_us"], before = rows[rows.size() - 2]["time_us"];
       EXPECT_GT(last / before, 1.9) << op << " n=" << n;
@@ -86,6 +86,23 @@ TEST(CommCli, PlacementAndTable) {
   ASSERT_EQ(t.code, 0) << t.text;
   EXPECT_NE(t.text.find("busbw GB/s"), std::string::npos);
   EXPECT_NE(t.text.find("64M"), std::string::npos);
+}
+
+TEST(CommCli, AlgorithmProtocolColumnsAndOverrides) {
+  const auto j = comm_json("--system h100-sxm --ranks 8 --sizes 1K,4G");
+  const auto& rows = j["tables"][0]["rows"];
+  EXPECT_EQ(rows[0]["algorithm"], "ring");
+  EXPECT_EQ(rows[0]["protocol"], "LL");
+  EXPECT_EQ(rows[1]["algorithm"], "nvls");
+  EXPECT_EQ(rows[1]["protocol"], "Simple");
+  const auto ring = comm_json("--system h100-sxm --ranks 8 --sizes 4G --algo ring --proto Simple");
+  EXPECT_EQ(ring["tables"][0]["rows"][0]["algorithm"], "ring");
+  EXPECT_GT(ring["tables"][0]["rows"][0]["time_us"].get<double>(), rows[1]["time_us"].get<double>());
+  const auto t = calisim("comm --system h100-sxm --ranks 8 --sizes 1K");
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("proto"), std::string::npos);
+  EXPECT_EQ(calisim("comm --system h100-sxm --algo bogus").code, 2);
+  EXPECT_EQ(calisim("comm --system h100-sxm --proto ^LL,LL128,Simple").code, 2);
 }
 
 TEST(CommCli, CompareReadsNcclTestsOutput) {

@@ -759,6 +759,42 @@ TEST(Validation, LayersPerStageNotDivisibleByVpp) {
   EXPECT_EQ(e2.problem(), "interleaving_size > 1 requires pp_size > 1");
 }
 
+// Megatron's account_for_embedding/loss_in_pipeline_split: (L + 2) / (pp·vpp) layers per virtual
+// chunk, one fewer in the first chunk (stage 0, chunk 0) and the last (stage pp-1, chunk vpp-1).
+TEST(Validation, EmbeddingAndLossCountedInThePipelineSplit) {
+  json st = base_strategy();  // 32 layers
+  st["world_size"] = 2;
+  st["pp_size"] = 2;
+  st["interleaving_size"] = 17;
+  st["micro_batch_num"] = 4;
+  st["account_for_embedding_in_pipeline_split"] = true;
+  st["account_for_loss_in_pipeline_split"] = true;
+  std::vector<int> want(34, 1);  // 34 chunks of (32 + 2) / 34 = 1 layer...
+  want.front() = 0;              // ...the embedding's chunk holds none
+  want.back() = 0;               // ...nor the loss's
+  EXPECT_EQ(layout(base_model(), st).layers_per_chunk, want);
+
+  st["interleaving_size"] = 1;  // 34 / 2 = 17: stages of 16 and 16
+  EXPECT_EQ(layout(base_model(), st).layers_per_chunk, (std::vector<int>{16, 16}));
+
+  st["interleaving_size"] = 2;  // 34 / 4 is not whole
+  InputError e = expect_input_error([&] { layout(base_model(), st); });
+  EXPECT_EQ(e.where(), "account_for_embedding_in_pipeline_split");
+  EXPECT_EQ(e.problem(), "layer_num 32 plus the embedding/loss (34 in all) does not divide over pp_size * "
+                         "interleaving_size = 4 chunks");
+
+  st["interleaving_size"] = 1;
+  st["num_layers_in_first_pipeline_stage"] = 15;
+  e = expect_input_error([&] { layout(base_model(), st); });
+  EXPECT_EQ(e.problem(), "cannot be combined with num_layers_in_first/last_pipeline_stage (Megatron rejects both)");
+
+  json loss_only = base_strategy();
+  loss_only["account_for_loss_in_pipeline_split"] = true;
+  e = expect_input_error([&] { layout(base_model(), loss_only); });
+  EXPECT_EQ(e.where(), "account_for_loss_in_pipeline_split");
+  EXPECT_EQ(e.problem(), "counting the embedding or the loss as a layer needs pp_size > 1");
+}
+
 TEST(Validation, UnevenStagesMustAddUp) {
   json st = base_strategy();
   st["pp_size"] = 4;
@@ -874,8 +910,6 @@ TEST(Validation, RejectedStrategyValues) {
       {"offload_groupgemm_col_inputs", true,
        "offloading grouped-GEMM inputs alone is not modeled; use cpu_offloading_num_layers (whole layers' "
        "activations)"},
-      {"account_for_loss_in_pipeline_split", true,
-       "not modeled; give the split explicitly with num_layers_in_first/last_pipeline_stage"},
       {"dtype", "fp8",
        "expected \"bf16\" or \"fp16\" (the training dtype; FP8 is the separate \"fp8\" switch), got \"fp8\""},
       {"dtype", "int4", "expected \"bf16\" or \"fp16\", got \"int4\""},

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "core/error.h"
@@ -32,7 +33,7 @@ TEST(SimumaxImport, ReadsEveryTableOfTheA100File) {
   EXPECT_EQ(s.attention.size(), 24u);    // sdp_fwd + sdp_bwd
   EXPECT_EQ(s.memory_fits.size(), 4u);   // default, permute_fwd, permute_bwd, ce
   EXPECT_EQ(s.collective_fits.size(), 20u);
-  EXPECT_FALSE(imp.warnings.empty());    // dp_fixed_bw is reported, not imported
+  EXPECT_EQ(imp.warnings.size(), 2u);    // dp_fixed_bw (all_gather, reduce_scatter) is reported, not imported
   EXPECT_EQ(imp.batch.run.source, Source::imported);
 }
 
@@ -103,6 +104,28 @@ TEST_F(SimumaxDbTest, ImportedFileServesTheSimulatorsKeys) {
   EXPECT_EQ(ar.source, EfficiencySource::interpolated);
   EXPECT_GT(ar.value, 0.40);
   EXPECT_LT(ar.value, 0.4176);
+}
+
+// SimuMax stores grouped GEMMs with tokens per expert padded up to a multiple of 8 (ng=20, M=1232
+// for DeepSeek-V2 at ep8: 4096 x 6 x 8 / 160 = 1228.8 tokens); the simulator asks for 1229. The
+// padded row runs the same tile grid, so it answers with the same time: efficiency x 1229/1232.
+TEST_F(SimumaxDbTest, GroupedGemmsMatchTheirPaddedRows) {
+  {
+    auto db = EfficiencyDb::open(path("s.db"), OpenMode::create);
+    import_simumax_system(db, a100(), kDevice);
+  }
+  const auto model = load_db_efficiency_model(path("s.db"), kDevice, std::make_shared<testing::ConstantModel>());
+  // "ng=20, M=1232, N=3072, K=5120, ... stage=fwd": 0.7073733774506031
+  const Efficiency fwd = model->gemm(GemmKey{1229, 3072, 5120, 20, DType::bf16, GemmLayout::TN, false});
+  EXPECT_EQ(fwd.source, EfficiencySource::measured);
+  EXPECT_NEAR(fwd.value, 0.7073733774506031 * 1229.0 / 1232.0, 1e-12);
+  // The weight gradient carries the tokens in k: "stage=bwd_grad_w": 0.6036380796120573.
+  const Efficiency wgrad = model->gemm(GemmKey{3072, 5120, 1229, 20, DType::bf16, GemmLayout::NT, true});
+  EXPECT_EQ(wgrad.source, EfficiencySource::measured);
+  EXPECT_NEAR(wgrad.value, 0.6036380796120573 * 1229.0 / 1232.0, 1e-12);
+  // Padding never reaches a different tile grid: 1224 (a multiple of 8 itself) is not 1232.
+  const Efficiency other = model->gemm(GemmKey{1224, 3072, 5120, 20, DType::bf16, GemmLayout::TN, false});
+  EXPECT_NE(other.source, EfficiencySource::measured);
 }
 
 TEST_F(SimumaxDbTest, MalformedFilesNameTheEntry) {

@@ -50,7 +50,9 @@ TEST_F(Predict, PredictedRowsAreStoredUnderTheTargetAndServedToTheSimulator) {
   const auto model = load_db_efficiency_model(db.path(), target.spec.name, no_data_model());
   const GemmKey k{4096, 1536, 5120, 1, DType::bf16, GemmLayout::TN, false};
   const Efficiency e = model->gemm(k);
-  EXPECT_EQ(e.source, EfficiencySource::measured);
+  // Rows of a predicted run answer as `scaled`, naming the device they were predicted from.
+  EXPECT_EQ(e.source, EfficiencySource::scaled);
+  EXPECT_EQ(model->origin(e.origin), "NVIDIA A100 PCIe 80GB");
   // Same peaks, same SMs, SXM's achievable efficiency 0.78 vs PCIe's 0.73.
   EXPECT_NEAR(e.value, 0.7877 * 0.78 / 0.73, 0.01);
 }

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "profiler/attention_bench.h"
 #include "profiler/cuda_bench.h"
 #include "profiler/cuda_timer.h"
 #include "profiler/cupti_timer.h"
@@ -119,6 +120,104 @@ TEST(GpuGemm, MeasuredRowIsPlausible) {
   EXPECT_LT(tflops, 5000.0) << "faster than any GPU: the timer is not timing the GEMM";
   EXPECT_NE(m.algorithm.find("cublasLt algo"), std::string::npos);
   EXPECT_GE(m.summary.n, 10);
+}
+
+// cuDNN's SDPA forward against the naive reference kernel: causal and not, GQA, MLA head dims,
+// bf16 and fp16, with odd-ish sequence lengths. bf16 outputs of a softmax-weighted mean of
+// values in [-1, 1) are within 2^-8 relative; 2e-2 absolute leaves room for fp32 accumulation
+// order and the rounding of O.
+TEST(GpuAttention, SdpaForwardMatchesReferenceKernel) {
+  REQUIRE_GPU(1);
+  CudaEventTimer timer;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
+  AttentionBench bench(loop);
+  const AttentionKey keys[] = {
+      {2, 4, 4, 128, 128, 64, 64, false, DType::bf16, AttentionDirection::forward},
+      {2, 4, 4, 192, 192, 128, 128, true, DType::bf16, AttentionDirection::forward},
+      {1, 8, 2, 128, 128, 128, 128, true, DType::bf16, AttentionDirection::forward},   // GQA
+      {1, 4, 4, 128, 128, 192, 128, true, DType::bf16, AttentionDirection::forward},   // MLA dims
+      {1, 4, 4, 128, 128, 64, 64, true, DType::fp16, AttentionDirection::forward},
+  };
+  for (const AttentionKey& key : keys) {
+    try {
+      EXPECT_LT(bench.check_against_reference(key, nullptr), 2e-2) << to_string(key);
+    } catch (const GpuError& e) {
+      ADD_FAILURE() << to_string(key) << ": " << e.what();
+    }
+  }
+}
+
+// cuDNN's SDPA backward (dQ, dK, dV) against a double-precision CPU recomputation: plain, causal
+// with GQA, and MLA head dims. Errors relative to the largest reference value; bf16 outputs and
+// the bf16 Pᵀ / dSᵀ the graph feeds its matmuls leave about 1e-2.
+TEST(GpuAttention, SdpaBackwardMatchesCpuReference) {
+  REQUIRE_GPU(1);
+  CudaEventTimer timer;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
+  AttentionBench bench(loop);
+  const AttentionKey keys[] = {
+      {1, 2, 2, 128, 128, 64, 64, false, DType::bf16, AttentionDirection::backward},
+      {1, 4, 2, 128, 128, 128, 128, true, DType::bf16, AttentionDirection::backward},  // GQA
+      {1, 2, 2, 128, 128, 192, 128, true, DType::bf16, AttentionDirection::backward},  // MLA dims
+  };
+  for (const AttentionKey& key : keys) {
+    try {
+      const auto e = bench.check_backward_against_cpu(key, nullptr);
+      EXPECT_LT(e.dq, 3e-2) << to_string(key);
+      EXPECT_LT(e.dk, 3e-2) << to_string(key);
+      EXPECT_LT(e.dv, 3e-2) << to_string(key);
+    } catch (const GpuError& e) {
+      ADD_FAILURE() << to_string(key) << ": " << e.what();
+    }
+  }
+}
+
+// The SDPA timing through CUPTI against CUDA events over the same loop (the op is one or a few
+// kernels of ~100 us at this size): within 1 % below to 5 % above, as for the copy kernel.
+TEST(GpuAttention, CuptiTimeAgreesWithCudaEventsAndRowIsPlausible) {
+  REQUIRE_GPU(1);
+  std::string why;
+  auto cupti = CuptiTimer::create(&why);
+  if (!cupti) GTEST_SKIP() << "CUPTI unavailable in this process: " << why;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  LoopOptions o = quick_loop();
+  o.rule.min_samples = 30;
+  MeasureLoop cupti_loop(nullptr, *cupti, nvml, flush, o);
+  CudaEventTimer events;
+  MeasureLoop event_loop(nullptr, events, nvml, flush, o);
+  AttentionBench with_cupti(cupti_loop), with_events(event_loop);
+  const AttentionKey key{4, 16, 16, 2048, 2048, 128, 128, true, DType::bf16, AttentionDirection::forward};
+  const Measurement a = with_cupti.measure(key);
+  const Measurement b = with_events.measure(key);
+  ASSERT_EQ(a.status, MeasurementStatus::measured) << a.reason;
+  ASSERT_EQ(b.status, MeasurementStatus::measured) << b.reason;
+  EXPECT_NE(a.algorithm.find("cudnn sdpa fwd engine"), std::string::npos) << a.algorithm;
+  const double rel = (b.summary.median_s - a.summary.median_s) / b.summary.median_s;
+  EXPECT_GT(rel, -0.01) << "CUPTI " << a.summary.median_s << " s vs events " << b.summary.median_s << " s";
+  EXPECT_LT(rel, 0.05) << "CUPTI " << a.summary.median_s << " s vs events " << b.summary.median_s << " s";
+  const double tflops = key.flops() / a.summary.median_s / 1e12;
+  EXPECT_GT(tflops, 20.0) << "flash attention far below any tensor-core GPU";
+  EXPECT_LT(tflops, 5000.0) << "faster than any GPU: the timer is not timing the attention";
+}
+
+TEST(GpuAttention, UnsupportedKeysAreSkippedWithAReason) {
+  REQUIRE_GPU(1);
+  CudaEventTimer timer;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
+  AttentionBench bench(loop);
+  const Measurement fp8 =
+      bench.measure({1, 4, 4, 128, 128, 128, 128, true, DType::fp8_e4m3, AttentionDirection::forward});
+  EXPECT_EQ(fp8.status, MeasurementStatus::skipped);
+  EXPECT_NE(fp8.reason.find("fp8"), std::string::npos) << fp8.reason;
+  const Measurement gqa_bad = bench.measure({1, 6, 4, 128, 128, 128, 128, true, DType::bf16, AttentionDirection::forward});
+  EXPECT_EQ(gqa_bad.status, MeasurementStatus::skipped);
 }
 
 TEST(GpuNccl, AllReduceMatchesCpuSum) {

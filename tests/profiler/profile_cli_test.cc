@@ -8,6 +8,7 @@
 #include <string>
 
 #include "profiler/profile_plan.h"
+#include "profiler/trace_writer.h"
 
 namespace {
 
@@ -39,6 +40,30 @@ TEST(ProfileCli, RunWithoutAUsableGpuExplainsWhy) {
   EXPECT_NE(r.out.find("built without CUDA"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("CALISIM_CUDA=ON"), std::string::npos) << r.out;
 #endif
+}
+
+// `calisim db show` summarises a trace run (libcalisim_trace.so's output) by kernel class.
+TEST(ProfileCli, DbShowSummarisesATraceRunByClass) {
+  const std::string db = ::testing::TempDir() + "cli_trace.db";
+  std::remove(db.c_str());
+  std::vector<calisim::db::TraceKernel> ks(3);
+  ks[0].name = "nvjet_tst_256x128_64x4_1x2_h_bz_coopB_NNT";
+  ks[0].start_ns = 0, ks[0].end_ns = 3000;
+  ks[1].name = "ncclDevKernel_AllGather_RING_LL";
+  ks[1].start_ns = 1000, ks[1].end_ns = 2000;
+  ks[2].name = "_ZN5flash16flash_fwd_kernelILi128EEEvv";
+  ks[2].start_ns = 3000, ks[2].end_ns = 4000;
+  for (auto& k : ks) calisim::profiler::finish_trace_kernel(k);
+  calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "cli test", "2026-01-01T00:00:00Z");
+  const CmdResult r = run("db show " + db + " 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("trace run 1: 3 kernels"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("gemm"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("60.0%"), std::string::npos) << "gemm is 3 of 5 us: " << r.out;
+  EXPECT_NE(r.out.find("attention"), std::string::npos) << r.out;
+  const CmdResult j = run("db show --json " + db + " 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_NE(j.out.find("\"traces\""), std::string::npos) << j.out;
 }
 
 TEST(ProfileCli, RunNeedsExactlyOnePlanSource) {

@@ -85,6 +85,41 @@ TEST(MoeOps, HandDerivedFlopsBytesAndCollectives) {
                    1.25 * fc1.fwd_flops());
 }
 
+// Megatron's all-to-all dispatcher regroups the received chunks by local expert after the
+// dispatch and restores their order before the combine (sort_chunks_by_idxs): one read and one
+// write of the received tokens each, forward and backward. One local expert needs no sort.
+TEST(MoeOps, AllToAllDispatcherSortsChunksByLocalExpert) {
+  const ModelConfig m = testing_support::small_moe();  // 8 experts, top-2, h 1024
+  const StrategyConfig st = strategy_from_json(
+      R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 4, "etp_size": 1})", m);
+  const ModelOps ops = build_model_ops(m, st, 8);
+  const double R = 1024 * 2, h = 1024;
+  for (const char* name : {"sort_chunks", "unsort_chunks"}) {
+    const LayerOp& op = find_op(ops.moe_layer, name);
+    EXPECT_EQ(op.kind, OpKind::memory);
+    EXPECT_EQ(op.mem_fwd.kind, "permute_fwd");
+    EXPECT_EQ(op.mem_bwd.kind, "permute_bwd");
+    EXPECT_EQ(op.mem_fwd.bytes, static_cast<std::int64_t>(2 * R * h * 2));
+    EXPECT_EQ(op.mem_bwd.bytes, static_cast<std::int64_t>(2 * R * h * 2));
+  }
+  // The sort sits between the dispatch and the experts, the restore between them and the combine.
+  const auto at = [&](const char* name) {
+    return std::find_if(ops.moe_layer.begin(), ops.moe_layer.end(),
+                        [&](const LayerOp& o) { return std::string(name) == o.name; }) -
+           ops.moe_layer.begin();
+  };
+  EXPECT_LT(at("ep_dispatch"), at("sort_chunks"));
+  EXPECT_LT(at("sort_chunks"), at("expert_fc1"));
+  EXPECT_LT(at("expert_fc2"), at("unsort_chunks"));
+  EXPECT_LT(at("unsort_chunks"), at("ep_combine"));
+
+  const StrategyConfig one_local = strategy_from_json(
+      R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 8, "etp_size": 1})", m);
+  const ModelOps single = build_model_ops(m, one_local, 8);
+  EXPECT_TRUE(std::none_of(single.moe_layer.begin(), single.moe_layer.end(),
+                           [](const LayerOp& o) { return std::string("sort_chunks") == o.name; }));
+}
+
 TEST(MoeOps, ExpertTensorParallelGathersAndKeepsFlopsPerRank) {
   const ModelConfig m = testing_support::small_moe();
   const StrategyConfig st = strategy_from_json(

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <random>
 #include <set>
 
@@ -32,6 +33,7 @@ struct Fixture {
     space.mbs = {1, 2};
     space.recompute = {RecomputeChoice::none, RecomputeChoice::attn_mlp, RecomputeChoice::full};
     space.zero = {0, 1};
+    space.orders = {kMegatronRankOrder};
   }
 };
 
@@ -74,7 +76,8 @@ TEST(Search, TopKEqualsBruteForce) {
     }
     EXPECT_EQ(r.feasible_count, reference.size());
     EXPECT_EQ(r.simulated + r.pruned, r.feasible_count);
-    EXPECT_EQ(r.illegal + r.too_big + r.feasible_count, r.space_size);
+    EXPECT_EQ(r.illegal + r.equivalent + r.too_big + r.feasible_count, r.space_size);
+    EXPECT_EQ(r.equivalent, 0u);  // one order: nothing to be equivalent to
   }
 }
 
@@ -172,6 +175,83 @@ TEST(Search, BadOptionsAreInputErrors) {
   o = SearchOptions{};
   f.space.tp.clear();
   EXPECT_THROW(run_search(f.model, f.base, f.system, eff, f.space, o), InputError);
+}
+
+// Placement search against brute force: every index of a space with all 120 rank orders
+// simulated, none skipped. The search (skipping orders that place every group alike) must keep,
+// for every brute-force candidate, one of the same layout with exactly the same step time, only
+// keep candidates the brute force has with the same time, and find the same best time.
+void expect_placement_search_equals_brute_force(const ModelConfig& model, const SystemConfig& system,
+                                                const StrategyConfig& base, const SearchSpace& space) {
+  DefaultEfficiencyModel eff(system);
+  std::vector<CandidateResult> reference;
+  StrategyConfig st;
+  for (std::uint64_t i = 0; i < space_size(space); ++i) {
+    const Candidate c = candidate_at(space, i);
+    if (!make_strategy(base, model, space, c, st, nullptr)) continue;
+    CandidateResult cr = summarize(simulate(model, st, system, eff), c, i, true);
+    if (cr.max_peak_gb > system.device.memory_gb) continue;
+    reference.push_back(cr);
+  }
+  std::sort(reference.begin(), reference.end(), better);
+  ASSERT_GT(reference.size(), 20u);
+  SearchOptions o;
+  o.keep_all = true;
+  const SearchResult r = run_search(model, base, system, eff, space, o);
+  EXPECT_GT(r.equivalent, 0u);
+  ASSERT_FALSE(r.feasible.empty());
+  EXPECT_DOUBLE_EQ(r.feasible.front().step_time_s, reference.front().step_time_s);
+  auto same_layout = [](const Candidate& a, const Candidate& b) {
+    return a.tp == b.tp && a.pp == b.pp && a.vpp == b.vpp && a.cp == b.cp && a.ep == b.ep && a.mbs == b.mbs &&
+           a.recompute == b.recompute && a.zero == b.zero;
+  };
+  for (const auto& ref : reference) {
+    bool found = false;
+    for (const auto& kept : r.feasible) {
+      if (same_layout(kept.candidate, ref.candidate) && kept.step_time_s == ref.step_time_s) {
+        found = true;
+        break;
+      }
+    }
+    EXPECT_TRUE(found) << describe(ref.candidate, ref.dp) << " " << ref.step_time_s << " s lost by the placement pruning";
+  }
+  for (const auto& kept : r.feasible) {
+    const auto it = std::find_if(reference.begin(), reference.end(), [&](const auto& x) { return x.index == kept.index; });
+    ASSERT_NE(it, reference.end()) << describe(kept.candidate, kept.dp);
+    EXPECT_DOUBLE_EQ(it->step_time_s, kept.step_time_s) << describe(kept.candidate, kept.dp);
+  }
+  EXPECT_LT(r.feasible.size(), reference.size());  // the pruning did skip something
+}
+
+TEST(Search, PlacementSearchEqualsBruteForceDense) {
+  Fixture f;
+  f.space.tp = {1, 2, 4};
+  f.space.pp = {1, 2};
+  f.space.vpp = {1};
+  f.space.cp = {1, 2};
+  f.space.mbs = {1};
+  f.space.recompute = {RecomputeChoice::full};
+  f.space.zero = {1};
+  f.space.orders = rank_order_list("all");
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
+  f.system.scale_up_domain_size = 4;  // a smaller domain: other orders become distinct
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
+}
+
+TEST(Search, PlacementSearchEqualsBruteForceMoe) {
+  Fixture f;
+  f.model = testing_support::small_moe();
+  f.base = parse_strategy(nlohmann::json::parse(R"({"seq_len": 2048, "global_batch_size": 32})"), "base");
+  f.space.tp = {1, 2};
+  f.space.pp = {1, 2};
+  f.space.vpp = {1};
+  f.space.cp = {1};
+  f.space.ep = {1, 2, 4, 8};
+  f.space.mbs = {1};
+  f.space.recompute = {RecomputeChoice::none};
+  f.space.zero = {1};
+  f.space.orders = rank_order_list("all");
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 }
 
 TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {

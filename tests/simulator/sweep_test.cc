@@ -76,6 +76,61 @@ TEST(Sweep, MonotonicInEveryResource) {
   }
 }
 
+// With every rank order searched (so TP, CP or DP may take the NVLink domain): more scale-up
+// bandwidth never makes the best time worse, and more memory never shrinks the feasible set.
+TEST(Sweep, MonotonicWithPlacementSearched) {
+  Study s;
+  s.space.cp = {1, 2};
+  s.space.orders = rank_order_list("all");
+  SearchOptions o;
+  const double bw = hardware_value(s.system, HardwareParam::scaleup_gb_s);
+  const auto pts = sweep_hardware(s.model, s.base, s.system, s.space, {HardwareParam::scaleup_gb_s},
+                                  {{0.1 * bw, 0.3 * bw, bw, 3 * bw}}, o);
+  ASSERT_EQ(pts.size(), 4u);
+  for (std::size_t i = 1; i < pts.size(); ++i) {
+    ASSERT_TRUE(pts[i].feasible);
+    EXPECT_LE(pts[i].best.step_time_s, pts[i - 1].best.step_time_s * (1 + 1e-12)) << i;
+  }
+  std::uint64_t last = 0;
+  for (double gb : {20.0, 40.0, 80.0, 160.0}) {
+    SystemConfig sys = with_hardware(s.system, HardwareParam::memory_gb, gb);
+    DefaultEfficiencyModel eff(sys);
+    SearchSpace sp = s.space;
+    fill_default_lists(sp, s.model, sys.scale_up_domain_size);
+    const SearchResult r = run_search(s.model, s.base, sys, eff, sp, o);
+    EXPECT_GE(r.feasible_count, last) << gb;
+    last = r.feasible_count;
+  }
+  EXPECT_GT(last, 0u);
+}
+
+// A scale-up domain of 4 on 16 GPUs: the best layout's placement is reported, and walking the
+// orders around it gives one step per distinct placement.
+TEST(Sweep, LayoutWalkCoversPlacements) {
+  Study s;
+  s.system.scale_up_domain_size = 4;
+  s.space.cp = {1, 2};
+  s.space.orders = rank_order_list("tp_first");
+  DefaultEfficiencyModel eff(s.system);
+  SearchSpace sp = s.space;
+  fill_default_lists(sp, s.model, s.system.scale_up_domain_size);
+  SearchOptions o;
+  o.top_k = 1;
+  const SearchResult best = run_search(s.model, s.base, s.system, eff, sp, o);
+  ASSERT_FALSE(best.top.empty());
+  const auto walk = walk_layouts(s.model, s.base, s.system, eff, sp, best.top.front(), o);
+  std::vector<RankPlacement> seen;
+  int orders = 0;
+  for (const auto& w : walk) {
+    if (w.dimension != "order" || !w.legal) continue;
+    ++orders;
+    for (const auto& p : seen) EXPECT_FALSE(p == w.result.placement) << w.value << " repeats a placement";
+    seen.push_back(w.result.placement);
+  }
+  EXPECT_GE(orders, 2);
+  EXPECT_LT(orders, 24);
+}
+
 TEST(Sweep, ScaleAndLayoutWalk) {
   Study s;
   SearchOptions o;

@@ -1,0 +1,676 @@
+#include "profiler/attention_bench.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <stdexcept>
+#include <string_view>
+#include <vector>
+
+#include "profiler/attention_reference.h"
+#include "profiler/device_buffer.h"
+#include "profiler/fill_random.h"
+#include "profiler/gpu_error.h"
+
+namespace calisim::profiler {
+namespace {
+
+std::string cudnn_text(cudnnStatus_t st) {
+  char detail[512] = {};
+  cudnnGetLastErrorString(detail, sizeof detail);
+  return detail[0] ? fmt::format("{} ({})", cudnnGetErrorString(st), detail) : std::string(cudnnGetErrorString(st));
+}
+
+void check_cudnn(cudnnStatus_t st, std::string_view what) {
+  if (st == CUDNN_STATUS_SUCCESS) return;
+  const int family = static_cast<int>(st) / 1000;  // cuDNN 9 groups statuses by thousands
+  const auto kind = st == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED ? GpuError::Kind::out_of_memory
+                    : family == 3                  ? GpuError::Kind::not_supported  // CUDNN_STATUS_NOT_SUPPORTED*
+                                                   : GpuError::Kind::other;
+  throw GpuError(fmt::format("cuDNN {}: {}", what, cudnn_text(st)), kind);
+}
+
+// One backend descriptor, destroyed with its owner.
+class Desc {
+ public:
+  explicit Desc(cudnnBackendDescriptorType_t type) : type_(type) {
+    check_cudnn(cudnnBackendCreateDescriptor(type, &d_), fmt::format("create descriptor type {}", static_cast<int>(type)));
+  }
+  ~Desc() {
+    if (d_) cudnnBackendDestroyDescriptor(d_);
+  }
+  Desc(const Desc&) = delete;
+  Desc& operator=(const Desc&) = delete;
+  Desc(Desc&& o) noexcept : type_(o.type_), d_(o.d_) { o.d_ = nullptr; }
+
+  template <class T>
+  Desc& set(cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type, const T* values, std::int64_t n = 1) {
+    if (const cudnnStatus_t st = cudnnBackendSetAttribute(d_, name, type, n, values); st != CUDNN_STATUS_SUCCESS) {
+      check_cudnn(st, fmt::format("set attribute {} of descriptor type {}", static_cast<int>(name),
+                                  static_cast<int>(type_)));
+    }
+    return *this;
+  }
+  Desc& set_desc(cudnnBackendAttributeName_t name, const Desc& other) {
+    cudnnBackendDescriptor_t o = other.get();
+    return set(name, CUDNN_TYPE_BACKEND_DESCRIPTOR, &o);
+  }
+  Desc& finalize(const char* what) {
+    check_cudnn(cudnnBackendFinalize(d_), what);
+    return *this;
+  }
+  cudnnBackendDescriptor_t get() const { return d_; }
+
+ private:
+  cudnnBackendDescriptorType_t type_;
+  cudnnBackendDescriptor_t d_ = nullptr;
+};
+
+cudnnDataType_t cudnn_type(DType t) {
+  return t == DType::fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
+}
+
+// Unique ids of the graphs' real (non-virtual) tensors; by-value scalars included.
+enum Uid : std::int64_t {
+  kQ = 1, kK, kV, kO, kStats, kScale, kMaskValue, kOne,
+  kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum, kDKFullHead, kDVFullHead,
+  kFirstVirtual = 100
+};
+
+using Dims = std::vector<std::int64_t>;
+
+Dims dense_strides(const Dims& dim) {
+  Dims s(dim.size(), 1);
+  for (std::size_t i = dim.size() - 1; i > 0; --i) s[i - 1] = s[i] * dim[i];
+  return s;
+}
+
+// Owns the descriptors of one operation graph while it is built and finalised.
+class GraphBuilder {
+ public:
+  const Desc& tensor(std::int64_t uid, cudnnDataType_t type, const Dims& dim, const Dims& stride,
+                     bool is_virtual = false, bool by_value = false) {
+    auto d = std::make_unique<Desc>(CUDNN_BACKEND_TENSOR_DESCRIPTOR);
+    const std::int64_t align = 16;
+    d->set(CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, &type);
+    d->set(CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, dim.data(), static_cast<std::int64_t>(dim.size()));
+    d->set(CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, stride.data(), static_cast<std::int64_t>(stride.size()));
+    d->set(CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, &uid);
+    d->set(CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, &align);
+    d->set(CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, &is_virtual);
+    if (by_value) d->set(CUDNN_ATTR_TENSOR_IS_BY_VALUE, CUDNN_TYPE_BOOLEAN, &by_value);
+    d->finalize("tensor");
+    tensors_.push_back(std::move(d));
+    if (!is_virtual) real_uids_.push_back(uid);
+    return *tensors_.back();
+  }
+  const Desc& real(std::int64_t uid, cudnnDataType_t type, const Dims& dim) {
+    return tensor(uid, type, dim, dense_strides(dim));
+  }
+  const Desc& scalar(std::int64_t uid) {
+    return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
+  }
+  const Desc& virt(cudnnDataType_t type, const Dims& dim) {
+    return tensor(next_virtual_++, type, dim, dense_strides(dim), true);
+  }
+  const Desc& virt(cudnnDataType_t type, const Dims& dim, const Dims& stride) {
+    return tensor(next_virtual_++, type, dim, stride, true);
+  }
+
+  void matmul(const Desc& a, const Desc& b, const Desc& c) {
+    auto desc = std::make_unique<Desc>(CUDNN_BACKEND_MATMUL_DESCRIPTOR);
+    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+    desc->set(CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &f32).finalize("matmul descriptor");
+    Desc op(CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_MATMUL_ADESC, a)
+        .set_desc(CUDNN_ATTR_OPERATION_MATMUL_BDESC, b)
+        .set_desc(CUDNN_ATTR_OPERATION_MATMUL_CDESC, c)
+        .set_desc(CUDNN_ATTR_OPERATION_MATMUL_DESC, *desc)
+        .finalize("matmul operation");
+    helpers_.push_back(std::move(desc));
+    ops_.push_back(std::move(op));
+  }
+
+  void pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Desc* t, const Desc& y,
+                 cudnnDataType_t precision = CUDNN_DATA_FLOAT, const std::int64_t* axis = nullptr) {
+    auto desc = std::make_unique<Desc>(CUDNN_BACKEND_POINTWISE_DESCRIPTOR);
+    desc->set(CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, &mode);
+    desc->set(CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, &precision);
+    if (axis) desc->set(CUDNN_ATTR_POINTWISE_AXIS, CUDNN_TYPE_INT64, axis);
+    desc->finalize("pointwise descriptor");
+    Desc op(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, *desc);
+    op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    if (b) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_BDESC, *b);
+    if (t) op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_TDESC, *t);
+    op.set_desc(CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y);
+    op.finalize("pointwise operation");
+    helpers_.push_back(std::move(desc));
+    ops_.push_back(std::move(op));
+  }
+  const Desc& pointwise(cudnnPointwiseMode_t mode, const Desc& x, const Desc* b, const Dims& out_dim) {
+    const Desc& y = virt(CUDNN_DATA_FLOAT, out_dim);
+    pointwise(mode, x, b, nullptr, y);
+    return y;
+  }
+
+  void reduction(cudnnReduceTensorOp_t mode, const Desc& x, const Desc& y) {
+    auto desc = std::make_unique<Desc>(CUDNN_BACKEND_REDUCTION_DESCRIPTOR);
+    const cudnnDataType_t f32 = CUDNN_DATA_FLOAT;
+    desc->set(CUDNN_ATTR_REDUCTION_OPERATOR, CUDNN_TYPE_REDUCTION_OPERATOR_TYPE, &mode);
+    desc->set(CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE, &f32).finalize("reduction descriptor");
+    Desc op(CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
+        .set_desc(CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
+        .set_desc(CUDNN_ATTR_OPERATION_REDUCTION_DESC, *desc)
+        .finalize("reduction operation");
+    helpers_.push_back(std::move(desc));
+    ops_.push_back(std::move(op));
+  }
+
+  // y re-presents x with other dims / strides / type (the graphs' virtual transposes).
+  void reshape(const Desc& x, const Desc& y) {
+    Desc op(CUDNN_BACKEND_OPERATION_RESHAPE_DESCRIPTOR);
+    op.set_desc(CUDNN_ATTR_OPERATION_RESHAPE_XDESC, x).set_desc(CUDNN_ATTR_OPERATION_RESHAPE_YDESC, y);
+    op.finalize("reshape operation");
+    ops_.push_back(std::move(op));
+  }
+
+  // The row >= column mask of causal attention over scores [b, h, sq, skv] (top-left aligned):
+  // masked entries become the by-value kMaskValue.
+  const Desc& causal_mask(const Desc& scores, const Dims& sdim, cudnnDataType_t compare_precision) {
+    const Desc& row = virt(CUDNN_DATA_INT32, sdim);
+    const Desc& col = virt(CUDNN_DATA_INT32, sdim);
+    const std::int64_t row_axis = 2, col_axis = 3;
+    pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, nullptr, row, CUDNN_DATA_INT32, &row_axis);
+    pointwise(CUDNN_POINTWISE_GEN_INDEX, scores, nullptr, nullptr, col, CUDNN_DATA_INT32, &col_axis);
+    const Desc& keep = virt(CUDNN_DATA_BOOLEAN, sdim);
+    pointwise(CUDNN_POINTWISE_CMP_GE, row, &col, nullptr, keep, compare_precision);
+    const Desc& mask_value = scalar(kMaskValue);
+    const Desc& masked = virt(CUDNN_DATA_FLOAT, sdim);
+    pointwise(CUDNN_POINTWISE_BINARY_SELECT, scores, &mask_value, &keep, masked);  // y = t ? x : b
+    return masked;
+  }
+
+  void finalize(cudnnHandle_t handle) {
+    std::vector<cudnnBackendDescriptor_t> ops;
+    for (const auto& op : ops_) ops.push_back(op.get());
+    graph_.set(CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, &handle);
+    graph_.set(CUDNN_ATTR_OPERATIONGRAPH_OPS, CUDNN_TYPE_BACKEND_DESCRIPTOR, ops.data(),
+               static_cast<std::int64_t>(ops.size()));
+    graph_.finalize("operation graph");
+  }
+  const Desc& graph() const { return graph_; }
+  // The non-virtual tensors (buffers and by-value scalars) a variant pack must bind.
+  const std::vector<std::int64_t>& real_uids() const { return real_uids_; }
+
+ private:
+  std::vector<std::int64_t> real_uids_;
+  std::vector<std::unique_ptr<Desc>> tensors_, helpers_;
+  std::vector<Desc> ops_;
+  Desc graph_{CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR};
+  std::int64_t next_virtual_ = kFirstVirtual;
+};
+
+struct Shape {
+  std::int64_t b, hq, hk, sq, skv, dqk, dv;
+  cudnnDataType_t io;
+  explicit Shape(const AttentionKey& k)
+      : b(k.batch), hq(k.heads_q), hk(k.heads_kv), sq(k.seq_q), skv(k.seq_kv), dqk(k.head_dim_qk),
+        dv(k.head_dim_v), io(cudnn_type(k.dtype)) {}
+  Dims q() const { return {b, hq, sq, dqk}; }
+  Dims k() const { return {b, hk, skv, dqk}; }
+  Dims v() const { return {b, hk, skv, dv}; }
+  Dims o() const { return {b, hq, sq, dv}; }
+  Dims scores() const { return {b, hq, sq, skv}; }
+  Dims rows() const { return {b, hq, sq, 1}; }
+};
+
+// The forward graph (cuDNN frontend's composition): S = Q·Kᵀ, ×scale, causal mask, softmax
+// (max, sub, exp, sum, log + add → Stats, div), O = P·V. `p_io_type` gives P the io type
+// before the second matmul instead of fp32 (engines differ in which they accept).
+void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type) {
+  const Desc& q = g.real(kQ, s.io, s.q());
+  // Kᵀ as a [b, hk, dqk, skv] view of the [b, hk, skv, dqk] buffer.
+  const Desc& kt = g.tensor(kK, s.io, {s.b, s.hk, s.dqk, s.skv}, {s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk});
+  const Desc& v = g.real(kV, s.io, s.v());
+  const Desc& o = g.real(kO, s.io, s.o());
+  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
+  const Desc& scale = g.scalar(kScale);
+  const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
+  g.matmul(q, kt, scores);
+  const Desc* logits = &g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
+  if (causal) logits = &g.causal_mask(*logits, s.scores(), CUDNN_DATA_BOOLEAN);
+  const Desc& max = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, *logits, max);
+  const Desc& sub = g.pointwise(CUDNN_POINTWISE_SUB, *logits, &max, s.scores());
+  const Desc& e = g.pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, s.scores());
+  const Desc& sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
+  const Desc& log_sum = g.pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, s.rows());
+  g.pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, nullptr, stats);
+  const Desc& p = g.virt(p_io_type ? s.io : CUDNN_DATA_FLOAT, s.scores());
+  g.pointwise(CUDNN_POINTWISE_DIV, e, &sum, nullptr, p);
+  g.matmul(p, v, o);
+}
+
+// Pᵀ-style view: [b, h, x, y] dense → [b, h, y, x], in the io type.
+const Desc& transposed(GraphBuilder& g, const Desc& x, const Dims& dim, cudnnDataType_t io) {
+  const std::int64_t b = dim[0], h = dim[1], r = dim[2], c = dim[3];
+  const Desc& y = g.virt(io, {b, h, c, r}, {h * r * c, r * c, 1, c});
+  g.reshape(x, y);
+  return y;
+}
+
+// The backward graph the fused flash-attention backward engines match: softmax_sum =
+// rowsum(dO∘O)·1, P = exp(S·scale − Stats) (causal mask before the exp), dV = Pᵀ·dO,
+// dS = P∘(dO·Vᵀ − softmax_sum)·scale, dK = dSᵀ·Q, dQ = dS·K accumulated in fp32 (dQ_accum)
+// and cast by an identity. GQA: dK and dV are computed per query head into full-head buffers
+// and summed over each group by a reduction.
+void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
+  const Desc& q = g.real(kQ, s.io, s.q());
+  const Dims kt_dim{s.b, s.hk, s.dqk, s.skv}, kt_str{s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk};
+  const Desc& kt = g.tensor(kK, s.io, kt_dim, kt_str);
+  const Desc& vt = g.tensor(kV, s.io, {s.b, s.hk, s.dv, s.skv}, {s.hk * s.skv * s.dv, s.skv * s.dv, 1, s.dv});
+  const Desc& o = g.real(kO, s.io, s.o());
+  const Desc& d_o = g.real(kDO, s.io, s.o());
+  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
+  const Desc& scale = g.scalar(kScale);
+  const Desc& one = g.scalar(kOne);
+  const Desc& softmax_sum = g.real(kSoftmaxSum, CUDNN_DATA_FLOAT, s.rows());
+  const Desc& dq_accum = g.real(kDQAccum, CUDNN_DATA_FLOAT, s.q());
+  const Desc& dq = g.real(kDQ, s.io, s.q());
+  const Desc& dk = g.real(kDK, s.io, s.k());
+  const Desc& dv = g.real(kDV, s.io, s.v());
+
+  const Desc& doo = g.pointwise(CUDNN_POINTWISE_MUL, d_o, &o, s.o());
+  const Desc& row_sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, row_sum);
+  g.pointwise(CUDNN_POINTWISE_MUL, row_sum, &one, nullptr, softmax_sum);  // the dropout-scale slot
+
+  const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
+  g.matmul(q, kt, scores);
+  const Desc& scaled = g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
+  const Desc* shifted = &g.pointwise(CUDNN_POINTWISE_SUB, scaled, &stats, s.scores());
+  if (causal) shifted = &g.causal_mask(*shifted, s.scores(), CUDNN_DATA_INT32);
+  const Desc& p = g.pointwise(CUDNN_POINTWISE_EXP, *shifted, nullptr, s.scores());
+
+  const bool grouped = s.hk != s.hq;
+  const Desc& pt = transposed(g, p, s.scores(), s.io);
+  if (grouped) {
+    const Desc& dv_full = g.real(kDVFullHead, s.io, {s.b, s.hq, s.skv, s.dv});
+    g.matmul(pt, d_o, dv_full);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_full, dv);
+  } else {
+    g.matmul(pt, d_o, dv);
+  }
+  const Desc& dp = g.virt(CUDNN_DATA_FLOAT, s.scores());
+  g.matmul(d_o, vt, dp);
+  const Desc& dps = g.pointwise(CUDNN_POINTWISE_SUB, dp, &softmax_sum, s.scores());
+  const Desc& ds0 = g.pointwise(CUDNN_POINTWISE_MUL, dps, &p, s.scores());
+  const Desc& ds = g.pointwise(CUDNN_POINTWISE_MUL, ds0, &scale, s.scores());
+
+  const Desc& dst = transposed(g, ds, s.scores(), s.io);
+  if (grouped) {
+    const Desc& dk_full = g.real(kDKFullHead, s.io, {s.b, s.hq, s.skv, s.dqk});
+    g.matmul(dst, q, dk_full);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_full, dk);
+  } else {
+    g.matmul(dst, q, dk);
+  }
+  const Desc& k_view = g.virt(s.io, s.k(), dense_strides(s.k()));
+  g.reshape(kt, k_view);
+  g.matmul(ds, k_view, dq_accum);
+  g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
+}
+
+// A finalised execution plan with its engine's global index and workspace.
+struct Plan {
+  std::unique_ptr<Desc> plan;
+  std::int64_t engine = -1;
+  std::int64_t workspace_bytes = 0;
+};
+
+// The heuristics' engine configurations, in their order, as finalised plans (those that fail to
+// finalise are left out; the last failure's text is kept for the skip reason).
+std::vector<Plan> plans_for(cudnnHandle_t handle, const GraphBuilder& g, int wanted, std::string* last_error) {
+  Desc heur(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR);
+  const cudnnBackendHeurMode_t mode = CUDNN_HEUR_MODE_A;
+  heur.set_desc(CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, g.graph());
+  heur.set(CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, &mode);
+  heur.finalize("engine heuristics");
+  std::int64_t available = 0;
+  check_cudnn(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR, 0,
+                                       &available, nullptr),
+              "heuristic result count");
+  std::vector<Desc> configs;
+  std::vector<cudnnBackendDescriptor_t> raw;
+  for (std::int64_t i = 0; i < available; ++i) {
+    configs.emplace_back(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR);
+    raw.push_back(configs.back().get());
+  }
+  std::int64_t got = 0;
+  if (available > 0) {
+    check_cudnn(cudnnBackendGetAttribute(heur.get(), CUDNN_ATTR_ENGINEHEUR_RESULTS, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                         available, &got, raw.data()),
+                "heuristic results");
+  }
+  std::vector<Plan> plans;
+  for (std::int64_t i = 0; i < got && static_cast<int>(plans.size()) < wanted; ++i) {
+    try {
+      Plan p;
+      p.plan = std::make_unique<Desc>(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR);
+      p.plan->set(CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, &handle);
+      p.plan->set_desc(CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, configs[i]);
+      p.plan->finalize("execution plan");
+      std::int64_t n = 0;
+      check_cudnn(cudnnBackendGetAttribute(p.plan->get(), CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, CUDNN_TYPE_INT64, 1,
+                                           &n, &p.workspace_bytes),
+                  "workspace size");
+      Desc engine(CUDNN_BACKEND_ENGINE_DESCRIPTOR);
+      cudnnBackendDescriptor_t e = engine.get();
+      if (cudnnBackendGetAttribute(configs[i].get(), CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &n,
+                                   &e) == CUDNN_STATUS_SUCCESS) {
+        cudnnBackendGetAttribute(e, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n, &p.engine);
+      }
+      plans.push_back(std::move(p));
+    } catch (const GpuError& err) {
+      if (last_error) *last_error = err.what();
+    }
+  }
+  if (plans.empty() && last_error && last_error->empty()) {
+    *last_error = fmt::format("the heuristics offered {} engine configuration(s), none usable", got);
+  }
+  return plans;
+}
+
+// A graph with its plans; which forward variant was built (see build_forward).
+struct BuiltGraph {
+  std::unique_ptr<GraphBuilder> g;
+  std::vector<Plan> plans;
+  std::string variant;
+};
+
+BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted) {
+  const Shape s(key);
+  std::string errors;
+  const bool backward = key.direction == AttentionDirection::backward;
+  // Forward: P in fp32 first, then in the io type; backward has one composition.
+  for (int variant = 0; variant < (backward ? 1 : 2); ++variant) {
+    BuiltGraph out;
+    out.g = std::make_unique<GraphBuilder>();
+    std::string last;
+    try {
+      if (backward) {
+        build_backward(*out.g, s, key.causal);
+        out.variant = "bwd";
+      } else {
+        build_forward(*out.g, s, key.causal, variant == 1);
+        out.variant = variant == 1 ? "fwd, P in io type" : "fwd";
+      }
+      out.g->finalize(handle);
+      out.plans = plans_for(handle, *out.g, wanted, &last);
+    } catch (const GpuError& e) {
+      if (e.out_of_memory()) throw;
+      last = e.what();
+    }
+    if (!out.plans.empty()) return out;
+    errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", backward ? "bwd graph" : out.variant, last);
+  }
+  throw GpuError("cuDNN has no SDPA engine for this shape: " + errors, GpuError::Kind::not_supported);
+}
+
+// Device tensors of one problem, random inputs; the host scalars the variant pack points at.
+struct Tensors {
+  std::vector<std::pair<std::int64_t, DeviceBuffer>> buffers;
+  float scale = 1, one = 1;
+  // Masked logits: the lowest finite float (what cuDNN's own frontend uses), never -inf, so a
+  // fully masked row cannot produce NaN.
+  float mask_value = std::numeric_limits<float>::lowest();
+
+  Tensors(const AttentionKey& key, cudaStream_t stream) {
+    const Shape s(key);
+    scale = 1.0f / std::sqrt(static_cast<float>(key.head_dim_qk));
+    auto count = [](const Dims& d) { return d[0] * d[1] * d[2] * d[3]; };
+    auto add = [&](std::int64_t uid, std::int64_t elements, std::size_t element_bytes) -> void* {
+      buffers.emplace_back(uid, DeviceBuffer(static_cast<std::size_t>(elements) * element_bytes));
+      return buffers.back().second.get();
+    };
+    fill_random(add(kQ, count(s.q()), 2), count(s.q()), key.dtype, 21, 1.0f, stream);
+    fill_random(add(kK, count(s.k()), 2), count(s.k()), key.dtype, 22, 1.0f, stream);
+    fill_random(add(kV, count(s.v()), 2), count(s.v()), key.dtype, 23, 1.0f, stream);
+    add(kO, count(s.o()), 2);
+    add(kStats, count(s.rows()), 4);
+    if (key.direction == AttentionDirection::backward) {
+      fill_random(add(kDO, count(s.o()), 2), count(s.o()), key.dtype, 24, 1.0f, stream);
+      add(kDQ, count(s.q()), 2);
+      add(kDK, count(s.k()), 2);
+      add(kDV, count(s.v()), 2);
+      add(kSoftmaxSum, count(s.rows()), 4);
+      add(kDQAccum, count(s.q()), 4);
+      if (s.hk != s.hq) {
+        add(kDKFullHead, s.b * s.hq * s.skv * s.dqk, 2);
+        add(kDVFullHead, s.b * s.hq * s.skv * s.dv, 2);
+      }
+    }
+  }
+  void* get(std::int64_t uid) const {
+    for (const auto& [u, b] : buffers) {
+      if (u == uid) return b.get();
+    }
+    return nullptr;
+  }
+};
+
+// Runs a plan on a stream. The variant pack binds exactly the graph's non-virtual tensors.
+class Executor {
+ public:
+  Executor(cudnnHandle_t handle, const Plan& plan, const GraphBuilder& graph, Tensors& t)
+      : handle_(handle), plan_(plan), pack_(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR) {
+    if (plan.workspace_bytes > 0) workspace_ = DeviceBuffer(static_cast<std::size_t>(plan.workspace_bytes));
+    const std::vector<std::int64_t>& uids = graph.real_uids();
+    std::vector<void*> ptrs;
+    for (std::int64_t uid : uids) {
+      void* p = uid == kScale ? &t.scale : uid == kOne ? &t.one : uid == kMaskValue ? &t.mask_value : t.get(uid);
+      if (!p) throw std::logic_error(fmt::format("SDPA graph tensor {} has no buffer", uid));
+      ptrs.push_back(p);
+    }
+    void* ws = workspace_.get();
+    pack_.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids.data(), static_cast<std::int64_t>(uids.size()));
+    pack_.set(CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR, ptrs.data(),
+              static_cast<std::int64_t>(ptrs.size()));
+    pack_.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &ws);
+    pack_.finalize("variant pack");
+  }
+  void run(cudaStream_t stream) {
+    check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
+    check_cudnn(cudnnBackendExecute(handle_, plan_.plan->get(), pack_.get()), "cudnnBackendExecute");
+  }
+
+ private:
+  cudnnHandle_t handle_;
+  const Plan& plan_;
+  DeviceBuffer workspace_;
+  Desc pack_;
+};
+
+// Fills O and Stats of `t` with a forward pass (the backward graph reads them).
+void run_forward_for(cudnnHandle_t handle, AttentionKey key, Tensors& t, cudaStream_t stream) {
+  key.direction = AttentionDirection::forward;
+  const BuiltGraph fwd = build_graph(handle, key, 1);
+  Executor ex(handle, fwd.plans.front(), *fwd.g, t);
+  ex.run(stream);
+  check_cuda(cudaStreamSynchronize(stream), "forward pass for the backward");
+}
+
+std::string unsupported_reason(const AttentionKey& key) {
+  if (key.dtype != DType::bf16 && key.dtype != DType::fp16) {
+    return fmt::format("{} attention is not measured by this version: the cuDNN fp8 SDPA graph needs descale, scale "
+                       "and amax tensors that it does not build; bf16 and fp16 are measured",
+                       calisim::to_string(key.dtype));
+  }
+  if (key.heads_kv <= 0 || key.heads_q % key.heads_kv != 0) {
+    return fmt::format("heads_q {} is not a multiple of heads_kv {}", key.heads_q, key.heads_kv);
+  }
+  return "";
+}
+
+}  // namespace
+
+std::string AttentionBench::library_version() { return fmt::format("cudnn {}", cudnnGetVersion()); }
+
+AttentionBench::AttentionBench(MeasureLoop& loop) : loop_(loop) { check_cudnn(cudnnCreate(&handle_), "cudnnCreate"); }
+
+AttentionBench::~AttentionBench() {
+  if (handle_) cudnnDestroy(handle_);
+}
+
+Measurement AttentionBench::measure(const AttentionKey& key) {
+  if (const std::string why = unsupported_reason(key); !why.empty()) return Measurement::skipped_because(why);
+  const bool backward = key.direction == AttentionDirection::backward;
+  try {
+    const BuiltGraph built = build_graph(handle_, key, kAttentionCandidates);
+    Tensors t(key, nullptr);
+    check_cuda(cudaDeviceSynchronize(), "attention input fill");
+    if (backward) run_forward_for(handle_, key, t, nullptr);
+    // Autotune over the heuristics' first candidates, as the GEMM benchmark does.
+    double best_s = INFINITY;
+    std::size_t best = built.plans.size();
+    std::string last_error;
+    std::vector<std::unique_ptr<Executor>> execs(built.plans.size());
+    for (std::size_t i = 0; i < built.plans.size(); ++i) {
+      try {
+        execs[i] = std::make_unique<Executor>(handle_, built.plans[i], *built.g, t);
+        Executor& ex = *execs[i];
+        ex.run(nullptr);  // untimed: may fail for this shape
+        const double time_s = loop_.quick_median_s([&](cudaStream_t s) { ex.run(s); }, 5);
+        if (time_s < best_s) {
+          best_s = time_s;
+          best = i;
+        }
+      } catch (const GpuError& e) {
+        execs[i].reset();
+        last_error = e.what();
+      }
+    }
+    if (best == built.plans.size()) {
+      return Measurement::skipped_because("every cuDNN SDPA engine failed; last: " + last_error);
+    }
+    Executor& chosen = *execs[best];
+    Measurement m = loop_.measure([&](cudaStream_t s) { chosen.run(s); });
+    m.algorithm = fmt::format("cudnn sdpa {} engine {} workspace {} B (fastest of {})", built.variant,
+                              built.plans[best].engine, built.plans[best].workspace_bytes, built.plans.size());
+    m.library = library_version();
+    return m;
+  } catch (const GpuError& e) {
+    if (e.out_of_memory() || e.not_supported()) return Measurement::skipped_because(e.what());
+    throw;
+  }
+}
+
+double AttentionBench::check_against_reference(const AttentionKey& key, cudaStream_t stream) {
+  if (const std::string why = unsupported_reason(key); !why.empty()) throw GpuError(why, GpuError::Kind::not_supported);
+  AttentionKey fwd = key;
+  fwd.direction = AttentionDirection::forward;
+  Tensors t(fwd, stream);
+  run_forward_for(handle_, fwd, t, stream);
+  const std::int64_t no = key.batch * key.heads_q * key.seq_q * key.head_dim_v;
+  DeviceBuffer ref(no * sizeof(float));
+  const AttentionRefShape shape{key.batch,       key.heads_q,    key.heads_kv, key.seq_q,
+                                key.seq_kv,      key.head_dim_qk, key.head_dim_v, key.causal,
+                                key.dtype == DType::bf16};
+  launch_attention_reference(shape, t.get(kQ), t.get(kK), t.get(kV), t.scale, ref.as<float>(), stream);
+  check_cuda(cudaGetLastError(), "reference attention launch");
+  check_cuda(cudaStreamSynchronize(stream), "SDPA and reference");
+  std::vector<double> got(no), want(no);
+  copy_to_host_as_double(t.get(kO), no, key.dtype, got.data());
+  copy_to_host_as_double(ref.get(), no, DType::fp32, want.data());
+  double worst = 0;
+  for (std::int64_t i = 0; i < no; ++i) {
+    if (!std::isfinite(got[i])) return INFINITY;
+    worst = std::max(worst, std::abs(got[i] - want[i]));
+  }
+  return worst;
+}
+
+AttentionBench::GradientErrors AttentionBench::check_backward_against_cpu(const AttentionKey& key, cudaStream_t stream) {
+  if (const std::string why = unsupported_reason(key); !why.empty()) throw GpuError(why, GpuError::Kind::not_supported);
+  AttentionKey bwd = key;
+  bwd.direction = AttentionDirection::backward;
+  const Shape s(bwd);
+  Tensors t(bwd, stream);
+  run_forward_for(handle_, bwd, t, stream);
+  const BuiltGraph built = build_graph(handle_, bwd, 1);
+  Executor ex(handle_, built.plans.front(), *built.g, t);
+  ex.run(stream);
+  check_cuda(cudaStreamSynchronize(stream), "SDPA backward");
+  auto host = [&](std::int64_t uid, std::int64_t n) {
+    std::vector<double> v(n);
+    copy_to_host_as_double(t.get(uid), n, key.dtype, v.data());
+    return v;
+  };
+  const std::int64_t nq = s.b * s.hq * s.sq * s.dqk, nk = s.b * s.hk * s.skv * s.dqk;
+  const std::int64_t nv = s.b * s.hk * s.skv * s.dv, no = s.b * s.hq * s.sq * s.dv;
+  const auto q = host(kQ, nq), k = host(kK, nk), v = host(kV, nv), d_o = host(kDO, no);
+  const auto dq = host(kDQ, nq), dk = host(kDK, nk), dv = host(kDV, nv);
+  std::vector<double> rq(nq, 0), rk(nk, 0), rv(nv, 0);
+  const double scale = t.scale;
+  const std::int64_t group = s.hq / s.hk;
+  std::vector<double> p(s.skv), dp(s.skv), o(s.dv);
+  for (std::int64_t b = 0; b < s.b; ++b) {
+    for (std::int64_t h = 0; h < s.hq; ++h) {
+      const std::int64_t g = h / group;
+      const double* Q = &q[((b * s.hq + h) * s.sq) * s.dqk];
+      const double* K = &k[((b * s.hk + g) * s.skv) * s.dqk];
+      const double* V = &v[((b * s.hk + g) * s.skv) * s.dv];
+      const double* dO = &d_o[((b * s.hq + h) * s.sq) * s.dv];
+      double* dQ = &rq[((b * s.hq + h) * s.sq) * s.dqk];
+      double* dK = &rk[((b * s.hk + g) * s.skv) * s.dqk];
+      double* dV = &rv[((b * s.hk + g) * s.skv) * s.dv];
+      for (std::int64_t i = 0; i < s.sq; ++i) {
+        const std::int64_t last = key.causal ? std::min(i + 1, s.skv) : s.skv;
+        double m = -INFINITY, sum = 0;
+        for (std::int64_t j = 0; j < last; ++j) {
+          double dot = 0;
+          for (std::int64_t d = 0; d < s.dqk; ++d) dot += Q[i * s.dqk + d] * K[j * s.dqk + d];
+          p[j] = dot * scale;
+          m = std::max(m, p[j]);
+        }
+        for (std::int64_t j = 0; j < last; ++j) sum += (p[j] = std::exp(p[j] - m));
+        std::fill(o.begin(), o.end(), 0.0);
+        for (std::int64_t j = 0; j < last; ++j) {
+          p[j] /= sum;
+          for (std::int64_t d = 0; d < s.dv; ++d) o[d] += p[j] * V[j * s.dv + d];
+        }
+        double row = 0;  // rowsum(dO ∘ O)
+        for (std::int64_t d = 0; d < s.dv; ++d) row += dO[i * s.dv + d] * o[d];
+        for (std::int64_t j = 0; j < last; ++j) {
+          dp[j] = 0;
+          for (std::int64_t d = 0; d < s.dv; ++d) {
+            dp[j] += dO[i * s.dv + d] * V[j * s.dv + d];
+            dV[j * s.dv + d] += p[j] * dO[i * s.dv + d];
+          }
+          const double ds = p[j] * (dp[j] - row) * scale;
+          for (std::int64_t d = 0; d < s.dqk; ++d) {
+            dQ[i * s.dqk + d] += ds * K[j * s.dqk + d];
+            dK[j * s.dqk + d] += ds * Q[i * s.dqk + d];
+          }
+        }
+      }
+    }
+  }
+  auto rel = [](const std::vector<double>& got, const std::vector<double>& want) {
+    double worst = 0, peak = 0;
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      if (!std::isfinite(got[i])) return static_cast<double>(INFINITY);
+      worst = std::max(worst, std::abs(got[i] - want[i]));
+      peak = std::max(peak, std::abs(want[i]));
+    }
+    return worst / std::max(peak, 1e-30);
+  };
+  return {rel(dq, rq), rel(dk, rk), rel(dv, rv)};
+}
+
+}  // namespace calisim::profiler

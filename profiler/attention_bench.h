@@ -1,0 +1,63 @@
+// AttentionBench: flash attention forward and backward through cuDNN's SDPA operation graphs
+// (backend C API: cudnnBackend* descriptors; no cudnn-frontend header is needed).
+//
+// Forward graph (the composition cuDNN's frontend builds and its fused flash engines match):
+// S = Q·Kᵀ (matmul, fp32), ×scale (by-value 1/sqrt(dqk)), for causal keys a row >= col mask
+// (GEN_INDEX on both axes, CMP_GE, BINARY_SELECT with the lowest float), softmax as max / sub /
+// exp / sum / log + add (the Stats training keeps) / div, O = P·V. Backward graph: softmax_sum =
+// rowsum(dO∘O), P = exp(S·scale − Stats), dV = Pᵀ·dO, dS = P∘(dO·Vᵀ − softmax_sum)·scale,
+// dK = dSᵀ·Q, dQ = dS·K via an fp32 accumulator; a backward measurement first runs the forward
+// once so Stats and O are real. Layout [batch, heads, seq, dim] contiguous; GQA keys give K and V
+// heads_kv heads (dK, dV of a group summed by a reduction in the backward); MLA keys give Q, K
+// head_dim_qk and V, O head_dim_v. Engines come from the backend heuristics descriptor (mode A);
+// up to kAttentionCandidates that finalise are timed briefly, the fastest is measured with the
+// MeasureLoop; the row records its engine global index, workspace and graph variant. FLOPs are
+// the key's (AttentionKey::flops(), MODELING.md: backward 2.5x forward).
+//
+// Skipped with the reason (cuDNN's status and last error text) when no engine supports the
+// shape or buffers do not fit, and for fp8 keys (the fp8 graph needs descale / scale / amax
+// tensors this version does not build).
+#pragma once
+
+#include <cudnn.h>
+
+#include <memory>
+#include <string>
+
+#include "core/kernel_keys.h"
+#include "profiler/measure_loop.h"
+
+namespace calisim::profiler {
+
+inline constexpr int kAttentionCandidates = 2;
+
+class AttentionBench {
+ public:
+  explicit AttentionBench(MeasureLoop& loop);
+  ~AttentionBench();
+  AttentionBench(const AttentionBench&) = delete;
+  AttentionBench& operator=(const AttentionBench&) = delete;
+
+  Measurement measure(const AttentionKey& key);
+
+  // For tests: runs the key's forward once (first engine that finalises) on random inputs and
+  // returns the largest |O - ref| against the naive reference kernel (attention_reference.h).
+  // Throws GpuError (not_supported) when cuDNN has no engine for it.
+  double check_against_reference(const AttentionKey& key, cudaStream_t stream);
+
+  // For tests: forward then backward once on random Q, K, V, dO; the largest |error| of dQ, dK
+  // and dV relative to the largest |reference| value, against a double-precision CPU
+  // recomputation from the same (rounded) inputs. Keep shapes tiny: O(b·h·sq·skv·d) on the CPU.
+  struct GradientErrors {
+    double dq = 0, dk = 0, dv = 0;
+  };
+  GradientErrors check_backward_against_cpu(const AttentionKey& key, cudaStream_t stream);
+
+  static std::string library_version();
+
+ private:
+  MeasureLoop& loop_;
+  cudnnHandle_t handle_ = nullptr;
+};
+
+}  // namespace calisim::profiler

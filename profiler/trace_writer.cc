@@ -1,0 +1,86 @@
+#include "profiler/trace_writer.h"
+
+#include <cxxabi.h>
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <memory>
+
+#include "profiler/kernel_class.h"
+
+namespace calisim::profiler {
+
+std::string utc_now_iso() {
+  const std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+namespace {
+
+std::string hostname() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0) return "";
+  return buf;
+}
+
+}  // namespace
+
+std::string demangle_kernel_name(std::string_view name) {
+  if (name.substr(0, 2) != "_Z") return std::string(name);
+  const std::string mangled(name);
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> out(abi::__cxa_demangle(mangled.c_str(), nullptr, nullptr, &status),
+                                             std::free);
+  return status == 0 && out ? std::string(out.get()) : mangled;
+}
+
+void finish_trace_kernel(db::TraceKernel& k) {
+  k.name = demangle_kernel_name(k.name);
+  k.kernel_class = std::string(to_string(classify_kernel(k.name)));
+}
+
+TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
+                             const std::map<int, std::string>& device_names, const std::string& notes,
+                             const std::string& started_at) {
+  std::map<int, std::vector<db::TraceKernel>> by_device;
+  for (auto& k : kernels) by_device[k.device].push_back(std::move(k));
+  TraceWriteResult result;
+  auto db = db::EfficiencyDb::open(db_path, db::OpenMode::create);
+  for (auto& [ordinal, list] : by_device) {
+    std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
+    const auto it = device_names.find(ordinal);
+    const std::string cuda_name = it != device_names.end() ? it->second : fmt::format("CUDA device {}", ordinal);
+    std::string device;
+    if (const auto found = db.find_device(cuda_name)) {
+      device = found->name;
+    } else {
+      db::DeviceRecord d;
+      d.name = cuda_name;
+      db.add_device_if_missing(d);
+      device = cuda_name;
+      result.warnings.push_back(fmt::format(
+          "{} had no device '{}': added it without specs (profile it, or add an alias, to attach peaks)", db_path,
+          cuda_name));
+    }
+    db::RunRecord run;
+    run.device = device;
+    run.source = db::Source::trace;
+    run.tool_version = "libcalisim_trace";
+    run.host = hostname();
+    run.started_at = started_at;
+    run.ended_at = utc_now_iso();
+    run.notes = fmt::format("{}; CUDA device {} ({}); {} kernels", notes, ordinal, cuda_name, list.size());
+    result.run_by_device[ordinal] = db::write_trace_run(db, run, list);
+  }
+  return result;
+}
+
+}  // namespace calisim::profiler

@@ -1,0 +1,41 @@
+// From raw kernel records of a traced program to a trace run in the efficiency database: the
+// CUDA-free half of libcalisim_trace.so (profiler/trace_injection.cc), testable without a GPU.
+//
+// Contract:
+//   - demangle_kernel_name() returns the C++ demangled name, or the input unchanged when it is
+//     not a mangled name (CUDA C kernels, "nvjet_..." names).
+//   - finish_trace_kernel() demangles k.name and sets k.kernel_class with classify_kernel().
+//   - store_trace() writes one `trace` run per device seen (kernels grouped by k.device, each
+//     run's kernels in start order) into the database at db_path (created when missing). A
+//     device is found by its CUDA name (device_names[ordinal]) among device names and aliases;
+//     a name the file does not know is added as a device with no specs (a trace needs no peaks)
+//     and a warning saying so is returned. Returns the run ids, by device ordinal.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "db/trace_store.h"
+
+namespace calisim::profiler {
+
+std::string demangle_kernel_name(std::string_view name);
+void finish_trace_kernel(db::TraceKernel& k);
+
+struct TraceWriteResult {
+  std::map<int, std::int64_t> run_by_device;
+  std::vector<std::string> warnings;
+};
+
+// `started_at`: when tracing began (ISO 8601 UTC, utc_now_iso()); the runs end now.
+TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
+                             const std::map<int, std::string>& device_names, const std::string& notes,
+                             const std::string& started_at);
+
+// The current time as ISO 8601 UTC ("2026-11-21T12:00:00Z").
+std::string utc_now_iso();
+
+}  // namespace calisim::profiler

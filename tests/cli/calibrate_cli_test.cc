@@ -1,0 +1,146 @@
+// End to end through the `calisim` executable: `calibrate` without a GPU on the SimuMax
+// A100-PCIe table, and `predict` -> `simulate` saying which ops were scaled from which device.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "tests/support/command_output.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using CmdResult = calisim::testing_support::CommandResult;
+
+CmdResult run(const std::string& args) {
+  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
+}
+CmdResult run_stdout(const std::string& args) {
+  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>/dev/null");
+}
+
+class CalibrateCli : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() /
+           ("calibrate_cli_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()) + "_" +
+            std::to_string(::getpid()));  // other build trees run the same tests at the same time
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    db_ = (dir_ / "a100.db").string();
+    const CmdResult r = run("db import " + db_ + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
+                            "/simumax/system/a100_pcie.json --device \"NVIDIA A100 PCIe 80GB\"");
+    ASSERT_EQ(r.code, 0) << r.out;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string path(const std::string& name) const { return (dir_ / name).string(); }
+
+  fs::path dir_;
+  std::string db_;
+};
+
+const std::string kConfig = "--model llama3-8b --strategy tp2_pp2_dp2_mbs1";
+
+TEST_F(CalibrateCli, WithoutAGpuListsWhatIsMissingFitsAndWritesASystemThatSimulates) {
+  const std::string out = path("sys/a100-cal.json"), plan = path("missing.json");
+  fs::create_directories(dir_ / "sys");
+  const CmdResult r = run_stdout("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
+                                 " --plan-out " + plan + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  EXPECT_FALSE(j["profiling"]["ran"].get<bool>());
+  EXPECT_FALSE(j["profiling"]["note"].get<std::string>().empty());
+  ASSERT_EQ(j["missing"].size(), 4u);
+  EXPECT_EQ(j["missing"][2]["family"], "memory");
+  EXPECT_EQ(j["missing"][2]["count"], j["planned"]["memory"]);  // the table has memory fits, no rows
+  EXPECT_FALSE(j["missing"][2]["first_keys"].empty());
+  EXPECT_EQ(j["efficiency_db"], "../a100.db");
+  bool memory_fitted = false;
+  for (const auto& d : j["calibration"]["defaults"]) {
+    if (d["field"] == "efficiency.memory_bound") memory_fitted = !d["fitted"].is_null();
+  }
+  EXPECT_TRUE(memory_fitted);
+  EXPECT_TRUE(fs::exists(plan));
+  const auto& total = j["calibration"]["coverage"].back();
+  EXPECT_EQ(total["family"], "total");
+  EXPECT_EQ(total["planned"].get<int>(), total["measured"].get<int>() + total["interpolated"].get<int>() +
+                                             total["scaled"].get<int>() + total["roofline"].get<int>());
+
+  // The written system simulates from its own efficiency_db, unlike the datasheet system.
+  const CmdResult cal = run_stdout("simulate " + kConfig + " --system " + out + " --json");
+  ASSERT_EQ(cal.code, 0) << cal.out;
+  const auto c = nlohmann::json::parse(cal.out);
+  EXPECT_FALSE(c["efficiency_sources"]["database"].is_null());
+  EXPECT_GT(c["efficiency_sources"]["kernels_per_source"]["measured"].get<int>(), 0);
+  const CmdResult plain = run_stdout("simulate " + kConfig + " --system a100-pcie-80g --json");
+  ASSERT_EQ(plain.code, 0) << plain.out;
+  const auto p = nlohmann::json::parse(plain.out);
+  EXPECT_NE(c["cost"]["duration_time_per_iter_s"].get<double>(), p["cost"]["duration_time_per_iter_s"].get<double>());
+
+  // The missing kernels as a profile plan for `calisim profile run --plan`.
+  std::ifstream plan_in(plan);
+  const auto plan_doc = nlohmann::json::parse(plan_in);
+  EXPECT_EQ(plan_doc["calisim_profile_plan"], 1);
+  EXPECT_EQ(plan_doc["memory"].size(), j["missing"][2]["count"].get<std::size_t>());
+
+  const CmdResult text = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out);
+  ASSERT_EQ(text.code, 0) << text.out;
+  for (const char* s : {"profiling: not run", "missing:", "leave-one-out", "system defaults", "coverage", "wrote"}) {
+    EXPECT_NE(text.out.find(s), std::string::npos) << s << "\n" << text.out;
+  }
+}
+
+TEST_F(CalibrateCli, ADatabaseWithoutTheDeviceIsAnInputError) {
+  const CmdResult r = run("calibrate --system h100-sxm " + kConfig + " --db " + db_ + " --out " + path("x.json"));
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("no device or alias 'NVIDIA H100 SXM5 80GB'"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("NVIDIA A100 PCIe 80GB"), std::string::npos) << r.out;
+  EXPECT_FALSE(fs::exists(path("x.json")));
+  const CmdResult missing = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + path("none.db"));
+  EXPECT_EQ(missing.code, 2) << missing.out;
+}
+
+TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
+  const CmdResult p = run("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + db_);
+  ASSERT_EQ(p.code, 0) << p.out;
+  const std::string sim = "simulate --model llama3-70b --set model.layer_num=4 --strategy tp2_pp2_dp2_mbs1 --db " + db_;
+
+  const CmdResult b = run_stdout(sim + " --system h100-sxm --json");
+  ASSERT_EQ(b.code, 0) << b.out;
+  const auto jb = nlohmann::json::parse(b.out);
+  const auto& origins = jb["efficiency_sources"]["kernels_per_origin"];
+  ASSERT_EQ(origins.size(), 1u) << origins;
+  EXPECT_EQ(origins[0]["origin"], "NVIDIA A100 PCIe 80GB");
+  EXPECT_EQ(origins[0]["kernels"], jb["efficiency_sources"]["kernels_per_source"]["scaled"]);
+  EXPECT_GT(origins[0]["kernels"].get<int>(), 0);
+  int scaled_gemms = 0;
+  for (const auto& op : jb["ops"]) {
+    if (op["source"] == "scaled") {
+      EXPECT_EQ(op["origin"], "NVIDIA A100 PCIe 80GB");
+      scaled_gemms += op["kind"] == "gemm" ? 1 : 0;
+    }
+  }
+  EXPECT_GT(scaled_gemms, 0);
+  const CmdResult bt = run(sim + " --system h100-sxm");
+  ASSERT_EQ(bt.code, 0) << bt.out;
+  EXPECT_NE(bt.out.find("scaled (from NVIDIA A100 PCIe 80GB)"), std::string::npos) << bt.out;
+  EXPECT_NE(bt.out.find("kernel lookups scaled from NVIDIA A100 PCIe 80GB"), std::string::npos) << bt.out;
+
+  // On the measured device itself: its own rows, no origin.
+  const CmdResult a = run_stdout(sim + " --system a100-pcie-80g --json");
+  ASSERT_EQ(a.code, 0) << a.out;
+  const auto ja = nlohmann::json::parse(a.out);
+  EXPECT_TRUE(ja["efficiency_sources"]["kernels_per_origin"].empty());
+  EXPECT_EQ(ja["efficiency_sources"]["kernels_per_source"]["scaled"], 0);
+  int measured = 0;
+  for (const auto& op : ja["ops"]) {
+    EXPECT_TRUE(op["origin"].is_null());
+    measured += op["source"] == "measured" ? 1 : 0;
+  }
+  EXPECT_GT(measured, 0);
+}
+
+}  // namespace

@@ -1,0 +1,52 @@
+// libcalisim_trace.so on a real GPU: runs tests/profiler/trace_target.cc under
+// CUDA_INJECTION64_PATH and checks the trace run it leaves in the database: every kernel the
+// program launched, classified, with grid, duration and the NVTX range around it. Skips, naming
+// why, without a CUDA device.
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "db/trace_store.h"
+#include "profiler/cuda_bench.h"
+
+namespace calisim::profiler {
+namespace {
+
+TEST(GpuTrace, InjectionRecordsEveryKernelWithClassAndNvtxRange) {
+  std::string why;
+  if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
+  const auto path = (std::filesystem::temp_directory_path() / "calisim_trace_gpu.db").string();
+  std::filesystem::remove(path);
+  const std::string cmd = std::string("CUDA_INJECTION64_PATH=") + CALISIM_TRACE_LIB + " CALISIM_TRACE_DB=" + path +
+                          " " + CALISIM_TRACE_TARGET;
+  ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
+  ASSERT_TRUE(std::filesystem::exists(path)) << "the injection wrote no database";
+  auto database = db::EfficiencyDb::open(path, db::OpenMode::read_only);
+  const auto runs = database.runs();
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].source, db::Source::trace);
+  const auto kernels = db::load_trace_kernels(database, runs[0].id);
+  int gemm = 0, stream_in_range = 0, stream_outside = 0;
+  for (const auto& k : kernels) {
+    EXPECT_GT(k.end_ns, k.start_ns) << k.name;
+    EXPECT_GT(k.grid_x * k.grid_y * k.grid_z, 0) << k.name;
+    if (k.kernel_class == "gemm") {
+      ++gemm;
+      EXPECT_EQ(k.nvtx_range, "calisim_trace_target") << k.name;
+    }
+    if (k.name.find("stream_kernel") != std::string::npos) {
+      (k.nvtx_range == "calisim_trace_target" ? stream_in_range : stream_outside) += 1;
+    }
+  }
+  EXPECT_GE(gemm, 1) << "the cuBLASLt GEMM was not classified as gemm";
+  EXPECT_EQ(stream_in_range, 5);
+  EXPECT_EQ(stream_outside, 1);
+  const db::TraceSummary s = db::summarize_trace(database, runs[0].id);
+  EXPECT_EQ(s.kernels, static_cast<std::int64_t>(kernels.size()));
+  EXPECT_GT(s.total_s, 0);
+}
+
+}  // namespace
+}  // namespace calisim::profiler
