@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "db/db_efficiency_model.h"
+#include "simulator/comm_model.h"
 #include "simulator/default_efficiency.h"
 
 namespace calisim::cli {
@@ -19,7 +20,11 @@ EfficiencyChoice make_efficiency_source(const SystemConfig& system, const std::s
     out.database = p.string();
   }
   // Resolution order (ARCHITECTURE.md): this device's rows in the database, then roofline.
-  if (!out.database.empty()) out.model = load_db_efficiency_model(out.database, system.device.name, roofline);
+  // Collective rows answer against this system's links (db_efficiency_model.h CollectiveLinkFn).
+  if (!out.database.empty()) {
+    out.model = load_db_efficiency_model(out.database, system.device.name, roofline,
+                                         [system](const CollectiveKey& k) { return link_for(k, system).gb_s; });
+  }
   return out;
 }
 

@@ -34,7 +34,8 @@ std::string layout(const CandidateResult& r) {
     split = fmt::format("[{}|{}|{}]", r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers);
   }
   const std::string grid = c.tp_2d_rows ? fmt::format("({}x{} 2d)", c.tp_2d_rows, c.tp / c.tp_2d_rows) : "";
-  return fmt::format("tp{}{} pp{}{} vpp{} cp{} ep{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, c.ep, r.dp);
+  const std::string cp_grid = c.cp_2d_rows ? fmt::format("({}x{} 2d)", c.cp_2d_rows, c.cp / c.cp_2d_rows) : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{} ep{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid, c.ep, r.dp);
 }
 
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {

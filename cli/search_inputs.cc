@@ -36,6 +36,10 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
                   "also try 2D (SUMMA) tensor parallelism with these grid rows (columns = tp / rows), e.g. 2,4; "
                   "1D TP is always tried (default: 1D only)")
       ->delimiter(',');
+  sub->add_option("--cp-2d-rows", a.cp_2d_rows,
+                  "also try 2D context parallelism with these grid rows (head all-to-all; columns = cp / rows run "
+                  "the K/V ring), e.g. 2,4; 1D CP is always tried (default: 1D only)")
+      ->delimiter(',');
   sub->add_option("--orders", a.orders,
                   "rank orders (which groups share the NVLink domain): megatron (tp-cp-ep-dp-pp only), tp_first "
                   "(default: the 24 orders with tp fastest), all (120), or orders such as tp-dp-cp-ep-pp; orders "
@@ -90,6 +94,13 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
     for (int r : a.tp_2d_rows) {
       if (r < 2) throw InputError("<command line>", "--tp-2d-rows", fmt::format("grid rows must be >= 2, got {}", r));
       if (std::find(s.tp_2d_rows.begin(), s.tp_2d_rows.end(), r) == s.tp_2d_rows.end()) s.tp_2d_rows.push_back(r);
+    }
+  }
+  if (!a.cp_2d_rows.empty()) {
+    s.cp_2d_rows = {0};  // 1D always
+    for (int r : a.cp_2d_rows) {
+      if (r < 2) throw InputError("<command line>", "--cp-2d-rows", fmt::format("grid rows must be >= 2, got {}", r));
+      if (std::find(s.cp_2d_rows.begin(), s.cp_2d_rows.end(), r) == s.cp_2d_rows.end()) s.cp_2d_rows.push_back(r);
     }
   }
   for (const auto& r : a.recompute) {

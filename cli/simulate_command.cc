@@ -12,6 +12,7 @@
 #include "cli/table.h"
 #include "core/error.h"
 #include "simulator/collective_table.h"
+#include "simulator/rank_placement.h"
 #include "simulator/result_json.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
@@ -37,10 +38,13 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   out += fmt::format("calisim simulate: {} on {} x {} ({})\n", r.model_name, r.world_size, r.device_name, r.system_name);
   out += fmt::format("  model {:.2f} B params ({:.2f} B active), {:.3g} model FLOPs/token (non-causal attention)\n",
                      r.stats.total_params / 1e9, r.stats.active_params / 1e9, r.stats.model_flops_per_token);
-  out += fmt::format("  layout tp {} pp {} vpp {} cp {} dp {} | mbs {} x {} micro-batches, gbs {}, seq {} | SP {} | "
-                     "recompute {}\n",
-                     r.tp, r.pp, r.vpp, r.cp, r.dp, r.micro_batch_size, r.micro_batch_num, r.global_batch_size,
-                     r.seq_len, r.sequence_parallel ? "on" : "off", r.recompute);
+  const std::string tp_grid = r.tp_2d_rows * r.tp_2d_cols > 1 ? fmt::format(" ({}x{} 2d)", r.tp_2d_rows, r.tp_2d_cols) : "";
+  const std::string cp_grid = r.cp_2d_rows * r.cp_2d_cols > 1 ? fmt::format(" ({}x{} 2d)", r.cp_2d_rows, r.cp_2d_cols) : "";
+  out += fmt::format("  layout tp {}{} pp {} vpp {} cp {}{} dp {} | mbs {} x {} micro-batches, gbs {}, seq {} | SP {} | "
+                     "recompute {} | order {}\n",
+                     r.tp, tp_grid, r.pp, r.vpp, r.cp, cp_grid, r.dp, r.micro_batch_size, r.micro_batch_num,
+                     r.global_batch_size, r.seq_len, r.sequence_parallel ? "on" : "off", r.recompute,
+                     to_string(r.rank_order));
   out += fmt::format("  configs {} | {} | {}\n\n", rc.model_file, rc.strategy_file, rc.system_file);
 
   Table cost({"cost", "value"});

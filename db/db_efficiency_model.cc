@@ -98,8 +98,8 @@ std::uint64_t fit_code(CollectiveOp op, LinkTier tier, int ranks) {
 class DbEfficiencyModel final : public EfficiencyModel {
  public:
   DbEfficiencyModel(const DeviceRecord& device, const std::vector<RunBatch>& runs,
-                    std::shared_ptr<const EfficiencyModel> fallback)
-      : fallback_(std::move(fallback)), hbm_gb_s_(device.hbm_gb_s) {
+                    std::shared_ptr<const EfficiencyModel> fallback, CollectiveLinkFn collective_link)
+      : fallback_(std::move(fallback)), collective_link_(std::move(collective_link)), hbm_gb_s_(device.hbm_gb_s) {
     if (!fallback_) throw std::invalid_argument("load_db_efficiency_model: fallback must not be null");
     BestOf<GemmKey, Efficiency> gemm;
     BestOf<AttentionKey, Efficiency> attention;
@@ -116,7 +116,13 @@ class DbEfficiencyModel final : public EfficiencyModel {
       const auto eff = [&](double e) { return Efficiency{capped(e), row_source, origin}; };
       for (const auto& r : b.rows.gemm) gemm.offer(r.key, eff(r.efficiency), rank(r.stats.n));
       for (const auto& r : b.rows.attention) attention.offer(r.key, eff(r.efficiency), rank(r.stats.n));
-      for (const auto& r : b.rows.collective) collective.offer(r.key, eff(r.efficiency), rank(r.stats.n));
+      for (const auto& r : b.rows.collective) {
+        // Re-expressed against the caller's link once here: the lookup stays a hash hit.
+        Efficiency e = eff(r.efficiency);
+        const double link = collective_link_ && r.link_gb_s > 0 ? collective_link_(r.key) : 0.0;
+        if (link > 0) e.value *= r.link_gb_s / link;
+        collective.offer(r.key, e, rank(r.stats.n));
+      }
       for (const auto& r : b.rows.memory) memory.offer(r.key, eff(r.efficiency), rank(r.stats.n));
       for (const auto& f : b.rows.memory_fits) memory_fits.offer(f.kind, {f, fit_source, origin}, rank(0));
       for (const auto& f : b.rows.collective_fits) {
@@ -174,6 +180,8 @@ class DbEfficiencyModel final : public EfficiencyModel {
     const double wire_bytes = static_cast<double>(key.bytes) * bus_factor(key.op, key.ranks);
     if (wire_bytes <= 0) return {capped(f.efficiency), fit->second.source, fit->second.origin};
     const double t = f.latency_us * 1e-6 + wire_bytes / (f.efficiency * f.link_gb_s * 1e9);
+    const double link = collective_link_ ? collective_link_(key) : 0.0;
+    if (link > 0) return {wire_bytes / t / (link * 1e9), fit->second.source, fit->second.origin};
     return {capped(wire_bytes / t / (f.link_gb_s * 1e9)), fit->second.source, fit->second.origin};
   }
 
@@ -187,6 +195,7 @@ class DbEfficiencyModel final : public EfficiencyModel {
   }
 
   std::shared_ptr<const EfficiencyModel> fallback_;
+  CollectiveLinkFn collective_link_;  // empty: collective efficiencies relative to the row's link
   double hbm_gb_s_;
   OriginTable origins_;  // filled before the maps (the constructor's loop assigns the ids)
   std::unordered_map<GemmKey, Efficiency> gemm_;
@@ -201,17 +210,20 @@ class DbEfficiencyModel final : public EfficiencyModel {
 
 std::unique_ptr<EfficiencyModel> make_db_efficiency_model(const DeviceRecord& device,
                                                           const std::vector<RunBatch>& runs,
-                                                          std::shared_ptr<const EfficiencyModel> fallback) {
-  return std::make_unique<DbEfficiencyModel>(device, runs, std::move(fallback));
+                                                          std::shared_ptr<const EfficiencyModel> fallback,
+                                                          CollectiveLinkFn collective_link) {
+  return std::make_unique<DbEfficiencyModel>(device, runs, std::move(fallback), std::move(collective_link));
 }
 
 }  // namespace db
 
 std::unique_ptr<EfficiencyModel> load_db_efficiency_model(const std::string& db_path, const std::string& device_name,
-                                                          std::shared_ptr<const EfficiencyModel> fallback) {
+                                                          std::shared_ptr<const EfficiencyModel> fallback,
+                                                          CollectiveLinkFn collective_link) {
   auto file = db::EfficiencyDb::open(db_path, db::OpenMode::read_only);
   const db::DeviceRecord device = file.device(device_name);
-  return db::make_db_efficiency_model(device, file.load_runs(device.name), std::move(fallback));
+  return db::make_db_efficiency_model(device, file.load_runs(device.name), std::move(fallback),
+                                      std::move(collective_link));
 }
 
 std::vector<std::string> list_db_devices(const std::string& db_path) {

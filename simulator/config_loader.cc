@@ -152,10 +152,33 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
                                      s.zero_state));
   }
   const std::string cp_type = r.string_or("cp_comm_type", "p2p");
+  // Megatron's hierarchical CP (--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes A P)
+  // is the 2D CP grid with A all-to-all rows and P ring columns; read it in Megatron's terms.
+  const nlohmann::json* hierarchical = r.opt_array("hierarchical_context_parallel_sizes");
+  bool megatron_hierarchical_cp = false;
   if (cp_type == "p2p") s.cp_comm_type = CpCommType::p2p;
   else if (cp_type == "a2a") s.cp_comm_type = CpCommType::a2a;
-  else r.fail("cp_comm_type", "expected \"p2p\" (ring attention) or \"a2a\" (Ulysses); \"allgather\" and "
-                              "\"a2a+p2p\" are not modeled, got \"" + cp_type + "\"");
+  else if (cp_type == "a2a+p2p") {
+    s.cp_comm_type = CpCommType::p2p;
+    megatron_hierarchical_cp = true;
+    if (!hierarchical || hierarchical->size() != 2 || !(*hierarchical)[0].is_number_integer() ||
+        !(*hierarchical)[1].is_number_integer() || (*hierarchical)[0].get<std::int64_t>() < 1 ||
+        (*hierarchical)[1].get<std::int64_t>() < 1) {
+      r.fail("hierarchical_context_parallel_sizes",
+             "cp_comm_type \"a2a+p2p\" needs hierarchical_context_parallel_sizes: [a2a_size, p2p_size], two "
+             "positive integers whose product is cp_size (Megatron --hierarchical-context-parallel-sizes)");
+    }
+    s.cp_mode = ContextParallelMode::two_d;
+    s.cp_2d_rows = (*hierarchical)[0].get<int>();
+    s.cp_2d_cols = (*hierarchical)[1].get<int>();
+  } else {
+    r.fail("cp_comm_type", "expected \"p2p\" (ring attention), \"a2a\" (Ulysses) or \"a2a+p2p\" (hierarchical, "
+                           "with hierarchical_context_parallel_sizes); \"allgather\" is not modeled, got \"" +
+                               cp_type + "\"");
+  }
+  if (hierarchical && !megatron_hierarchical_cp) {
+    r.fail("hierarchical_context_parallel_sizes", "only valid with cp_comm_type \"a2a+p2p\"");
+  }
   {
     // 2D (SUMMA) tensor parallelism: the grid is explicit so a reader sees which way it is split.
     const std::string mode = r.string_or("tensor_parallel_mode", "1d");
@@ -171,6 +194,30 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
       r.fail("tensor_parallel_mode",
              "expected \"1d\" (Megatron column/row-parallel) or \"2d\" (SUMMA grid tp_2d_rows x tp_2d_cols), got \"" +
                  mode + "\"");
+    }
+  }
+  {
+    // 2D context parallelism (simulator/layer_ops_cp2d.h): the grid is explicit, as for 2D TP.
+    const std::string mode = r.string_or("context_parallel_mode", megatron_hierarchical_cp ? "2d" : "1d");
+    if (megatron_hierarchical_cp) {
+      if (mode != "2d") {
+        r.fail("context_parallel_mode", "cp_comm_type \"a2a+p2p\" is 2d context parallelism; got \"" + mode + "\"");
+      }
+      for (const char* key : {"cp_2d_rows", "cp_2d_cols"}) {
+        if (r.opt_int(key)) r.fail(key, "give the grid once: hierarchical_context_parallel_sizes already sets it");
+      }
+    } else if (mode == "1d") {
+      for (const char* key : {"cp_2d_rows", "cp_2d_cols"}) {
+        if (r.opt_int(key)) r.fail(key, "only valid with context_parallel_mode: \"2d\"");
+      }
+    } else if (mode == "2d") {
+      s.cp_mode = ContextParallelMode::two_d;
+      s.cp_2d_rows = static_cast<int>(r.req_positive_int("cp_2d_rows"));
+      s.cp_2d_cols = static_cast<int>(r.req_positive_int("cp_2d_cols"));
+    } else {
+      r.fail("context_parallel_mode",
+             "expected \"1d\" (one CP group, cp_comm_type) or \"2d\" (grid cp_2d_rows x cp_2d_cols: Ulysses "
+             "all-to-all along rows, ring along columns), got \"" + mode + "\"");
     }
   }
   {
@@ -523,6 +570,34 @@ void validate_tp_2d(const ModelConfig& model, const StrategyConfig& s, const std
   }
 }
 
+// 2D context parallelism (simulator/layer_ops_cp2d.h): the grid, and what it is modeled for.
+void validate_cp_2d(const ModelConfig& model, const StrategyConfig& s, const std::string& sfile,
+                    const std::string& mfile) {
+  auto fail = [&](const std::string& field, const std::string& problem) { throw InputError(sfile, field, problem); };
+  const int rows = s.cp_2d_rows, cols = s.cp_2d_cols;
+  if (rows * cols != s.cp_size) {
+    fail("cp_2d_rows", fmt::format("cp_2d_rows x cp_2d_cols ({} x {} = {}) must equal cp_size ({})", rows, cols,
+                                   rows * cols, s.cp_size));
+  }
+  if (s.tp_mode == TensorParallelMode::two_d) {
+    fail("context_parallel_mode", "2d context parallelism with 2d tensor parallelism is not modeled; use one of them");
+  }
+  if (s.cp_comm_type != CpCommType::p2p) {
+    fail("cp_comm_type", "must be \"p2p\" (or absent) with context_parallel_mode \"2d\": the grid runs all-to-all "
+                         "along cp_2d_rows and the ring along cp_2d_cols");
+  }
+  if (model.attention_type == AttentionType::mla) {
+    fail("context_parallel_mode", fmt::format("2d context parallelism is modeled for MHA/GQA attention; {} uses MLA "
+                                              "(use \"1d\")", mfile));
+  }
+  const std::int64_t heads = model.head_num / s.tp_size, kv_heads = model.kv_head_num / s.tp_size;
+  if (heads % rows != 0 || kv_heads % rows != 0) {
+    fail("cp_2d_rows", fmt::format("head_num/tp ({}) and kv_head_num/tp ({}) of {} must be divisible by cp_2d_rows "
+                                   "({}): the all-to-all along the rows splits the heads",
+                                   heads, kv_heads, mfile, rows));
+  }
+}
+
 }  // namespace
 
 void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::string& sfile, const std::string& mfile) {
@@ -560,6 +635,7 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     }
   }
   if (s.tp_mode == TensorParallelMode::two_d) validate_tp_2d(model, s, sfile, mfile);
+  if (s.cp_mode == ContextParallelMode::two_d) validate_cp_2d(model, s, sfile, mfile);
   if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
     fail("tp_comm_overlap", "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");
   }

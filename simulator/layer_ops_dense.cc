@@ -1,4 +1,5 @@
 // MHA/GQA attention (flash or unfused, with context parallelism) and the dense MLP.
+#include "simulator/layer_ops_cp2d.h"
 #include "simulator/layer_ops_tp2d.h"
 #include "simulator/op_builders.h"
 
@@ -15,6 +16,7 @@ namespace {
 void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::int64_t dqk, std::int64_t dv,
                             CpCommType type, LayerOp& op) {
   if (d.c <= 1) return;
+  if (d.cp_2d) return apply_cp2d_attention(d, a, g, dqk, dv, op);  // 2D grid (layer_ops_cp2d.h)
   op.comm_group = CommGroup::cp;
   const int c = static_cast<int>(d.c);
   if (type == CpCommType::p2p) {
@@ -72,6 +74,8 @@ void add_attention(const Dims& grid, const ModelConfig& m, const StrategyConfig&
     ops.push_back(memory_op("rope", OpUnit::qkv, "rope_fwd", 2 * qk, "rope_bwd", 2 * qk, 0.0));
   }
   if (st.use_flash_sdp) {
+    // 2D CP: the head all-to-all along the grid's column group precedes the attention.
+    if (auto a2a = cp2d_head_all_to_all(d, a, g, hd, hd)) ops.push_back(*a2a);
     LayerOp core = flash_attention(d, st, a, g, hd, hd);
     apply_summa_attention(grid, d, g, hd, hd, core);
     ops.push_back(std::move(core));

@@ -196,6 +196,8 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
   const LayerGroupStrides strides = layer_group_strides(s);
   k.tp_stride = strides.tp, k.cp_stride = strides.cp, k.ep_stride = strides.ep, k.etp_stride = strides.etp;
   k.tp_2d_rows = s.tp_mode == TensorParallelMode::two_d ? s.tp_2d_rows : 0;
+  k.cp_2d_rows = s.cp_mode == ContextParallelMode::two_d ? s.cp_2d_rows : 0;
+  k.nccl = s.nccl;
   std::uint32_t r = s.recompute_active() ? static_cast<std::uint32_t>(s.recompute_granularity) : 0u;
   bit = 4;
   for (bool b : {s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute, s.recompute_variance}) {

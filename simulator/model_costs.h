@@ -4,10 +4,10 @@
 // The result depends on the model, the system, the efficiency model and only the strategy fields
 // collected in LayerCostKey (TP/CP/EP/ETP sizes and their strides in the rank order, sequence
 // parallelism, micro-batch size, sequence length, kernel, FP8, recompute, TP-overlap and MoE
-// dispatch/overlap choices) — not on pp, vpp, dp, ZeRO, DP overlap, offload or the micro-batch
-// count, except where the rank order puts pp or dp before a TP/CP/EP group (the strides). The
-// strategy search therefore computes it once per key and reuses it across candidates (assemble() is
-// phase 2). Pure and thread-safe.
+// dispatch/overlap choices, NCCL algorithm/protocol overrides) — not on pp, vpp, dp, ZeRO, DP
+// overlap, offload or the micro-batch count, except where the rank order puts pp or dp before a
+// TP/CP/EP group (the strides). The strategy search therefore computes it once per key and reuses
+// it across candidates (assemble() is phase 2). Pure and thread-safe.
 #pragma once
 
 #include <array>
@@ -73,6 +73,8 @@ struct LayerCostKey {
   double moe_token_imbalance_factor = 1.0;
   int tp_stride = 1, cp_stride = 1, ep_stride = 1, etp_stride = 1;  // rank order: which share a scale-up domain
   int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (cols = tp / rows)
+  int cp_2d_rows = 0;  // 0 = 1D context parallelism; else the 2D CP grid's rows (cols = cp / rows)
+  CollectiveChoiceMask nccl;  // NCCL_ALGO/NCCL_PROTO-style override: changes every collective's cost
   bool operator==(const LayerCostKey&) const = default;
 };
 LayerCostKey layer_cost_key(const StrategyConfig& strategy);

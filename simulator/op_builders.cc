@@ -33,6 +33,12 @@ Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_doma
   const Tp2dPlacement grid = place_tp_grid(placed.tp, st.tp_2d_rows, st.tp_2d_cols);
   d.tp_row_per_domain = grid.row;
   d.tp_col_per_domain = grid.col;
+  d.cp_2d = st.cp_mode == ContextParallelMode::two_d;
+  d.cp_rows = st.cp_2d_rows;
+  d.cp_cols = st.cp_2d_cols;
+  const Tp2dPlacement cp_grid = place_cp_grid(placed.cp, st.cp_2d_rows, st.cp_2d_cols);
+  d.cp_row_per_domain = cp_grid.row;
+  d.cp_col_per_domain = cp_grid.col;
   return d;
 }
 

@@ -39,6 +39,12 @@ struct Dims {
   bool tp_2d = false;
   std::int64_t tp_rows = 1, tp_cols = 1;
   int tp_row_per_domain = 1, tp_col_per_domain = 1;
+  // 2D context parallelism (layer_ops_cp2d.h): grid rows × cols = c; ranks per domain of a row
+  // group (cols ranks, the K/V ring, strided) and a column group (rows ranks, the head
+  // all-to-all, contiguous; place_cp_grid).
+  bool cp_2d = false;
+  std::int64_t cp_rows = 1, cp_cols = 1;
+  int cp_row_per_domain = 1, cp_col_per_domain = 1;
 };
 
 Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_domain_size);

@@ -107,6 +107,12 @@ Tp2dPlacement place_tp_grid(int tp_per_domain, int rows, int cols) {
   return p;
 }
 
+Tp2dPlacement place_cp_grid(int cp_per_domain, int rows, int cols) {
+  // The transposed TP grid: its contiguous "row" is the all-to-all group of `rows` ranks.
+  const Tp2dPlacement t = place_tp_grid(cp_per_domain, cols, rows);
+  return Tp2dPlacement{t.col, t.row};
+}
+
 int pair_per_block(int stride, int block_size) { return stride < block_size ? 2 : 1; }
 
 LayerGroupStrides layer_group_strides(const StrategyConfig& st) {

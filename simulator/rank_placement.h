@@ -65,6 +65,11 @@ struct Tp2dPlacement {
   bool operator==(const Tp2dPlacement&) const = default;
 };
 Tp2dPlacement place_tp_grid(int tp_per_domain, int rows, int cols);
+// 2D context parallelism: the same rule inside the CP group, with the head all-to-all group
+// fastest as in Megatron's hierarchical CP (`a2a+p2p`): grid rank (i, j) is CP index j·rows + i,
+// so a column group (rows ranks, the all-to-all) is contiguous and a row group (cols ranks, the
+// K/V ring) strided by rows. Returns row = ring ranks per domain, col = all-to-all ranks per domain.
+Tp2dPlacement place_cp_grid(int cp_per_domain, int rows, int cols);
 
 // Strides (in ranks) of the groups the layer ops communicate over: with the group's size they fix
 // its domain occupancy for any domain size (⌊⌊D/a⌋/b⌋ = ⌊D/ab⌋), so they key the layer-cost cache.

@@ -9,6 +9,7 @@
 #include "core/efficiency_model.h"
 #include "simulator/model_stats.h"
 #include "simulator/pipeline_schedule.h"
+#include "simulator/strategy_config.h"
 
 namespace calisim {
 
@@ -72,6 +73,9 @@ struct StageReport {
 struct SimulationResult {
   std::string model_name, strategy_name, system_name, device_name;
   int world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, dp = 1, ep = 1, etp = 1, edp = 1;
+  // 2D grids (both 1 for 1D TP / CP) and the rank order that placed the groups on domains.
+  int tp_2d_rows = 1, tp_2d_cols = 1, cp_2d_rows = 1, cp_2d_cols = 1;
+  RankOrder rank_order = kMegatronRankOrder;
   long long micro_batch_size = 1, micro_batch_num = 1, global_batch_size = 1, seq_len = 0;
   bool sequence_parallel = false;
   std::string recompute;        // human-readable recompute setting

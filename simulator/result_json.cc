@@ -1,5 +1,7 @@
 #include "simulator/result_json.h"
 
+#include "simulator/rank_placement.h"
+
 namespace calisim {
 
 nlohmann::json to_json(const SimulationResult& r) {
@@ -13,7 +15,12 @@ nlohmann::json to_json(const SimulationResult& r) {
                  {"ep", r.ep}, {"etp", r.etp}, {"edp", r.edp},
                  {"micro_batch_size", r.micro_batch_size}, {"micro_batch_num", r.micro_batch_num},
                  {"global_batch_size", r.global_batch_size}, {"seq_len", r.seq_len},
-                 {"sequence_parallel", r.sequence_parallel}, {"recompute", r.recompute}};
+                 {"sequence_parallel", r.sequence_parallel}, {"recompute", r.recompute},
+                 {"order", to_string(r.rank_order)},
+                 {"tensor_parallel_mode", r.tp_2d_rows * r.tp_2d_cols > 1 ? "2d" : "1d"},
+                 {"tp_2d_rows", r.tp_2d_rows}, {"tp_2d_cols", r.tp_2d_cols},
+                 {"context_parallel_mode", r.cp_2d_rows * r.cp_2d_cols > 1 ? "2d" : "1d"},
+                 {"cp_2d_rows", r.cp_2d_rows}, {"cp_2d_cols", r.cp_2d_cols}};
   const ModelStats& s = r.stats;
   j["model_stats"] = {{"total_params", s.total_params},
                       {"active_params", s.active_params},

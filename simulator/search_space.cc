@@ -95,7 +95,7 @@ bool pipeline_split(int layers, int pp, int* first, int* last) {
 std::uint64_t space_size(const SearchSpace& s) {
   return static_cast<std::uint64_t>(s.tp.size()) * s.pp.size() * s.vpp.size() * s.cp.size() * s.ep.size() *
          s.mbs.size() * s.recompute.size() * s.zero.size() * s.orders.size() *
-         std::max<std::size_t>(1, s.tp_2d_rows.size());
+         std::max<std::size_t>(1, s.tp_2d_rows.size()) * std::max<std::size_t>(1, s.cp_2d_rows.size());
 }
 
 Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
@@ -116,6 +116,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
   c.pp = take(s.pp);
   c.tp = take(s.tp);
   c.tp_2d_rows = s.tp_2d_rows.empty() ? 0 : take(s.tp_2d_rows);
+  c.cp_2d_rows = s.cp_2d_rows.empty() ? 0 : take(s.cp_2d_rows);
   return c;
 }
 
@@ -132,6 +133,9 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   if (m.head_num % c.tp || m.kv_head_num % c.tp) return no("heads not divisible by tp");
   if (c.tp_2d_rows != 0 && (c.tp_2d_rows < 2 || c.tp % c.tp_2d_rows)) {
     return no("2d grid rows must be at least 2 (a 1 x t grid is 1D TP) and divide tp");
+  }
+  if (c.cp_2d_rows != 0 && (c.cp_2d_rows < 2 || c.cp % c.cp_2d_rows)) {
+    return no("2d CP grid rows must be at least 2 (a 1 x c grid is 1D ring CP) and divide cp");
   }
   int first = 0, last = 0;
   const int L = static_cast<int>(m.layer_num);
@@ -163,6 +167,10 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   out.tp_mode = c.tp_2d_rows ? TensorParallelMode::two_d : TensorParallelMode::one_d;
   out.tp_2d_rows = c.tp_2d_rows ? c.tp_2d_rows : 1;
   out.tp_2d_cols = c.tp_2d_rows ? c.tp / c.tp_2d_rows : 1;
+  out.cp_mode = c.cp_2d_rows ? ContextParallelMode::two_d : ContextParallelMode::one_d;
+  out.cp_2d_rows = c.cp_2d_rows ? c.cp_2d_rows : 1;
+  out.cp_2d_cols = c.cp_2d_rows ? c.cp / c.cp_2d_rows : 1;
+  if (c.cp_2d_rows) out.cp_comm_type = CpCommType::p2p;  // the grid fixes both: all-to-all on rows, ring on columns
   out.micro_batch_size = c.mbs;
   out.micro_batch_num = 0;
   out.global_batch_size = space.global_batch_size;
@@ -235,6 +243,7 @@ std::string describe(const Candidate& c, int dp) {
                                  c.pp, c.vpp, c.cp, c.ep, c.mbs, dp, c.zero, to_string(c.recompute),
                                  to_string(c.order));
   if (c.tp_2d_rows) text += fmt::format(" tp2d {}x{}", c.tp_2d_rows, c.tp / c.tp_2d_rows);
+  if (c.cp_2d_rows) text += fmt::format(" cp2d {}x{}", c.cp_2d_rows, c.cp / c.cp_2d_rows);
   return text;
 }
 

@@ -39,6 +39,10 @@ struct SearchSpace {
   // (tried for every tp that r divides). Empty = {0}; the outermost list,
   // so a 1D-only space numbers its candidates as before.
   std::vector<int> tp_2d_rows;
+  // Context-parallel kinds: 0 = 1D (the base strategy's cp_comm_type), r > 1 = a 2D CP grid of
+  // r rows (head all-to-all) × cp/r columns (K/V ring), tried for every cp that r divides. Empty
+  // = {0}; outermost of all, so spaces without it number their candidates as before.
+  std::vector<int> cp_2d_rows;
 };
 
 // Rank-order lists a search can use. megatron: "tp-cp-ep-dp-pp" alone (the pre-placement
@@ -57,6 +61,7 @@ struct Candidate {
   RecomputeChoice recompute = RecomputeChoice::none;
   RankOrder order = kMegatronRankOrder;
   int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (columns = tp / rows)
+  int cp_2d_rows = 0;  // 0 = 1D context parallelism; else the 2D CP grid's rows (columns = cp / rows)
 };
 
 // How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,
@@ -90,7 +95,8 @@ void classify_orders(const ModelConfig& model, const SearchSpace& space, const S
 bool equivalent_to_earlier_order(const ModelConfig& model, const SearchSpace& space, const Candidate& c,
                                  const StrategyConfig& strategy, int domain_size);
 
-// "tp 8 pp 4 vpp 5 cp 1 ep 1 mbs 1 dp 2 zero 1 recompute none order tp-cp-ep-dp-pp" (+ " tp2d 2x4")
+// "tp 8 pp 4 vpp 5 cp 1 ep 1 mbs 1 dp 2 zero 1 recompute none order tp-cp-ep-dp-pp" (+ " tp2d 2x4",
+// + " cp2d 2x2")
 std::string describe(const Candidate& c, int dp);
 
 }  // namespace calisim

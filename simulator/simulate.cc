@@ -72,6 +72,15 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.ep = st.ep_size;
   res.etp = st.etp_size;
   res.edp = st.edp_size;
+  if (st.tp_mode == TensorParallelMode::two_d) {
+    res.tp_2d_rows = st.tp_2d_rows;
+    res.tp_2d_cols = st.tp_2d_cols;
+  }
+  if (st.cp_mode == ContextParallelMode::two_d) {
+    res.cp_2d_rows = st.cp_2d_rows;
+    res.cp_2d_cols = st.cp_2d_cols;
+  }
+  res.rank_order = st.rank_order;
   res.micro_batch_size = st.micro_batch_size;
   res.micro_batch_num = st.micro_batch_num;
   res.global_batch_size = st.global_batch_size;

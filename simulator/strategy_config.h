@@ -40,6 +40,12 @@ enum class CpCommType : std::uint8_t { p2p, a2a };
 // split over the rows (tokens) and the columns (features), weight panels gathered along columns.
 enum class TensorParallelMode : std::uint8_t { one_d, two_d };
 
+// Context parallelism (JSON context_parallel_mode): one_d = one CP group of cp_size ranks running
+// cp_comm_type; two_d = a cp_2d_rows × cp_2d_cols grid (docs/simulator.md "2D context
+// parallelism", simulator/layer_ops_cp2d.h): Ulysses all-to-all (heads) along the rows, the
+// sequence split with its K/V all-gather (ring, as the NERSC model's sequence group) along the columns.
+enum class ContextParallelMode : std::uint8_t { one_d, two_d };
+
 // MoE token dispatcher (Megatron `--moe-token-dispatcher-type`, SimuMax `moe_dispatcher_policy`).
 enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather };
 
@@ -89,6 +95,12 @@ struct StrategyConfig {
   TensorParallelMode tp_mode = TensorParallelMode::one_d;
   int tp_2d_rows = 1;
   int tp_2d_cols = 1;
+  // 2D context parallelism: rows · cols = cp_size (both 1 under one_d). CP index j·rows + i: a
+  // column group (rows ranks: the head all-to-all) is contiguous, as Megatron's hierarchical CP
+  // puts its a2a level first; a row group (cols ranks: the K/V ring) is strided by rows.
+  ContextParallelMode cp_mode = ContextParallelMode::one_d;
+  int cp_2d_rows = 1;
+  int cp_2d_cols = 1;
   RankOrder rank_order = kMegatronRankOrder;  // JSON "order", e.g. "tp-dp-cp-ep-pp" (simulator/rank_placement.h)
 
   // MoE.

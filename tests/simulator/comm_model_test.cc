@@ -2,7 +2,17 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "simulator/data_parallel.h"
 #include "simulator/default_efficiency.h"
+#include "simulator/model_costs.h"
+#include "simulator/overlap.h"
+#include "simulator/simulate.h"
 #include "test_support.h"
 
 namespace calisim {
@@ -55,6 +65,76 @@ TEST(CommModel, RingSimpleIsNcclsAlphaBeta) {
   y.ranks_per_node = 8;
   EXPECT_LT(collective_time_s(y, sys, eff), collective_time_s(x, sys, eff));
   EXPECT_DOUBLE_EQ(collective_time_s({CollectiveOp::all_reduce, 1000, 1, 1, DType::bf16}, sys, eff), 0.0);
+}
+
+// The layer-cost cache (search.cc) reuses ModelCosts across strategies with equal LayerCostKey;
+// the NCCL override changes every collective's cost, so it must be part of the key. A cache of
+// the same shape (look up by key, else cost_model) must give each override its own, exact costs.
+TEST(CommModel, NcclOverrideIsPartOfTheLayerCostKey) {
+  const ModelConfig model = testing_support::shipped_model("llama3-8b");
+  const SystemConfig sys = testing_support::shipped_system("h100-sxm");
+  DefaultEfficiencyModel eff(sys);
+  const std::string base = R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8,
+                               "tp_size": 8, "enable_sequence_parallel": true, "nccl_algo": "ring", )";
+  const StrategyConfig simple = testing_support::strategy_from_json(base + R"("nccl_proto": "Simple"})", model);
+  const StrategyConfig ll = testing_support::strategy_from_json(base + R"("nccl_proto": "LL"})", model);
+  EXPECT_FALSE(layer_cost_key(simple) == layer_cost_key(ll));
+  StrategyConfig same = simple;
+  EXPECT_TRUE(layer_cost_key(simple) == layer_cost_key(same));
+
+  std::vector<std::pair<LayerCostKey, ModelCosts>> cache;
+  auto cached = [&](const StrategyConfig& st) -> const ModelCosts& {
+    for (const auto& [k, c] : cache) {
+      if (k == layer_cost_key(st)) return c;
+    }
+    cache.emplace_back(layer_cost_key(st), cost_model(model, st, sys, eff, false));
+    return cache.back().second;
+  };
+  SimulateOptions opt;
+  opt.details = false;
+  const double t_simple = assemble(model, simple, sys, eff, cached(simple), opt).duration_time_per_iter_s;
+  const double t_ll = assemble(model, ll, sys, eff, cached(ll), opt).duration_time_per_iter_s;
+  EXPECT_EQ(cache.size(), 2u);
+  EXPECT_DOUBLE_EQ(t_simple, simulate(model, simple, sys, eff, opt).duration_time_per_iter_s);
+  EXPECT_DOUBLE_EQ(t_ll, simulate(model, ll, sys, eff, opt).duration_time_per_iter_s);
+  // LL moves half its bytes as flags: MB-sized TP all-gathers and reduce-scatters are slower.
+  EXPECT_GT(cached(ll).layer.tp_comm_fwd_s, 1.5 * cached(simple).layer.tp_comm_fwd_s);
+  EXPECT_GT(t_ll, t_simple);
+}
+
+// Contention at simulation level (contention.h): the DP gradient reduction of a MoE model crosses
+// the NICs and overlaps the backward. With the EP group spread over two scale-up domains its
+// backward all-to-all shares those NICs, and the overlapped reduction is charged
+// comm + min(comm, EP backward NIC time) before the bucketed overlap; with EP inside one domain
+// nothing competes. c0, the reduction alone, is the exposed DP time without overlap.
+TEST(CommModel, DpReductionContendsWithCrossDomainExpertAllToAll) {
+  const ModelConfig m = testing_support::small_moe();
+  SystemConfig sys = testing_support::shipped_system("h100-sxm");
+  sys.scale_up_domain_size = 4;  // EP 8 spans two domains, EP 4 fits in one; DP 16 crosses either way
+  DefaultEfficiencyModel eff(sys);
+  double added[2] = {0, 0};
+  for (int ep : {4, 8}) {
+    const std::string base = R"({"seq_len": 2048, "micro_batch_num": 4, "world_size": 16, "etp_size": 1,
+                                 "zero_state": 0, "ep_size": )" +
+                             std::to_string(ep) + R"(, "overlap_grad_reduce": )";
+    const StrategyConfig on = testing_support::strategy_from_json(base + "true}", m);
+    const StrategyConfig off = testing_support::strategy_from_json(base + "false}", m);
+    const SimulationResult r_off = simulate(m, off, sys, eff);
+    const SimulationResult r_on = simulate(m, on, sys, eff);
+    ASSERT_EQ(r_on.stages.size(), 1u);
+    const StageReport& sr = r_on.stages[0];
+    const double c0 = r_off.stages[0].dp_comm_s;
+    ASSERT_GT(c0, 0);
+    const double nic_s = ep == 8 ? sr.moe_layers * cost_model(m, on, sys, eff, false).moe_layer.ep_comm_bwd_s : 0.0;
+    const double buckets = std::max(1.0, std::ceil(sr.params / bucket_params(on)));
+    const double alone = bucketed_overlap_s(c0, sr.bwd_s_per_micro_batch, buckets, sys.comm_compute_slowdown);
+    const double expected =
+        bucketed_overlap_s(c0 + std::min(c0, nic_s), sr.bwd_s_per_micro_batch, buckets, sys.comm_compute_slowdown);
+    EXPECT_NEAR(sr.dp_comm_s, expected, expected * 1e-12) << "ep " << ep;
+    added[ep == 8] = sr.dp_comm_s - alone;
+  }
+  EXPECT_DOUBLE_EQ(added[0], 0.0);  // EP inside the domain: no NIC contention
+  EXPECT_GT(added[1], 0.0);         // EP across domains: the DP reduction slows
 }
 
 }  // namespace
