@@ -17,6 +17,7 @@
 #include "simulator/rank_placement.h"
 #include "simulator/search.h"
 #include "simulator/simulate.h"
+#include "search_brute_force.h"
 #include "test_support.h"
 
 namespace calisim {
@@ -36,6 +37,16 @@ nlohmann::json grid_json(int rows, int cols) {
   j["cp_2d_rows"] = rows;
   j["cp_2d_cols"] = cols;
   return j;
+}
+
+// The InputError message a strategy gets, "" when it is accepted.
+std::string strategy_error(const nlohmann::json& j, const ModelConfig& m) {
+  try {
+    strategy_from_json(j.dump(), m);
+  } catch (const InputError& e) {
+    return e.what();
+  }
+  return "";
 }
 
 SimulationResult run(const ModelConfig& m, const StrategyConfig& s) {
@@ -172,14 +183,7 @@ TEST(Cp2d, AllToAllGroupsContiguousRingsStrided) {
 
 TEST(Cp2d, BadGridsAreRejectedNamingTheField) {
   const ModelConfig m = gpt_model(1024, 16, 4, 32000);
-  auto error_of = [&](const nlohmann::json& j) -> std::string {
-    try {
-      strategy_from_json(j.dump(), m);
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  auto error_of = [&](const nlohmann::json& j) { return strategy_error(j, m); };
   nlohmann::json product = grid_json(2, 2);
   product["cp_size"] = 8, product["world_size"] = 8;
   EXPECT_NE(error_of(product).find("cp_2d_rows"), std::string::npos);
@@ -218,14 +222,7 @@ TEST(Cp2d, MegatronHierarchicalCpIsTheSameGrid) {
   const StrategyConfig b = strategy_from_json(grid_json(2, 4).dump(), m);
   EXPECT_DOUBLE_EQ(run(m, a).duration_time_per_iter_s, run(m, b).duration_time_per_iter_s);
 
-  auto error_of = [&](const nlohmann::json& j) -> std::string {
-    try {
-      strategy_from_json(j.dump(), m);
-    } catch (const InputError& e) {
-      return e.what();
-    }
-    return "";
-  };
+  auto error_of = [&](const nlohmann::json& j) { return strategy_error(j, m); };
   nlohmann::json missing = megatron;
   missing.erase("hierarchical_context_parallel_sizes");
   EXPECT_NE(error_of(missing).find("hierarchical_context_parallel_sizes"), std::string::npos);
@@ -269,28 +266,15 @@ TEST(Cp2d, SearchTriesGridsAndMatchesBruteForce) {
     EXPECT_EQ(a.cp, b.cp);
     EXPECT_EQ(b.cp_2d_rows, 0);
   }
-  std::vector<std::pair<double, std::uint64_t>> reference;
+  // Brute force: every legal candidate simulated.
+  const auto reference = testing_support::brute_force_feasible(
+      m, base, sys, eff, space,
+      [](const Candidate& c, const StrategyConfig& st) { EXPECT_EQ(st.cp_mode == ContextParallelMode::two_d, c.cp_2d_rows != 0); });
   int grids = 0;
-  StrategyConfig st;
-  for (std::uint64_t i = 0; i < space_size(space); ++i) {
-    const Candidate c = candidate_at(space, i);
-    if (!make_strategy(base, m, space, c, st, nullptr)) continue;
-    EXPECT_EQ(st.cp_mode == ContextParallelMode::two_d, c.cp_2d_rows != 0);
-    const SimulationResult r = simulate(m, st, sys, eff);
-    double peak = 0;
-    for (const auto& s : r.stages) peak = std::max(peak, s.peak_mem_with_reserved_bytes / 1e9);
-    if (peak > sys.device.memory_gb) continue;
-    grids += c.cp_2d_rows != 0;
-    reference.push_back({r.duration_time_per_iter_s, i});
-  }
-  std::sort(reference.begin(), reference.end());
+  for (const auto& [time_s, index] : reference) grids += candidate_at(space, index).cp_2d_rows != 0;
   EXPECT_GT(grids, 0);
-  SearchOptions o;
-  o.top_k = static_cast<int>(reference.size());
-  o.threads = 2;
-  const SearchResult r = run_search(m, base, sys, eff, space, o);
-  ASSERT_EQ(r.feasible_count, reference.size());
-  for (std::size_t i = 0; i < r.top.size(); ++i) EXPECT_DOUBLE_EQ(r.top[i].step_time_s, reference[i].first) << i;
+  testing_support::expect_search_equals_brute_force(m, base, sys, eff, space, reference);
+  StrategyConfig st;
   Candidate bad = candidate_at(space, 0);
   bad.cp = 2, bad.cp_2d_rows = 4;
   std::string why;

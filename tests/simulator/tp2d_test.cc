@@ -17,6 +17,7 @@
 #include "simulator/rank_placement.h"
 #include "simulator/search.h"
 #include "simulator/simulate.h"
+#include "search_brute_force.h"
 #include "test_support.h"
 
 namespace calisim {
@@ -284,28 +285,14 @@ TEST(Tp2d, SearchTriesGridsAndMatchesBruteForce) {
     EXPECT_EQ(b.tp_2d_rows, 0);
   }
   // Brute force: every legal candidate simulated.
-  std::vector<std::pair<double, std::uint64_t>> reference;
+  const auto reference = testing_support::brute_force_feasible(
+      m, base, sys, eff, space,
+      [](const Candidate& c, const StrategyConfig& st) { EXPECT_EQ(st.tp_mode == TensorParallelMode::two_d, c.tp_2d_rows != 0); });
   int grids = 0;
-  StrategyConfig st;
-  for (std::uint64_t i = 0; i < space_size(space); ++i) {
-    const Candidate c = candidate_at(space, i);
-    if (!make_strategy(base, m, space, c, st, nullptr)) continue;
-    EXPECT_EQ(st.tp_mode == TensorParallelMode::two_d, c.tp_2d_rows != 0);
-    const SimulationResult r = simulate(m, st, sys, eff);
-    double peak = 0;
-    for (const auto& s : r.stages) peak = std::max(peak, s.peak_mem_with_reserved_bytes / 1e9);
-    if (peak > sys.device.memory_gb) continue;
-    grids += c.tp_2d_rows != 0;
-    reference.push_back({r.duration_time_per_iter_s, i});
-  }
-  std::sort(reference.begin(), reference.end());
+  for (const auto& [time_s, index] : reference) grids += candidate_at(space, index).tp_2d_rows != 0;
   EXPECT_GT(grids, 0);
-  SearchOptions o;
-  o.top_k = static_cast<int>(reference.size());
-  o.threads = 2;
-  const SearchResult r = run_search(m, base, sys, eff, space, o);
-  ASSERT_EQ(r.feasible_count, reference.size());
-  for (std::size_t i = 0; i < r.top.size(); ++i) EXPECT_DOUBLE_EQ(r.top[i].step_time_s, reference[i].first) << i;
+  testing_support::expect_search_equals_brute_force(m, base, sys, eff, space, reference);
+  StrategyConfig st;
   // Grid rows that do not divide tp are illegal, with a reason.
   Candidate bad = candidate_at(space, 0);
   bad.tp = 2, bad.tp_2d_rows = 4;
