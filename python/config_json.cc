@@ -3,6 +3,9 @@
 #include <string>
 
 #include "core/dtype.h"
+#include "simulator/collective_algorithms.h"
+#include "simulator/rank_placement.h"
+#include "simulator/topology.h"
 
 namespace calisim::python {
 namespace {
@@ -33,6 +36,16 @@ const char* fp8_name(Fp8Recipe r) {
 }
 
 json or_null(const char* s) { return s ? json(s) : json(nullptr); }
+
+// The NCCL_ALGO / NCCL_PROTO-style list a mask allows (every name when nothing is excluded).
+template <typename Enum>
+json allowed_names(const CollectiveChoiceMask& m, int count) {
+  json names = json::array();
+  for (int i = 0; i < count; ++i) {
+    if (m.allows(static_cast<Enum>(i))) names.push_back(std::string(to_string(static_cast<Enum>(i))));
+  }
+  return names;
+}
 
 json tier_json(const NetworkTier& t) {
   json eff = json::object();
@@ -127,6 +140,17 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"mlp_rms_recompute", s.mlp_rms_recompute},
             {"recompute_variance", s.recompute_variance},
             {"mem_factor", s.mem_factor},
+            {"account_for_embedding_in_pipeline_split", s.account_for_embedding_in_pipeline_split},
+            {"account_for_loss_in_pipeline_split", s.account_for_loss_in_pipeline_split},
+            {"order", to_string(s.rank_order)},
+            {"tensor_parallel_mode", s.tp_mode == TensorParallelMode::two_d ? "2d" : "1d"},
+            {"tp_2d_rows", s.tp_2d_rows},
+            {"tp_2d_cols", s.tp_2d_cols},
+            {"context_parallel_mode", s.cp_mode == ContextParallelMode::two_d ? "2d" : "1d"},
+            {"cp_2d_rows", s.cp_2d_rows},
+            {"cp_2d_cols", s.cp_2d_cols},
+            {"nccl_algo", allowed_names<CollAlgo>(s.nccl, kCollAlgoCount)},
+            {"nccl_proto", allowed_names<CollProto>(s.nccl, kCollProtoCount)},
             {"not_modeled_fields", s.not_modeled_fields}};
   // Batch arithmetic: one of the two may be 0 until validate_layout derives it.
   if (with_derived || s.micro_batch_num > 0) j["micro_batch_num"] = s.micro_batch_num;
@@ -164,6 +188,14 @@ json system_json(const SystemConfig& s) {
           {"nics_per_node", s.nics_per_node},
           {"nic_gb_s", s.nic_gb_s},
           {"scale_out", tier_json(s.scale_out)},
+          {"topology",
+           {{"scale_up_kind", std::string(to_string(s.topology.scale_up_kind))},
+            {"nvls", s.topology.nvls},
+            {"fabric", std::string(to_string(s.topology.fabric))},
+            {"oversubscription", s.topology.oversubscription},
+            {"in_network_reduction", s.topology.in_network_reduction},
+            {"pxn", s.topology.pxn},
+            {"nccl_arch", std::string(to_string(s.topology.arch))}}},
           {"comm_compute_slowdown", s.comm_compute_slowdown},
           {"host_link_name", s.host_link_name},
           {"host_link_gb_s", s.host_link_gb_s},

@@ -55,6 +55,10 @@ def test_config_objects_and_edits():
     strategy = calisim.StrategyConfig.init_from_config_file("llama3-8b-8gpu")
     system = calisim.SystemConfig.init_from_config_file("a100-pcie-80g")
     assert system.sys_name == system.name and system.device.memory_gb == 80
+    # Defaults the file does not set are readable: rank order, 1D grids, NCCL choices, topology.
+    assert strategy.order == "tp-cp-ep-dp-pp" and strategy.tensor_parallel_mode == "1d"
+    assert strategy.context_parallel_mode == "1d" and "ring" in strategy.nccl_algo
+    assert system.topology["scale_up_kind"] == "pcie" and system.topology["nvls"] is False
     perf = calisim.PerfLLM()
     perf.configure(strategy_config=strategy, model_config=model, system_config=system)
     assert perf.strategy.dp_size * perf.strategy.tp_size * perf.strategy.pp_size == perf.strategy.world_size
