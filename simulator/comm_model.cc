@@ -83,7 +83,7 @@ namespace {
 
 // Everything but the achieved busbw (a report figure: collective_time_s skips its division).
 CollectiveCost cost_without_busbw(const CollectiveKey& key, const SystemConfig& sys, const EfficiencyModel& eff,
-                                  CollectiveChoiceMask mask) {
+                                  CollectiveChoiceMask mask, int ranks_per_switch) {
   CollectiveCost r;
   if (key.ranks <= 1 || key.bytes <= 0) return r;
   r.efficiency = eff.collective(key);
@@ -99,22 +99,31 @@ CollectiveCost cost_without_busbw(const CollectiveKey& key, const SystemConfig& 
     const double busbw = link_for(key, sys).gb_s * 1e9 * r.efficiency.value;
     r.time_s = wire_bytes_per_rank(key.op, c.bytes, key.ranks) / busbw;
   }
+  // PCIe switches: a ring over several switches crosses the host bridge once in each direction,
+  // and every sibling group crosses it at the same time, so the group's busbw is at most its
+  // share of the bridge (docs/comm.md "PCIe switches"). Applies to data answers too: rows are
+  // keyed without the switch placement.
+  const int crossing = pcie_crossing_groups(group_geometry(key, sys), ranks_per_switch, sys);
+  if (crossing > 0) {
+    const double bridge_busbw = sys.topology.pcie_bridge_gb_s * 1e9 / crossing;
+    r.time_s = std::max(r.time_s, wire_bytes_per_rank(key.op, c.bytes, key.ranks) / bridge_busbw);
+  }
   return r;
 }
 
 }  // namespace
 
 CollectiveCost collective_cost(const CollectiveKey& key, const SystemConfig& sys, const EfficiencyModel& eff,
-                               CollectiveChoiceMask mask) {
-  CollectiveCost r = cost_without_busbw(key, sys, eff, mask);
+                               CollectiveChoiceMask mask, int ranks_per_switch) {
+  CollectiveCost r = cost_without_busbw(key, sys, eff, mask, ranks_per_switch);
   const double bytes = static_cast<double>(key.bytes);
   r.busbw_gb_s = r.time_s > 0 ? bytes / r.time_s * bus_factor(key.op, key.ranks) / 1e9 : 0;
   return r;
 }
 
 double collective_time_s(const CollectiveKey& key, const SystemConfig& sys, const EfficiencyModel& eff,
-                         Efficiency* used, CollectiveChoiceMask mask) {
-  const CollectiveCost r = cost_without_busbw(key, sys, eff, mask);
+                         Efficiency* used, CollectiveChoiceMask mask, int ranks_per_switch) {
+  const CollectiveCost r = cost_without_busbw(key, sys, eff, mask, ranks_per_switch);
   if (used) *used = r.efficiency;
   return r.time_s;
 }

@@ -60,11 +60,16 @@ struct CollectiveCost {
 };
 
 // Cost of one collective; time 0 for a single rank or an empty buffer.
+// ranks_per_switch: how many of the group's ranks share one PCIe switch (rank_placement.h with the
+// switch size; 0 = unknown or no switch level). It rides beside the key, not in it (the key is the
+// efficiency database's key): on a two-level PCIe box a group that crosses the switches gets
+// busbw = min(the model's or the database's busbw, pcie_bridge_gb_s / crossing groups)
+// (topology.h pcie_crossing_groups).
 CollectiveCost collective_cost(const CollectiveKey& key, const SystemConfig& system, const EfficiencyModel& eff,
-                               CollectiveChoiceMask mask = {});
+                               CollectiveChoiceMask mask = {}, int ranks_per_switch = 0);
 
 // collective_cost(...).time_s. `used` (optional) receives the efficiency answer.
 double collective_time_s(const CollectiveKey& key, const SystemConfig& system, const EfficiencyModel& eff,
-                         Efficiency* used = nullptr, CollectiveChoiceMask mask = {});
+                         Efficiency* used = nullptr, CollectiveChoiceMask mask = {}, int ranks_per_switch = 0);
 
 }  // namespace calisim

@@ -477,11 +477,30 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
       if (s.topology.nvls && s.topology.scale_up_kind != ScaleUpKind::nvswitch) {
         u.fail("nvls", "NVLink SHARP needs an NVSwitch domain (kind \"nvswitch\")");
       }
+      // Two-level PCIe boxes (docs/comm.md "PCIe switches"): both fields or neither.
+      const auto sw = u.opt_int("pcie_switch_gpus");
+      const auto bridge = u.opt_number("pcie_bridge_gb_s");
+      if (sw || bridge) {
+        if (s.topology.scale_up_kind != ScaleUpKind::pcie) {
+          u.fail(sw ? "pcie_switch_gpus" : "pcie_bridge_gb_s", "PCIe switches need kind \"pcie\"");
+        }
+        if (!sw) u.fail("pcie_switch_gpus", "expected the GPUs under one PCIe switch beside pcie_bridge_gb_s");
+        if (!bridge) u.fail("pcie_bridge_gb_s", "expected the bridge's GB/s per direction beside pcie_switch_gpus");
+        if (*sw <= 0 || s.scale_up_domain_size % *sw != 0) {
+          u.fail("pcie_switch_gpus", "expected a positive divisor of domain_size " +
+                                         std::to_string(s.scale_up_domain_size) + ", got " + std::to_string(*sw));
+        }
+        if (*bridge <= 0) {
+          u.fail("pcie_bridge_gb_s", "expected a positive number of GB/s per direction, got " + std::to_string(*bridge));
+        }
+        s.topology.pcie_switch_gpus = static_cast<int>(*sw);
+        s.topology.pcie_bridge_gb_s = *bridge;
+      }
     }
     // Re-read the tier (domain_size and the topology fields are the extra fields of scale_up).
     {
       nlohmann::json tier = up;
-      for (const char* k : {"domain_size", "kind", "nvls"}) tier.erase(k);
+      for (const char* k : {"domain_size", "kind", "nvls", "pcie_switch_gpus", "pcie_bridge_gb_s"}) tier.erase(k);
       nlohmann::json holder = {{"scale_up", tier}};
       FieldReader h(holder, file, "network");
       s.scale_up = parse_tier(h, "scale_up", file, true);

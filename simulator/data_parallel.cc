@@ -6,13 +6,18 @@
 
 namespace calisim {
 
-DpGroups dp_groups(const StrategyConfig& st, int domain) {
+DpGroups dp_groups(const StrategyConfig& st, int domain, int pcie_switch_gpus) {
   DpGroups g;
   const RankPlacement placed = place_ranks(st, domain);
   g.dense_ranks = st.dp_size * st.cp_size;
   g.dense_per_domain = placed.dense_dp;
   g.expert_ranks = st.edp_size;
   g.expert_per_domain = placed.expert_dp;
+  if (pcie_switch_gpus > 0) {
+    const RankPlacement switched = place_ranks(st, pcie_switch_gpus);
+    g.dense_per_switch = switched.dense_dp;
+    g.expert_per_switch = switched.expert_dp;
+  }
   return g;
 }
 
@@ -52,12 +57,12 @@ double over_groups(const RankParams& p, double bytes_per_param, CollectiveOp op,
   if (p.dense > 0 && g.dense_ranks > 1) {
     t += coster.collective_s({op, static_cast<std::int64_t>(p.dense * bytes_per_param), g.dense_ranks,
                               g.dense_per_domain, st.dtype},
-                             tally);
+                             tally, g.dense_per_switch);
   }
   if (p.expert > 0 && g.expert_ranks > 1) {
     t += coster.collective_s({op, static_cast<std::int64_t>(p.expert * bytes_per_param), g.expert_ranks,
                               g.expert_per_domain, st.dtype},
-                             tally);
+                             tally, g.expert_per_switch);
   }
   return t;
 }

@@ -16,11 +16,12 @@
 
 namespace calisim {
 
+// *_per_switch: ranks under one PCIe switch (0 when the system has no switch level).
 struct DpGroups {
-  int dense_ranks = 1, dense_per_domain = 1;
-  int expert_ranks = 1, expert_per_domain = 1;
+  int dense_ranks = 1, dense_per_domain = 1, dense_per_switch = 0;
+  int expert_ranks = 1, expert_per_domain = 1, expert_per_switch = 0;
 };
-DpGroups dp_groups(const StrategyConfig& strategy, int scale_up_domain_size);
+DpGroups dp_groups(const StrategyConfig& strategy, int scale_up_domain_size, int pcie_switch_gpus = 0);
 
 // Parameters of `p` this rank keeps optimizer state for (its ZeRO shard, or all of them at ZeRO-0).
 double optimizer_shard_params(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g);

@@ -39,10 +39,10 @@ double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* 
   return static_cast<double>(k.bytes) / (sys_.device.hbm_bytes_per_s() * e.value) + sys_.kernel_launch_us * 1e-6;
 }
 
-double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally) const {
+double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally, int ranks_per_switch) const {
   if (k.ranks <= 1) return 0;
   Efficiency e;
-  const double t = collective_time_s(k, sys_, eff_, &e, nccl_);
+  const double t = collective_time_s(k, sys_, eff_, &e, nccl_, ranks_per_switch);
   if (tally) tally->add_key(e, k);
   return t;
 }

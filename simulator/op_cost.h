@@ -56,7 +56,8 @@ class OpCoster {
   double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   double attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   double memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
-  double collective_s(const CollectiveKey& k, SourceTally* tally) const;
+  // ranks_per_switch: the group's ranks under one PCIe switch (comm_model.h; 0 = not known).
+  double collective_s(const CollectiveKey& k, SourceTally* tally, int ranks_per_switch = 0) const;
   const EfficiencyModel& efficiency_model() const { return eff_; }
 
  private:

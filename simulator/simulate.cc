@@ -151,7 +151,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       if (p > 1) chunk_params[j].dense += pos_params + (model.untie_embeddings_and_output_weights ? vocab_rank : 0.0);
     }
   }
-  const DpGroups groups = dp_groups(st, sys.scale_up_domain_size);
+  const DpGroups groups = dp_groups(st, sys.scale_up_domain_size, sys.topology.pcie_switch_gpus);
 
   // Pipeline p2p: adjacent stages are pipeline_stride() ranks apart (tp·cp·dp in Megatron's order).
   const RankPlacement placed = place_ranks(st, sys.scale_up_domain_size);

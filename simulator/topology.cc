@@ -57,6 +57,13 @@ GroupGeometry group_geometry(const CollectiveKey& key, const SystemConfig& sys) 
   return g;
 }
 
+int pcie_crossing_groups(const GroupGeometry& g, int ranks_per_switch, const SystemConfig& sys) {
+  const Topology& t = sys.topology;
+  if (t.scale_up_kind != ScaleUpKind::pcie || t.pcie_switch_gpus <= 0 || t.pcie_bridge_gb_s <= 0) return 0;
+  if (ranks_per_switch <= 0 || g.ranks_per_node <= 1 || ranks_per_switch >= g.ranks_per_node) return 0;
+  return std::max(1, sys.gpus_per_node / g.ranks_per_node);
+}
+
 double nic_share_gb_s(const SystemConfig& sys) {
   return sys.nics_per_node * sys.nic_gb_s / std::max(1, sys.gpus_per_node);
 }

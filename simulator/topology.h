@@ -34,6 +34,11 @@ struct Topology {
   bool in_network_reduction = false;  // SHARP switches usable by NCCL CollNet
   bool pxn = true;                    // NCCL PXN: cross-rail all-to-all traffic hops over NVLink first
   NcclArch arch = NcclArch::hopper;
+  // PCIe boxes with two levels (kind pcie only): GPUs under one PCIe switch (0 = one level, no
+  // switches modeled) and the per-direction bandwidth (GB/s) of the bridge between switches, shared
+  // by every flow that crosses it (docs/comm.md "PCIe switches").
+  int pcie_switch_gpus = 0;
+  double pcie_bridge_gb_s = 0;
 };
 
 std::string_view to_string(ScaleUpKind k);
@@ -54,6 +59,12 @@ struct GroupGeometry {
   int ranks_per_node = 1;
 };
 GroupGeometry group_geometry(const CollectiveKey& key, const SystemConfig& system);
+
+// Groups of one kind that cross the PCIe switches at once, given how many of the group's ranks share
+// one switch: 0 when the system has no switch level or the group stays inside one switch
+// (ranks_per_switch >= the group's ranks in its node, or 0 = unknown); else the node's GPUs / the
+// group's ranks in the node (the sibling groups tile the node and run together).
+int pcie_crossing_groups(const GroupGeometry& g, int ranks_per_switch, const SystemConfig& system);
 
 // One node's NIC bandwidth divided over its GPUs (GB/s, one direction, before efficiency).
 double nic_share_gb_s(const SystemConfig& system);

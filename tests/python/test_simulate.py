@@ -59,6 +59,7 @@ def test_config_objects_and_edits():
     assert strategy.order == "tp-cp-ep-dp-pp" and strategy.tensor_parallel_mode == "1d"
     assert strategy.context_parallel_mode == "1d" and "ring" in strategy.nccl_algo
     assert system.topology["scale_up_kind"] == "pcie" and system.topology["nvls"] is False
+    assert system.topology["pcie_switch_gpus"] == 4
     perf = calisim.PerfLLM()
     perf.configure(strategy_config=strategy, model_config=model, system_config=system)
     assert perf.strategy.dp_size * perf.strategy.tp_size * perf.strategy.pp_size == perf.strategy.world_size

@@ -354,6 +354,35 @@ TEST(CommTopology, InvalidValuesNameTheField) {
   expect_error(doc, "network.nccl_arch");
 }
 
+// Two-level PCIe boxes: the shipped a100-pcie-80g names its switches; the fields need kind pcie,
+// come together, and the switch size divides the domain.
+TEST(CommTopology, PcieSwitchFieldsParseAndValidate) {
+  const nlohmann::json a100 = read_json_file(std::string(CALISIM_CONFIG_DIR) + "/systems/a100-pcie-80g.json");
+  const Topology t = parse_system(a100, "a100.json").topology;
+  EXPECT_EQ(t.pcie_switch_gpus, 4);
+  EXPECT_DOUBLE_EQ(t.pcie_bridge_gb_s, 16.3);
+  EXPECT_EQ(parse_system(h100_json(), "h100.json").topology.pcie_switch_gpus, 0);  // absent: one level
+  nlohmann::json doc = h100_json();
+  doc["network"]["scale_up"]["pcie_switch_gpus"] = 4;
+  doc["network"]["scale_up"]["pcie_bridge_gb_s"] = 16;
+  expect_error(doc, "network.scale_up.pcie_switch_gpus");  // kind nvswitch
+  doc = a100;
+  doc["network"]["scale_up"]["pcie_switch_gpus"] = 3;
+  expect_error(doc, "network.scale_up.pcie_switch_gpus");  // does not divide 8
+  doc = a100;
+  doc["network"]["scale_up"]["pcie_switch_gpus"] = 0;
+  expect_error(doc, "network.scale_up.pcie_switch_gpus");
+  doc = a100;
+  doc["network"]["scale_up"]["pcie_bridge_gb_s"] = 0;
+  expect_error(doc, "network.scale_up.pcie_bridge_gb_s");
+  doc = a100;
+  doc["network"]["scale_up"].erase("pcie_bridge_gb_s");
+  expect_error(doc, "network.scale_up.pcie_bridge_gb_s");
+  doc = a100;
+  doc["network"]["scale_up"].erase("pcie_switch_gpus");
+  expect_error(doc, "network.scale_up.pcie_switch_gpus");
+}
+
 TEST(CommTopology, StrategyNcclOverrides) {
   const ModelConfig model = testing_support::shipped_model("llama3-8b");
   const StrategyConfig s = testing_support::strategy_from_json(

@@ -137,5 +137,90 @@ TEST(CommModel, DpReductionContendsWithCrossDomainExpertAllToAll) {
   EXPECT_GT(added[1], 0.0);         // EP across domains: the DP reduction slows
 }
 
+// PCIe switches (docs/comm.md "PCIe switches"): a group crossing the switches gets at most
+// pcie_bridge_gb_s / (node GPUs / its ranks in the node) of busbw; groups inside a switch, and
+// systems without switches, are unchanged.
+SystemConfig without_switches(SystemConfig sys) {
+  sys.topology.pcie_switch_gpus = 0;
+  sys.topology.pcie_bridge_gb_s = 0;
+  return sys;
+}
+
+TEST(CommPcieSwitch, CrossingGroupsShareTheBridge) {
+  const SystemConfig sys = testing_support::shipped_system("a100-pcie-80g");
+  ASSERT_EQ(sys.topology.pcie_switch_gpus, 4);
+  const double bridge = sys.topology.pcie_bridge_gb_s * 1e9;
+  DefaultEfficiencyModel eff(sys);
+  const double S = 1e9;
+  // TP 4, DP 2: a 2-rank group with one rank per switch; 4 such groups cross at once.
+  const CollectiveKey two{CollectiveOp::reduce_scatter, static_cast<std::int64_t>(S), 2, 2, DType::bf16};
+  const CollectiveCost c2 = collective_cost(two, sys, eff, {}, 1);
+  EXPECT_NEAR(c2.time_s, 0.5 * S / (bridge / 4), 1e-12);
+  EXPECT_NEAR(c2.busbw_gb_s, sys.topology.pcie_bridge_gb_s / 4, 1e-9);
+  // TP 2, DP 4: 2 ranks per switch, 2 groups cross.
+  const CollectiveKey four{CollectiveOp::all_gather, static_cast<std::int64_t>(S), 4, 4, DType::bf16};
+  const CollectiveCost c4 = collective_cost(four, sys, eff, {}, 2);
+  EXPECT_NEAR(c4.time_s, 0.75 * S / (bridge / 2), 1e-12);
+  EXPECT_NEAR(c4.busbw_gb_s, sys.topology.pcie_bridge_gb_s / 2, 1e-9);
+  // The same groups inside one switch, with the placement unknown, or on a one-level system: the
+  // model's own (faster) answer.
+  const double free2 = collective_time_s(two, without_switches(sys), eff);
+  EXPECT_LT(free2, c2.time_s);
+  EXPECT_DOUBLE_EQ(collective_time_s(two, sys, eff, nullptr, {}, 2), free2);
+  EXPECT_DOUBLE_EQ(collective_time_s(two, sys, eff, nullptr, {}, 0), free2);
+  EXPECT_DOUBLE_EQ(collective_time_s(two, without_switches(sys), eff, nullptr, {}, 1), free2);
+  EXPECT_DOUBLE_EQ(collective_time_s(four, sys, eff, nullptr, {}, 4), collective_time_s(four, without_switches(sys), eff));
+  // One 8-rank group crosses alone: the whole bridge, above the model's 8-GPU PCIe busbw.
+  const CollectiveKey eight{CollectiveOp::all_reduce, static_cast<std::int64_t>(S), 8, 8, DType::bf16};
+  EXPECT_DOUBLE_EQ(collective_time_s(eight, sys, eff, nullptr, {}, 4), collective_time_s(eight, without_switches(sys), eff));
+}
+
+// A database answer is keyed without the switch placement: the bridge share caps it when it is
+// faster, and leaves it when it is slower.
+class FixedCollectiveModel final : public EfficiencyModel {
+ public:
+  FixedCollectiveModel(const SystemConfig& sys, double value) : base_(sys), value_(value) {}
+  Efficiency gemm(const GemmKey& k) const override { return base_.gemm(k); }
+  Efficiency attention(const AttentionKey& k) const override { return base_.attention(k); }
+  Efficiency memory_op(const MemoryOpKey& k) const override { return base_.memory_op(k); }
+  Efficiency collective(const CollectiveKey&) const override { return {value_, EfficiencySource::measured}; }
+
+ private:
+  DefaultEfficiencyModel base_;
+  double value_;
+};
+
+TEST(CommPcieSwitch, BridgeShareIsTheMinWithADatabaseAnswer) {
+  const SystemConfig sys = testing_support::shipped_system("a100-pcie-80g");
+  const double S = 1e9, link = sys.scale_up.gpu_gb_s * 1e9;
+  const CollectiveKey two{CollectiveOp::reduce_scatter, static_cast<std::int64_t>(S), 2, 2, DType::bf16};
+  const FixedCollectiveModel fast(sys, 0.9);  // 28.8 GB/s measured: above a quarter of the bridge
+  EXPECT_NEAR(collective_time_s(two, sys, fast, nullptr, {}, 1), 0.5 * S / (sys.topology.pcie_bridge_gb_s * 1e9 / 4),
+              1e-12);
+  EXPECT_NEAR(collective_time_s(two, sys, fast, nullptr, {}, 2), 0.5 * S / (link * 0.9), 1e-12);
+  const FixedCollectiveModel slow(sys, 0.05);  // 1.6 GB/s measured: below the bridge share
+  EXPECT_NEAR(collective_time_s(two, sys, slow, nullptr, {}, 1), 0.5 * S / (link * 0.05), 1e-12);
+}
+
+// Simulation: TP 4, DP 2 on the 8-GPU box. Megatron's order puts the two DP ranks in different
+// switches (stride 4); dp first puts them in one switch (stride 1), which prices as a one-level box.
+TEST(CommPcieSwitch, DpAcrossSwitchesIsSlowerThanInside) {
+  const ModelConfig model = testing_support::shipped_model("llama3-8b");
+  const SystemConfig sys = testing_support::shipped_system("a100-pcie-80g");
+  DefaultEfficiencyModel eff(sys);
+  const std::string base =
+      R"("seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "tp_size": 4)";
+  const StrategyConfig across = testing_support::strategy_from_json("{" + base + "}", model);
+  const StrategyConfig inside =
+      testing_support::strategy_from_json("{" + base + R"(, "order": "dp-tp-cp-ep-pp"})", model);
+  const SimulationResult a = simulate(model, across, sys, eff);
+  const SimulationResult b = simulate(model, inside, sys, eff);
+  EXPECT_GT(a.dp_comm_exposed_s, 1.5 * b.dp_comm_exposed_s);
+  const SystemConfig one_level = without_switches(sys);
+  DefaultEfficiencyModel eff1(one_level);
+  EXPECT_DOUBLE_EQ(b.dp_comm_exposed_s, simulate(model, inside, one_level, eff1).dp_comm_exposed_s);
+  EXPECT_GT(a.dp_comm_exposed_s, simulate(model, across, one_level, eff1).dp_comm_exposed_s);
+}
+
 }  // namespace
 }  // namespace calisim
