@@ -8,6 +8,7 @@
 #include <memory>
 #include <unordered_set>
 
+#include "calibration/system_profile.h"
 #include "db/db_efficiency_model.h"
 #include "db/efficiency_db.h"
 #include "predictor/device_fit.h"
@@ -34,27 +35,11 @@ std::unordered_set<std::string> own_keys(const DeviceRows& rows) {
   return keys;
 }
 
-predictor::LinkSpec link_of(const NetworkTier& t) {
-  predictor::LinkSpec l;
-  l.gpu_gb_s = t.gpu_gb_s;
-  l.latency_us = t.latency_us;
-  for (int i = 0; i < kCollectiveOpCount; ++i) l.efficiency[i] = t.efficiency[i];
-  return l;
-}
-
 // The record's profile with what it lacks (SM count, L2, efficiencies, links) from the system
 // being calibrated, as `calisim predict` enriches devices from their shipped system: the fits
 // then see the same quantization features there and here.
 predictor::DeviceProfile profile_of(const DeviceRows& rows, const SystemConfig& sys) {
-  predictor::DeviceProfile s;
-  s.spec = sys.device;
-  s.matmul_efficiency = sys.matmul_efficiency;
-  s.attention_efficiency = sys.attention_efficiency;
-  s.memory_efficiency = sys.memory_efficiency;
-  s.intra_node = link_of(sys.scale_up);
-  s.inter_node = link_of(sys.scale_out);
-  s.ranks_per_node = sys.scale_up_domain_size;
-  return predictor::enrich_profile(predictor::profile_from_record(rows.record), s);
+  return predictor::enrich_profile(predictor::profile_from_record(rows.record), profile_of_system(sys));
 }
 
 std::vector<FitQuality> fit_quality(const DeviceRows& rows, const predictor::DeviceProfile& profile) {

@@ -16,6 +16,7 @@
 #include <optional>
 #include <sstream>
 
+#include "calibration/system_profile.h"
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/table.h"
@@ -40,26 +41,6 @@ struct PredictArgs {
 std::string pct(double v) { return fmt::format("{:.1f}", v); }
 std::string num(double v) { return fmt::format("{:.4g}", v); }
 
-predictor::LinkSpec link_from_tier(const NetworkTier& t) {
-  predictor::LinkSpec l;
-  l.gpu_gb_s = t.gpu_gb_s;
-  l.latency_us = t.latency_us;
-  for (int i = 0; i < kCollectiveOpCount; ++i) l.efficiency[i] = t.efficiency[i];
-  return l;
-}
-
-DeviceProfile profile_from_system(const SystemConfig& s) {
-  DeviceProfile p;
-  p.spec = s.device;
-  p.matmul_efficiency = s.matmul_efficiency;
-  p.attention_efficiency = s.attention_efficiency;
-  p.memory_efficiency = s.memory_efficiency;
-  p.intra_node = link_from_tier(s.scale_up);
-  p.inter_node = link_from_tier(s.scale_out);
-  p.ranks_per_node = s.scale_up_domain_size;
-  return p;
-}
-
 SystemConfig load_system(const std::string& name_or_path) {
   const std::string file = resolve_config(ConfigKind::system, name_or_path);
   return parse_system(read_json_file(file), file);
@@ -69,7 +50,7 @@ SystemConfig load_system(const std::string& name_or_path) {
 std::optional<DeviceProfile> shipped_profile(const std::string& device_name) {
   for (const auto& name : list_configs(ConfigKind::system)) {
     const SystemConfig s = load_system(name);
-    if (s.device.name == device_name) return profile_from_system(s);
+    if (s.device.name == device_name) return calibration::profile_of_system(s);
   }
   return std::nullopt;
 }
@@ -104,7 +85,7 @@ void run_predict(const PredictArgs& a) {
     auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);
     for (const auto& name : split_devices(a.from)) sources.push_back(device_data(file, name));
   }
-  const DeviceProfile target = profile_from_system(load_system(a.to));
+  const DeviceProfile target = calibration::profile_of_system(load_system(a.to));
   const predictor::Prediction p = predictor::predict_target(sources, target);
 
   const std::string out_path = a.out.empty() ? a.db : a.out;

@@ -10,23 +10,15 @@
 #include <set>
 #include <unordered_map>
 
+#include "profiler/cupti_records.h"
 #include "profiler/gpu_error.h"
 
 namespace calisim::profiler {
 namespace {
 
-// The kernel record layout of the CUPTI headers we compile against (profiling_notes.md §3.2).
-#if CUPTI_API_VERSION >= 130100
-using KernelRecord = CUpti_ActivityKernel11;
-#elif CUPTI_API_VERSION >= 130000
-using KernelRecord = CUpti_ActivityKernel10;
-#else
-using KernelRecord = CUpti_ActivityKernel9;
-#endif
-
-// 8 MiB buffers (CUPTI's tutorial size), 8-byte aligned as records require.
-constexpr std::size_t kBufferBytes = 8u << 20;
-constexpr std::size_t kAlign = 8;
+using KernelRecord = CuptiKernelRecord;
+constexpr std::size_t kBufferBytes = kCuptiBufferBytes;
+constexpr std::size_t kAlign = kCuptiBufferAlign;
 
 struct KernelSeen {
   std::uint32_t correlation = 0;

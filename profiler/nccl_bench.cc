@@ -10,27 +10,11 @@
 #include "profiler/device_buffer.h"
 #include "profiler/fill_random.h"
 #include "profiler/gpu_error.h"
+#include "profiler/nccl_common.h"
 #include "profiler/statistics.h"
 
 namespace calisim::profiler {
 namespace {
-
-void check_nccl(ncclResult_t r, const char* what) {
-  if (r == ncclSuccess) return;
-  throw GpuError(fmt::format("{}: {} ({})", what, ncclGetErrorString(r), static_cast<int>(r)), GpuError::Kind::other);
-}
-
-ncclDataType_t nccl_type(DType t) {
-  switch (t) {
-    case DType::fp32:
-    case DType::tf32: return ncclFloat32;
-    case DType::bf16: return ncclBfloat16;
-    case DType::fp16: return ncclFloat16;
-    case DType::fp8_e4m3: return ncclFloat8e4m3;
-    case DType::fp8_e5m2: return ncclFloat8e5m2;
-  }
-  return ncclBfloat16;
-}
 
 struct RankBuffers {
   DeviceBuffer send, recv;

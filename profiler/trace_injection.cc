@@ -34,22 +34,17 @@
 #include <vector>
 
 #include "generated_nvtx_meta.h"
+#include "profiler/cupti_records.h"
 #include "profiler/trace_writer.h"
 
 namespace {
 
 using calisim::db::TraceKernel;
 
-#if CUPTI_API_VERSION >= 130100
-using KernelRecord = CUpti_ActivityKernel11;
-#elif CUPTI_API_VERSION >= 130000
-using KernelRecord = CUpti_ActivityKernel10;
-#else
-using KernelRecord = CUpti_ActivityKernel9;
-#endif
-
-constexpr std::size_t kBufferBytes = 8u << 20;
-constexpr std::size_t kAlign = 8;
+using calisim::profiler::CuptiKernelRecord;
+using KernelRecord = CuptiKernelRecord;
+constexpr std::size_t kBufferBytes = calisim::profiler::kCuptiBufferBytes;
+constexpr std::size_t kAlign = calisim::profiler::kCuptiBufferAlign;
 // Kernels kept in memory until exit (~64 bytes each plus each distinct name once); more are
 // counted, not stored. A long
 // training run should be traced for a few steps, not whole (CALISIM_TRACE_MAX_KERNELS).
