@@ -76,7 +76,12 @@ MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
                 {"zero_state", 1},
                 {"tp_comm_overlap", false},
                 {"cross_entropy_loss_fusion", false},
-                {"use_flash_sdp", true}};
+                {"use_flash_sdp", true},
+                // Megatron's non-interleaved 1F1B schedule rejects overlap_p2p_comm: its send/recv
+                // pairs block (docs/validation.md).
+                {"overlap_p2p_comm", false}};
+  const bool moe = m.model.value("model_type", "") == "moe";
+  if (moe) m.strategy["moe_grouped_gemm"] = true;  // SimuMax's table prices grouped expert GEMMs
   m.system = "a100-pcie-80g";
   // No compute/communication overlap on this PCIe machine: SimuMax's model of it, which reproduces
   // these runs, exposes every TP collective, and the measured per-micro-batch slope
@@ -86,6 +91,11 @@ MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
                 "no compute/communication overlap on this PCIe machine (comm_compute_slowdown 1: SimuMax's model of "
                 "it exposes every TP collective; the measured per-micro-batch slopes agree)",
                 "recompute none (not stated)", "etp 1 (Megatron default for these runs: expert TP not stated)"};
+  if (pp > 1) {
+    m.inferred.push_back("blocking pipeline send/recv (overlap_p2p_comm false: Megatron's non-interleaved 1F1B "
+                         "schedule does not overlap p2p communication)");
+  }
+  if (moe) m.inferred.push_back("MoE grouped GEMM on (SimuMax's table prices grouped expert GEMMs)");
   m.layout = fmt::format("tp{} pp{} vpp1 cp1 ep{} dp{}", tp, pp, ep, dp);
   m.ok = true;
   return m;
@@ -282,6 +292,13 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["ep_size"] = ep;
     st["etp_size"] = etp;
     inf.push_back("forced-balanced MoE routing (moe_token_imbalance_factor 1.0)");
+    if (fw == Framework::megatron) {
+      // Host dispatch (simulator/host_dispatch.h): Megatron-Bridge / NeMo MoE recipes set
+      // moe_grouped_gemm True and leave cuda_graph_impl "none"; the row names neither, nor the dispatcher.
+      st["moe_grouped_gemm"] = true;
+      inf.push_back("MoE grouped GEMM on, all-to-all token dispatcher, no CUDA graphs (Megatron-Bridge/NeMo MoE "
+                    "recipe defaults: moe_grouped_gemm True, cuda_graph_impl \"none\")");
+    }
   } else if (ep > 1) {
     return fail(m, "ep > 1 on a dense model");
   }
@@ -382,6 +399,11 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   st["overlap_grad_reduce"] = grad_overlap;
   st["overlap_param_gather"] = grad_overlap && zero >= 1;
   st["tp_comm_overlap"] = tp_overlap;
+  if ((fw == Framework::megatron || fw == Framework::megatron_legacy) && pp > 1 && vpp == 1) {
+    // Megatron's non-interleaved 1F1B schedule rejects overlap_p2p_comm: its send/recv pairs block.
+    st["overlap_p2p_comm"] = false;
+    inf.push_back("blocking pipeline send/recv (Megatron's non-interleaved 1F1B schedule does not overlap p2p)");
+  }
 
   // ---- Recompute.
   const std::string rc = lower(r.text("recompute"));
@@ -399,6 +421,26 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     inf.push_back("no activation recompute (not stated; recipe default)");
   } else if (rc != "none") {
     return fail(m, fmt::format("recompute '{}' not recognised", r.text("recompute")));
+  }
+
+  // ---- Attention implementation (efficiency.attention_implementations; docs/validation.md).
+  // llm-foundry's MPT benchmarks install flash-attn 2 (`.[gpu-flash2]`, attn_impl flash, ALiBi)
+  // and torchtitan (Dec 2024) calls PyTorch SDPA, whose flash backend is FlashAttention-2 (cuDNN
+  // SDPA is opt-in since pytorch/pytorch#138522; torchtitan #1196 picks cuDNN on B200 only).
+  // Megatron/NeMo run Transformer Engine's fused (cuDNN) attention: the system default.
+  if ((fw == Framework::foundry || fw == Framework::torchtitan) && st.value("use_flash_sdp", true)) {
+    // The shipped systems with a FlashAttention-2 entry (Ampere and Hopper; none for Blackwell/MI300X).
+    static const char* const kFlash2Systems[] = {"h100-sxm", "h200", "h100-pcie", "a100-sxm-80g", "a100-pcie-80g"};
+    const bool known = std::any_of(std::begin(kFlash2Systems), std::end(kFlash2Systems),
+                                   [&](const char* s) { return m.system == s; });
+    if (known) {
+      m.system_patch["efficiency"]["attention_implementation"] = "flash2";
+      inf.push_back(fw == Framework::foundry ? "attention FlashAttention-2 (llm-foundry gpu-flash2, attn_impl flash)"
+                                             : "attention FlashAttention-2 (PyTorch SDPA flash backend, torchtitan 2024)");
+    } else {
+      inf.push_back("attention: FlashAttention-2 run, priced with the system's default attention (no FlashAttention-2 "
+                    "figure for " + m.system + ")");
+    }
   }
   m.ok = true;
   return m;

@@ -19,6 +19,7 @@ predictor::DeviceProfile profile_of_system(const SystemConfig& system) {
   p.intra_node = link_of(system.scale_up);
   p.inter_node = link_of(system.scale_out);
   p.ranks_per_node = system.scale_up_domain_size;
+  p.scale_up_kind = std::string(to_string(system.topology.scale_up_kind));
   return p;
 }
 

@@ -37,6 +37,7 @@ struct DbArgs {
   std::size_t nearest = 0;
   std::int64_t run_id = 0;
   bool json = false;
+  bool skip_traces = false;
 };
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
@@ -63,13 +64,19 @@ ordered_json summary_json(const cdb::DeviceSummary& s) {
 std::string report_text(const cdb::MergeReport& r) {
   std::string text = fmt::format("added {} device(s), {} run(s), {} row(s); {} duplicate(s) skipped, {} conflict(s)\n",
                                  r.devices_added, r.runs_added, r.rows_added, r.duplicates, r.conflicts);
+  if (r.trace_kernels_added > 0 || r.trace_kernel_duplicates > 0) {
+    text += fmt::format("  trace records: {} added, {} already there\n", r.trace_kernels_added,
+                        r.trace_kernel_duplicates);
+  }
   for (const auto& m : r.messages) text += "  " + m + "\n";
   return text;
 }
 
 ordered_json report_json(const cdb::MergeReport& r) {
   return {{"devices_added", r.devices_added}, {"runs_added", r.runs_added}, {"rows_added", r.rows_added},
-          {"duplicates", r.duplicates},       {"conflicts", r.conflicts},   {"messages", r.messages}};
+          {"duplicates", r.duplicates},       {"conflicts", r.conflicts},
+          {"trace_kernels_added", r.trace_kernels_added}, {"trace_kernel_duplicates", r.trace_kernel_duplicates},
+          {"messages", r.messages}};
 }
 
 void run_init(const DbArgs& a) {
@@ -102,17 +109,32 @@ void add_trace_summaries(cdb::EfficiencyDb& db, const std::vector<cdb::RunBatch>
   for (const auto& b : runs) {
     if (b.run.source != cdb::Source::trace) continue;
     const cdb::TraceSummary s = cdb::summarize_trace(db, b.run.id);
-    text += fmt::format("\ntrace run {}: {} kernels, {} s of kernel time over {} s wall\n", b.run.id, s.kernels,
+    std::int64_t copies = 0;
+    for (const auto& c : s.copies) copies += c.count;
+    text += fmt::format("\ntrace run {}: {} kernels{}, {} s of GPU time over {} s wall\n", b.run.id,
+                        s.kernels - copies, copies ? fmt::format(", {} copies / memsets", copies) : "",
                         num(s.total_s), num(s.wall_s));
     Table t({"class", "kernels", "total_s", "share"});
     ordered_json classes = ordered_json::array();
     for (const auto& c : s.classes) {
       t.add_row({c.kernel_class, std::to_string(c.count), num(c.total_s), fmt::format("{:.1f}%", 100 * c.share)});
-      classes.push_back({{"class", c.kernel_class}, {"kernels", c.count}, {"total_s", c.total_s}, {"share", c.share}});
+      classes.push_back({{"class", c.kernel_class}, {"kernels", c.count}, {"total_s", c.total_s}, {"bytes", c.bytes},
+                         {"share", c.share}});
     }
     if (!s.classes.empty()) text += t.render("");
-    traces.push_back({{"run", b.run.id}, {"kernels", s.kernels}, {"total_s", s.total_s}, {"wall_s", s.wall_s},
-                      {"classes", classes}});
+    // Copies and memsets by direction / memory kind, with the bandwidth they reached.
+    Table ct({"copies", "kind", "count", "bytes", "total_s", "GB/s"});
+    ordered_json copies_json = ordered_json::array();
+    for (const auto& c : s.copies) {
+      ct.add_row({c.kernel_class, c.copy_kind.empty() ? "-" : c.copy_kind, std::to_string(c.count),
+                  std::to_string(c.bytes), num(c.total_s), num(c.gb_s())});
+      copies_json.push_back({{"class", c.kernel_class}, {"kind", c.copy_kind}, {"count", c.count}, {"bytes", c.bytes},
+                        {"total_s", c.total_s}, {"gb_s", c.gb_s()}});
+    }
+    if (!s.copies.empty()) text += ct.render("");
+    traces.push_back({{"run", b.run.id}, {"kernels", s.kernels - copies}, {"copies", copies},
+                      {"total_s", s.total_s}, {"wall_s", s.wall_s},
+                      {"classes", classes}, {"copy_kinds", copies_json}});
   }
   if (!traces.empty()) doc["traces"] = traces;
 }
@@ -236,7 +258,16 @@ void run_export(const DbArgs& a) {
   if (format != "csv" && format != "json") {
     throw InputError("<command line>", "db export --format", "expected csv or json, got '" + format + "'");
   }
-  const cdb::Dump dump = cdb::dump_database(db, a.device);
+  cdb::Dump dump = cdb::dump_database(db, a.device);
+  const std::size_t trace_records = dump.trace_kernel_count();
+  const std::size_t trace_runs = dump.traces.size();
+  if (format == "csv" && trace_records > 0 && !a.skip_traces) {
+    throw InputError("<command line>", "db export --format csv",
+                     fmt::format("{} holds {} trace run(s) with {} kernel/copy records, which CSV has no columns "
+                                 "for: export JSON (it carries them), or pass --skip-traces to leave them out",
+                                 a.db, trace_runs, trace_records));
+  }
+  if (a.skip_traces) dump.traces.clear();
   auto write = [&](std::ostream& os) { format == "csv" ? cdb::write_csv(os, dump) : cdb::write_json(os, dump); };
   if (a.out == "-") {
     write(std::cout);
@@ -247,9 +278,17 @@ void run_export(const DbArgs& a) {
   write(os);
   std::size_t rows = 0;
   for (const auto& b : dump.runs) rows += b.rows.size();
-  print(a, {{"path", a.out}, {"format", format}, {"devices", dump.devices.size()}, {"runs", dump.runs.size()}, {"rows", rows}},
-        fmt::format("wrote {} ({}): {} device(s), {} run(s), {} row(s)\n", a.out, format, dump.devices.size(),
-                    dump.runs.size(), rows));
+  const std::size_t written_traces = dump.trace_kernel_count();
+  std::string text = fmt::format("wrote {} ({}): {} device(s), {} run(s), {} row(s), {} trace record(s)\n", a.out,
+                                 format, dump.devices.size(), dump.runs.size(), rows, written_traces);
+  if (written_traces < trace_records) {
+    text += fmt::format("  left out {} trace record(s) of {} trace run(s) (--skip-traces)\n", trace_records,
+                        trace_runs);
+  }
+  print(a,
+        {{"path", a.out}, {"format", format}, {"devices", dump.devices.size()}, {"runs", dump.runs.size()},
+         {"rows", rows}, {"trace_records", written_traces}, {"trace_records_left_out", trace_records - written_traces}},
+        text);
 }
 
 void run_merge(const DbArgs& a) {
@@ -316,6 +355,8 @@ void register_db(CLI::App& app) {
   exp->add_option("out", args->out, "output file, or - for stdout")->required();
   exp->add_option("--format", args->format, "json or csv (default: from the extension, else json)");
   exp->add_option("--device", args->device, "only this device");
+  exp->add_flag("--skip-traces", args->skip_traces,
+                "leave trace runs' kernel/copy records out (needed for CSV, which has no columns for them)");
   CLI::App* merge = sub(db, args, "merge", "Merge databases and exports into one file, skipping duplicates", run_merge,
                         "output database (created when missing)");
   merge->add_option("inputs", args->inputs, "database files, .json or .csv exports")->required();

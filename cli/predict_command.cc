@@ -5,8 +5,9 @@
 //     reads the source devices' rows from FILE, writes rows of source `predicted` under the
 //     system file's device.name into --out (default: FILE), so that `calisim simulate --system
 //     SYSTEM --db FILE` finds them.
-//   calisim predict --evaluate --db FILE [--json]
-//     leave-one-out error per family on each device, and cross-device error for every ordered pair.
+//   calisim predict --evaluate --db FILE [--rows] [--json]
+//     leave-one-out error per family on each device, and cross-device error for every ordered pair
+//     (--rows: every cross-device row; --json always carries them).
 // Source devices get the achievable efficiencies and links of the shipped system whose
 // device.name equals theirs (when there is one), so that both sides of every ratio come from the
 // same kind of figure. Problems the user can fix are InputErrors (exit 2).
@@ -35,7 +36,7 @@ using predictor::DeviceProfile;
 
 struct PredictArgs {
   std::string from, to, db, out;
-  bool evaluate = false, json = false;
+  bool evaluate = false, json = false, rows = false;
 };
 
 std::string pct(double v) { return fmt::format("{:.1f}", v); }
@@ -134,8 +135,26 @@ void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorS
     j["mape_pct"] = e.mape_pct;
     j["max_ape_pct"] = e.max_ape_pct;
     if (cross) j["note"] = e.note;
+    if (cross) {
+      ordered_json scored = ordered_json::array();
+      for (const auto& r : e.rows) scored.push_back({{"key", r.key}, {"actual", r.actual}, {"predicted", r.predicted}});
+      j["rows"] = scored;
+    }
     doc.push_back(j);
   }
+}
+
+// Every scored cross-device row (--rows): key, stored and predicted efficiency, signed error.
+std::string scored_rows(const std::vector<predictor::ErrorSummary>& cross) {
+  std::string text;
+  for (const auto& e : cross) {
+    Table t({"key", "actual", "predicted", "error %"});
+    for (const auto& r : e.rows) {
+      t.add_row({r.key, num(r.actual), num(r.predicted), fmt::format("{:+.1f}", 100.0 * (r.predicted / r.actual - 1))});
+    }
+    text += fmt::format("\n{} -> {}, {}: every row\n", e.from, e.device, e.family) + t.render("  ");
+  }
+  return text;
 }
 
 void run_evaluate(const PredictArgs& a) {
@@ -158,6 +177,7 @@ void run_evaluate(const PredictArgs& a) {
   text += jloo.empty() ? "  no group has enough rows\n" : loo.render("  ");
   text += "\ncross-device (each row of `to` predicted from `from` alone)\n";
   text += jcross.empty() ? "  needs two devices with rows of a common family\n" : cross.render("  ");
+  if (a.rows) text += scored_rows(e.cross_device);
   fmt::print("{}", text);
 }
 
@@ -173,6 +193,7 @@ void register_predict(CLI::App& app) {
   sub->add_option("--out", args->out, "database to write the predicted rows into (default: --db)");
   sub->add_flag("--evaluate", args->evaluate, "report leave-one-out and cross-device error instead");
   sub->add_flag("--json", args->json, "print one JSON document");
+  sub->add_flag("--rows", args->rows, "with --evaluate: also list every cross-device row (key, actual, predicted)");
   sub->callback([args] { args->evaluate ? run_evaluate(*args) : run_predict(*args); });
 }
 

@@ -67,12 +67,26 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   if (r.cp > 1) row("CP communication (exposed)", r.cp_comm_exposed_s);
   if (r.ep > 1 || r.etp > 1) row("EP communication (exposed)", r.ep_comm_exposed_s);
   if (r.offload_exposed_s > 0) row("activation offload (exposed)", r.offload_exposed_s);
+  if (r.host_dispatch_modeled) row("host dispatch / syncs (GPU idle)", r.host_exposed_s);
   row("pipeline bubble", r.bubble_s);
   row("PP send/recv (exposed)", r.pp_comm_exposed_s);
   row("DP communication (exposed)", r.dp_comm_exposed_s);
   row("optimizer step", r.optimizer_s);
   if (r.straggler_s > 0) row("stragglers (system straggler_cv)", r.straggler_s);
-  out += br.render() + "\n";
+  out += br.render();
+  if (!r.host_dispatch_modeled) {
+    out += "  host dispatch: not modeled (the system file gives no host.op_dispatch_us / host.sync_us)\n";
+  }
+  out += "\n";
+  if (!r.host_blocks.empty()) {
+    Table hb({"host dispatch (one micro-batch)", "syncs", "GPU fwd ms", "host fwd ms", "idle fwd ms", "GPU bwd ms",
+              "host bwd ms", "idle bwd ms", "bound"});
+    for (const HostBlockReport& h : r.host_blocks) {
+      hb.add_row({h.block, std::to_string(h.syncs_fwd), ms(h.gpu_fwd_s), ms(h.host_fwd_s), ms(h.exposed_fwd_s),
+                  ms(h.gpu_bwd_s), ms(h.host_bwd_s), ms(h.exposed_bwd_s), h.bound});
+    }
+    out += hb.render() + "\n";
+  }
 
   Table st({"stage", "layers", "fwd ms/mb", "bwd ms/mb", "bubble", "dp comm s", "model GB", "act GB", "in flight",
             "peak GB", "reserved GB"});

@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
+#include <stdexcept>
 
 #include "core/error.h"
 #include "db/row_tables.h"
@@ -59,6 +61,12 @@ Dump dump_database(EfficiencyDb& db, const std::string& device) {
     for (auto& a : db.aliases(d.name)) dump.aliases.emplace_back(std::move(a), d.name);
   }
   dump.runs = db.load_runs(device.empty() ? "" : dump.devices.front().name);
+  const std::vector<std::int64_t> traced = runs_with_trace_kernels(db);
+  for (const auto& b : dump.runs) {
+    if (std::binary_search(traced.begin(), traced.end(), b.run.id)) {
+      dump.traces.push_back(TraceRecords{b.run, load_trace_kernels(db, b.run.id)});
+    }
+  }
   return dump;
 }
 
@@ -73,6 +81,15 @@ Dump read_any(const std::string& path) {
 MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
   MergeReport report;
   for (const auto& b : dump.runs) validate_rows(b.rows, db.path());
+  for (const auto& t : dump.traces) {
+    const bool has_run = std::any_of(dump.runs.begin(), dump.runs.end(),
+                                     [&](const RunBatch& b) { return b.run.same_provenance(t.run); });
+    if (!has_run) {
+      throw std::invalid_argument(fmt::format("merge: trace records of a run of '{}' started '{}' have no run in the "
+                                              "dump",
+                                              t.run.device, t.run.started_at));
+    }
+  }
   Transaction tx(db.connection());
   for (const auto& d : dump.devices) report.devices_added += db.add_device_if_missing(d) ? 1 : 0;
   for (const auto& b : dump.runs) {
@@ -122,6 +139,26 @@ MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
       auto& dst = Table::rows(same->rows);
       dst.insert(dst.end(), list.begin(), list.end());
     });
+  }
+  // Trace records, whole, into the run of equal provenance (every dump run is in `existing` now).
+  for (const auto& t : dump.traces) {
+    if (t.kernels.empty()) continue;
+    const RunBatch* target = nullptr;
+    for (const auto& r : existing[t.run.device]) {
+      if (r.run.same_provenance(t.run)) target = &r;
+    }
+    const std::vector<TraceKernel> have = load_trace_kernels(db, target->run.id);
+    if (have.empty()) {
+      append_trace_kernels(db, target->run.id, t.kernels);
+      report.trace_kernels_added += static_cast<std::int64_t>(t.kernels.size());
+    } else if (have == t.kernels) {
+      report.trace_kernel_duplicates += static_cast<std::int64_t>(t.kernels.size());
+    } else {
+      ++report.conflicts;
+      note(report, fmt::format("conflict: trace run of '{}' (host '{}', started '{}') already has {} records, the "
+                               "input has {} different ones; kept the existing trace",
+                               t.run.device, t.run.host, t.run.started_at, have.size(), t.kernels.size()));
+    }
   }
   tx.commit();
   return report;

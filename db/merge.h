@@ -7,7 +7,12 @@
 //   - a run whose provenance equals a run already in the target (RunRecord::same_provenance) is
 //     the same run: its rows are added to it, except rows whose key the run already holds, which
 //     are duplicates when their numbers are equal and conflicts (the target's row is kept)
-//     otherwise. Runs from different hosts or MPI ranks differ in provenance, so all are kept.
+//     otherwise. Runs from different hosts or MPI ranks differ in provenance, so all are kept;
+//   - a trace run's records (Dump::traces) go with their run, whole: into a run that has none
+//     they are added; a run that already has records keeps them, and the incoming ones count as
+//     duplicates when the lists are equal, else as one conflict (a trace is never mixed with
+//     another). A trace entry whose run is not in the dump is a programming error
+//     (std::invalid_argument, before anything is written).
 #pragma once
 
 #include <cstdint>
@@ -22,10 +27,12 @@ namespace calisim::db {
 struct MergeReport {
   std::int64_t devices_added = 0, runs_added = 0, rows_added = 0;
   std::int64_t duplicates = 0, conflicts = 0;
+  std::int64_t trace_kernels_added = 0, trace_kernel_duplicates = 0;
   std::vector<std::string> messages;  // one line per conflict or refused alias (the first 20)
 };
 
-// Everything in the database (one device's when `device` is not empty, aliases included).
+// Everything in the database (one device's when `device` is not empty, aliases and trace records
+// included).
 Dump dump_database(EfficiencyDb& db, const std::string& device = "");
 
 // Reads a database file (read-only), a .json export or a .csv export, by content and extension.

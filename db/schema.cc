@@ -144,11 +144,39 @@ CREATE INDEX trace_kernels_by_run ON trace_kernels(run_id, class);
 )sql";
 }
 
+// Version 4: trace runs also hold memory copies and memsets (bytes, direction or memory kind, classes
+// 'memcpy' / 'memset'). SQLite cannot change a CHECK constraint in place, so the table is rebuilt.
+std::string migration_4() {
+  return R"sql(
+CREATE TABLE trace_kernels_v4 (
+  id INTEGER PRIMARY KEY,
+  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+  name TEXT NOT NULL,
+  class TEXT NOT NULL CHECK (class IN ('gemm','attention','nccl','elementwise','memcpy','memset','other')),
+  device INTEGER NOT NULL, stream INTEGER NOT NULL,
+  grid_x INTEGER NOT NULL, grid_y INTEGER NOT NULL, grid_z INTEGER NOT NULL,
+  block_x INTEGER NOT NULL, block_y INTEGER NOT NULL, block_z INTEGER NOT NULL,
+  start_ns INTEGER NOT NULL, end_ns INTEGER NOT NULL, duration_s REAL NOT NULL,
+  nvtx_range TEXT NOT NULL DEFAULT '',
+  bytes INTEGER NOT NULL DEFAULT 0,
+  copy_kind TEXT NOT NULL DEFAULT ''
+);
+INSERT INTO trace_kernels_v4 (id, run_id, name, class, device, stream, grid_x, grid_y, grid_z, block_x, block_y,
+                              block_z, start_ns, end_ns, duration_s, nvtx_range)
+  SELECT id, run_id, name, class, device, stream, grid_x, grid_y, grid_z, block_x, block_y, block_z, start_ns, end_ns,
+         duration_s, nvtx_range FROM trace_kernels;
+DROP TABLE trace_kernels;
+ALTER TABLE trace_kernels_v4 RENAME TO trace_kernels;
+CREATE INDEX trace_kernels_by_run ON trace_kernels(run_id, class);
+)sql";
+}
+
 std::string migration(int version) {
   switch (version) {
     case 1: return migration_1();
     case 2: return migration_2();
-    default: return migration_3();
+    case 3: return migration_3();
+    default: return migration_4();
   }
 }
 

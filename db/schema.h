@@ -13,14 +13,15 @@
 //     typed key columns + canonical key text (core/kernel_keys.h to_string) + sample statistics
 //     + achieved rate + efficiency; indexed by key text for exact lookup.
 //   memory_fits, collective_fits: size-independent bandwidth fits (SimuMax system files).
-//   trace_kernels: the kernels of a `trace` run, one row each (db/trace_store.h; version 3).
+//   trace_kernels: the kernels of a `trace` run, one row each (db/trace_store.h; version 3), and its
+//     memory copies and memsets with their bytes (version 4).
 #pragma once
 
 #include "db/sqlite_handle.h"
 
 namespace calisim::db {
 
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 // The database's version (0 for a fresh file).
 int schema_version(Connection& conn);

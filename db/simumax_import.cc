@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -194,10 +195,53 @@ void read_memory_fits(const json& accel, const std::string& file, MeasurementSet
                                         number(*e, "efficient_factor", file, where),
                                         number(*e, "latency_us", file, where)});
   }
+  // SimuMax prices the un-permutation (sort_chunks inverse, weighted combine) with the same
+  // permute_fwd / permute_bwd bandwidths as the permutation (moe_module.py UnPermutation): one
+  // row-gather/scatter kernel family. calisim keys the un-permutation as unpermute_*, so the table's
+  // permute rows stand for it too unless the table measures it separately.
+  for (const char* dir : {"fwd", "bwd"}) {
+    const std::string from = std::string("permute_") + dir, to = std::string("unpermute_") + dir;
+    const auto find = [&](const std::string& kind) {
+      return std::find_if(out.memory_fits.begin(), out.memory_fits.end(),
+                          [&](const MemoryFit& f) { return f.kind == kind; });
+    };
+    const auto src = find(from);
+    if (src == out.memory_fits.end() || find(to) != out.memory_fits.end()) continue;
+    MemoryFit copy = *src;
+    copy.kind = to;
+    out.memory_fits.push_back(std::move(copy));
+  }
+}
+
+// dp_fixed_bw {"d": GiB/s} of an N-GPU network: SimuMax's rate for a DP group of d ranks spanning
+// the N GPUs. Such groups tile the node (N/d of them) and all cross the host bridge between the
+// PCIe switches at once, so each entry implies a bridge of (N/d) x rate (docs/comm.md "PCIe
+// switches"). Returns the implied GB/s per entry; throws on a malformed entry.
+std::vector<double> bridge_from_dp_fixed_bw(const json& o, int ranks, const std::string& file,
+                                            const std::string& where) {
+  const auto f = o.find("dp_fixed_bw");
+  if (!f->is_object()) throw InputError(file, where, "expected an object {\"ranks\": GiB/s}");
+  std::vector<double> out;
+  for (auto e = f->begin(); e != f->end(); ++e) {
+    int d = 0;
+    try {
+      d = std::stoi(e.key());
+    } catch (const std::exception&) {
+      d = 0;
+    }
+    if (d < 2 || (ranks > 0 && ranks % d != 0)) {
+      throw InputError(file, where + "." + e.key(), "expected a group size >= 2 dividing the network's ranks");
+    }
+    const double v = number(*f, e.key().c_str(), file, where);
+    if (v <= 0) throw InputError(file, where + "." + e.key(), "expected a positive bandwidth (GiB/s)");
+    if (ranks > 0) out.push_back(static_cast<double>(ranks / d) * v * kGiBPerGB);
+  }
+  return out;
 }
 
 void read_networks(const json& root, const std::string& file, MeasurementSet& out,
-                   std::vector<std::string>& warnings) {
+                   std::vector<std::string>& warnings, double& bridge_gb_s) {
+  std::vector<double> bridge;
   auto nets = root.find("networks");
   if (nets == root.end() || !nets->is_object()) return;
   for (auto n = nets->begin(); n != nets->end(); ++n) {
@@ -235,11 +279,23 @@ void read_networks(const json& root, const std::string& file, MeasurementSet& ou
       fit.latency_us = o->contains("latency_us") ? number(*o, "latency_us", file, owhere) : net_latency;
       out.collective_fits.push_back(fit);
       if (o->contains("dp_fixed_bw")) {
+        const std::vector<double> b = bridge_from_dp_fixed_bw(*o, ranks, file, owhere + ".dp_fixed_bw");
+        bridge.insert(bridge.end(), b.begin(), b.end());
         warnings.push_back(fmt::format("{}.dp_fixed_bw not imported: SimuMax applies it to data-parallel "
                                        "groups only, which a kernel key cannot express",
                                        owhere));
       }
     }
+  }
+  if (!bridge.empty()) {
+    double sum = 0;
+    for (double b : bridge) sum += b;
+    bridge_gb_s = sum / static_cast<double>(bridge.size());
+    warnings.push_back(fmt::format("dp_fixed_bw implies a PCIe host bridge of {:.1f} GB/s per direction shared by "
+                                   "the data-parallel groups that cross it (mean of (GPUs / group size) x rate over "
+                                   "{} entries): the system file's network.scale_up.pcie_bridge_gb_s carries it "
+                                   "(docs/comm.md \"PCIe switches\")",
+                                   bridge_gb_s, bridge.size()));
   }
 }
 
@@ -279,7 +335,7 @@ SimumaxImport read_simumax_system(const std::string& path, const std::string& de
   read_matmuls(*ops, path, peaks, rows);
   read_attention(*ops, path, peaks, rows);
   read_memory_fits(*accel, path, rows);
-  read_networks(root, path, rows, out.warnings);
+  read_networks(root, path, rows, out.warnings, out.pcie_bridge_gb_s);
 
   RunRecord& run = out.batch.run;
   run.device = device_name;

@@ -26,7 +26,8 @@
 //       latency_us?}}} -> CollectiveFit per op: tier inter_node when the name starts with
 //       "inter", else intra_node; ranks N when the name ends in "_Nx", else 0 (any); the op's
 //       efficiency and latency where given, else the network's. dp_fixed_bw (a SimuMax override
-//       for data-parallel groups only) is not imported; the result's warnings say so.
+//       for data-parallel groups only) is not imported as a row; the result's warnings say so and
+//       give the host-bridge bandwidth it implies (pcie_bridge_gb_s below).
 // The device: when the database has no device of that name, one is created from the file
 // (bf16/fp16 peak = matmul.tflops, fp8 peak = fp8_matmul.tflops, HBM GB/s from the default
 // bandwidth, memory from mem_gbs); the file's sys_name becomes an alias of the device.
@@ -45,6 +46,9 @@ struct SimumaxImport {
   std::string alias;             // the file's sys_name
   RunBatch batch;                // efficiencies relative to `peaks` given to read_simumax_system
   std::vector<std::string> warnings;
+  // The PCIe host bridge (GB/s per direction) that the networks' dp_fixed_bw entries imply, 0 when
+  // the file has none: system-file material (network.scale_up.pcie_bridge_gb_s), not a kernel row.
+  double pcie_bridge_gb_s = 0;
 };
 
 // Parses the file. `device_name` names the device; `peaks_from` is the device whose dense

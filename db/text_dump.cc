@@ -5,12 +5,14 @@
 #include <algorithm>
 #include <map>
 #include <ostream>
+#include <stdexcept>
 #include <tuple>
 
 #include "core/error.h"
 #include "db/csv.h"
 #include "db/json_file.h"
 #include "db/row_text.h"
+#include "db/trace_text.h"
 
 namespace calisim::db {
 namespace {
@@ -19,7 +21,9 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr const char* kFormat = "calisim-efficiency-db";
+// Version 2 = version 1 plus "kernels" on trace runs; written only when there are any (text_dump.h).
 constexpr int kFormatVersion = 1;
+constexpr int kFormatVersionWithTraces = 2;
 
 const std::vector<std::string>& provenance_columns() {
   static const std::vector<std::string> cols = {"device",     "source",   "tool_version", "host",
@@ -137,11 +141,41 @@ void Dump::normalize() {
   std::sort(aliases.begin(), aliases.end());
   std::stable_sort(runs.begin(), runs.end(),
                    [](const RunBatch& a, const RunBatch& b) { return run_order(a.run) < run_order(b.run); });
+  std::stable_sort(traces.begin(), traces.end(),
+                   [](const TraceRecords& a, const TraceRecords& b) { return run_order(a.run) < run_order(b.run); });
+}
+
+std::size_t Dump::trace_kernel_count() const {
+  std::size_t n = 0;
+  for (const auto& t : traces) n += t.kernels.size();
+  return n;
 }
 
 void write_json(std::ostream& out, Dump dump) {
   dump.normalize();
-  out << "{\n  \"format\": \"" << kFormat << "\",\n  \"version\": " << kFormatVersion << ",\n  \"devices\": [";
+  const bool with_traces = dump.trace_kernel_count() > 0;
+  // Each run takes the first trace entry of equal provenance not yet written, so runs and
+  // entries pair one to one even when two runs share their provenance.
+  std::vector<bool> paired(dump.traces.size(), false);
+  std::vector<const std::vector<TraceKernel>*> kernels_of(dump.runs.size(), nullptr);
+  for (std::size_t i = 0; i < dump.runs.size(); ++i) {
+    for (std::size_t t = 0; t < dump.traces.size(); ++t) {
+      if (!paired[t] && dump.traces[t].run.same_provenance(dump.runs[i].run)) {
+        paired[t] = true;
+        kernels_of[i] = &dump.traces[t].kernels;
+        break;
+      }
+    }
+  }
+  for (std::size_t t = 0; t < dump.traces.size(); ++t) {
+    if (!paired[t] && !dump.traces[t].kernels.empty()) {
+      throw std::invalid_argument(fmt::format("write_json: trace records of a run of '{}' started '{}' have no run in "
+                                              "the dump",
+                                              dump.traces[t].run.device, dump.traces[t].run.started_at));
+    }
+  }
+  out << "{\n  \"format\": \"" << kFormat << "\",\n  \"version\": "
+      << (with_traces ? kFormatVersionWithTraces : kFormatVersion) << ",\n  \"devices\": [";
   for (std::size_t i = 0; i < dump.devices.size(); ++i) {
     out << (i ? ",\n    " : "\n    ") << device_to_json(dump.devices[i]).dump();
   }
@@ -161,12 +195,26 @@ void write_json(std::ostream& out, Dump dump) {
       out << (first ? "\n      " : ",\n      ") << row.dump();
       first = false;
     });
-    out << (first ? "]}" : "\n    ]}");
+    out << (first ? "]" : "\n    ]");
+    const std::vector<TraceKernel>* kernels = kernels_of[i];
+    if (kernels && !kernels->empty()) {
+      out << ", \"kernels\": [";
+      for (std::size_t k = 0; k < kernels->size(); ++k) {
+        out << (k ? ",\n      " : "\n      ") << trace_kernel_to_json((*kernels)[k]).dump();
+      }
+      out << "\n    ]";
+    }
+    out << "}";
   }
   out << (dump.runs.empty() ? "]\n}\n" : "\n  ]\n}\n");
 }
 
 void write_csv(std::ostream& out, Dump dump) {
+  if (const std::size_t n = dump.trace_kernel_count(); n > 0) {
+    throw std::invalid_argument(fmt::format("CSV has no columns for trace records ({} in {} trace run(s)); write "
+                                            "JSON, or leave the traces out",
+                                            n, dump.traces.size()));
+  }
   dump.normalize();
   std::vector<std::string> header = provenance_columns();
   header.push_back("key");
@@ -197,8 +245,11 @@ Dump read_json_dump(const std::string& path) {
   if (top.str("format") != kFormat) {
     throw InputError(path, "$.format", fmt::format("expected \"{}\" (a calisim JSON export)", kFormat));
   }
-  if (top.num("version") != kFormatVersion) {
-    throw InputError(path, "$.version", fmt::format("this calisim reads version {} exports", kFormatVersion));
+  const double version = top.num("version");
+  if (version != kFormatVersion && version != kFormatVersionWithTraces) {
+    throw InputError(path, "$.version",
+                     fmt::format("this calisim reads version {} and {} exports", kFormatVersion,
+                                 kFormatVersionWithTraces));
   }
   Dump dump;
   const auto array = [&](const char* name) -> const json& {
@@ -236,6 +287,21 @@ Dump read_json_dump(const std::string& path) {
         if (!(*rows)[r].is_object()) throw InputError(path, where, "expected an object");
         add_row_from_text((*rows)[r], b.rows, path, where);
       }
+    }
+    if (auto kernels = runs[i].find("kernels"); kernels != runs[i].end()) {
+      if (!kernels->is_array()) throw InputError(path, o.path("kernels"), "expected an array");
+      if (b.run.source != Source::trace && !kernels->empty()) {
+        throw InputError(path, o.path("kernels"),
+                         fmt::format("only runs of source 'trace' hold kernels; this run's source is '{}'",
+                                     to_string(b.run.source)));
+      }
+      TraceRecords t{b.run, {}};
+      t.kernels.reserve(kernels->size());
+      for (std::size_t k = 0; k < kernels->size(); ++k) {
+        t.kernels.push_back(
+            trace_kernel_from_json((*kernels)[k], path, fmt::format("$.runs[{}].kernels[{}].", i, k)));
+      }
+      if (!t.kernels.empty()) dump.traces.push_back(std::move(t));
     }
     dump.runs.push_back(std::move(b));
   }

@@ -1,17 +1,27 @@
 // Text forms of a database's content, for committing calibration data (calibration/data/) and
-// moving it between hosts: JSON (everything) and CSV (measurements with their provenance).
+// moving it between hosts: JSON (everything, trace runs' records included) and CSV (measurements
+// with their provenance).
 //
 // Both are stable and diff-friendly: devices by name; runs by (device, source, started_at, host,
-// tool_version, ended_at, notes); rows by kind then key text; one row per line; numbers in their
-// shortest round-trip form. Writing a Dump and reading it back gives the same Dump (run ids
-// aside).
+// tool_version, ended_at, notes); rows by kind then key text; trace records in start order; one
+// row or record per line; numbers in their shortest round-trip form. Writing a Dump and reading
+// it back gives the same Dump (run ids aside).
 //
-// JSON: {"format": "calisim-efficiency-db", "version": 1, "devices": [...], "aliases": [...],
+// JSON: {"format": "calisim-efficiency-db", "version": 1 or 2, "devices": [...], "aliases": [...],
 //        "runs": [{"device", "source", "tool_version", "host", "started_at", "ended_at", "notes",
-//                  "rows": [{"key": ..., numbers as in row_text.h}, ...]}, ...]}
+//                  "rows": [{"key": ..., numbers as in row_text.h}, ...],
+//                  "kernels": [{"name", "class", "device", "stream", "grid": [x,y,z],
+//                               "block": [x,y,z], "start_ns", "end_ns", "nvtx_range",
+//                               "bytes", "copy_kind"}, ...]}, ...]}
+//       "kernels" (a trace run's kernels, copies and memsets, db/trace_store.h) appears only on
+//       trace runs that have records, and then the file says version 2, so that a calisim that
+//       reads only version 1 refuses it instead of dropping the trace; trace-free exports stay
+//       version 1. nvtx_range, bytes and copy_kind are left out when empty / 0.
 // CSV:  header  device,source,tool_version,host,started_at,ended_at,notes,key,<row_number_fields>
 //       one line per row; lines with equal provenance columns form one run. Device specs are not
 //       in CSV: importing one into a file that lacks the device creates it with its name only.
+//       CSV has no columns for trace records: write_csv() refuses a Dump that holds any
+//       (std::invalid_argument); `calisim db export` says so, or drops them with --skip-traces.
 //
 // Readers parse the whole file before returning and throw InputError naming the line (CSV) or
 // JSON path and the field; nothing is returned for a malformed file, so nothing is imported.
@@ -25,15 +35,26 @@
 #include <vector>
 
 #include "db/records.h"
+#include "db/trace_store.h"
 
 namespace calisim::db {
+
+// The records of one trace run. `run` equals (RunRecord::same_provenance) a run in Dump::runs:
+// that is the run the records belong to.
+struct TraceRecords {
+  RunRecord run;
+  std::vector<TraceKernel> kernels;
+};
 
 struct Dump {
   std::vector<DeviceRecord> devices;
   std::vector<std::pair<std::string, std::string>> aliases;  // (alias, device)
   std::vector<RunBatch> runs;
+  std::vector<TraceRecords> traces;
   // Sorts everything into the stable order described above.
   void normalize();
+  // Trace records over all runs.
+  std::size_t trace_kernel_count() const;
 };
 
 // The JSON objects the export uses for one device and one run's provenance (CLI --json too).

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "predictor/achievable_ceiling.h"
 #include "predictor/kernel_overhead.h"
 #include "predictor/shape_features.h"
 
@@ -57,7 +58,8 @@ ScaledEfficiency scale_kernel(double eff_s, double flops, double bytes, DType dt
 double known_ratio(double target, double source) { return target > 0 && source > 0 ? target / source : 1.0; }
 
 ScaledEfficiency scale_gemm(double eff, const GemmKey& key, const DeviceProfile& s, const DeviceProfile& t) {
-  return scale_kernel(eff, key.flops(), key.bytes(), key.dtype, s.matmul_efficiency, t.matmul_efficiency,
+  const MatmulPair a_c = matmul_pair(s, t, key.dtype);
+  return scale_kernel(eff, key.flops(), key.bytes(), key.dtype, a_c.source, a_c.target,
                       gemm_quantization(key.m, key.n, key.batch, s.spec.sm_count),
                       gemm_quantization(key.m, key.n, key.batch, t.spec.sm_count), s, t);
 }
@@ -72,6 +74,10 @@ ScaledEfficiency scale_attention(double eff, const AttentionKey& key, const Devi
                       t.attention_efficiency * share_t,
                       attention_quantization(key, s.spec.sm_count), attention_quantization(key, t.spec.sm_count), s,
                       t);
+}
+
+bool collectives_transfer(const DeviceProfile& s, const DeviceProfile& t) {
+  return !s.scale_up_kind.empty() && s.scale_up_kind == t.scale_up_kind;
 }
 
 db::LinkTier collective_tier(const CollectiveKey& key) {

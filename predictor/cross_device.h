@@ -5,7 +5,9 @@
 // kernel_overhead.h taken off the source time and the target's added back:
 //   t_T = t0_T + (t_S − t0_S) · (T_T / T_S) · (Q_S / Q_T),
 //   T = max(F / (peak · a_c), B / (BW · a_m))   (the achievable roofline of each side)
-//   - a_c is the profile's matmul or attention efficiency, a_m its memory efficiency; a pair
+//   - a_c is the profile's matmul or attention efficiency, a_m its memory efficiency (GEMM: when
+//     the source's own rows show a ceiling, the pair is (that ceiling, the target's MAMF),
+//     achievable_ceiling.h); a pair
 //     (a_c or a_m) enters only when both sides know it, else 1 on both sides. For attention a_c is
 //     the share of the best kernel that the source rows' kernel generation reaches on each side
 //     (FlashAttention-2 rows: Hopper 0.585, Ampere 1; kernel_overhead.h) times the profile figure;
@@ -42,6 +44,14 @@ ScaledEfficiency scale_gemm(double source_efficiency, const GemmKey& key, const 
                             const DeviceProfile& target);
 ScaledEfficiency scale_attention(double source_efficiency, const AttentionKey& key, const DeviceProfile& source,
                                  const DeviceProfile& target);
+
+// Whether collective efficiencies of `source` may be carried to `target` at all: both scale-up
+// kinds known and equal. A collective's efficiency belongs to the fabric, not the GPU: a ring over
+// a PCIe box (shared switches, host bridges, P2P through PCIe even on the way to the NIC) says
+// nothing about an NVSwitch node, whose links are ~15x faster with other latencies and protocols.
+// When false the target's collectives are not predicted (the simulator's NCCL model of the target
+// system answers them) and the prediction says so.
+bool collectives_transfer(const DeviceProfile& source, const DeviceProfile& target);
 
 // The tier a collective's group spans (inter_node when it has more ranks than one node holds).
 db::LinkTier collective_tier(const CollectiveKey& key);

@@ -23,6 +23,7 @@ DeviceProfile enrich_profile(DeviceProfile p, const DeviceProfile& system) {
   if (p.inter_node.gpu_gb_s <= 0) p.inter_node = system.inter_node;
   if (p.ranks_per_node <= 0) p.ranks_per_node = system.ranks_per_node;
   if (p.kernel_overhead_us <= 0) p.kernel_overhead_us = system.kernel_overhead_us;
+  if (p.scale_up_kind.empty()) p.scale_up_kind = system.scale_up_kind;
   return p;
 }
 

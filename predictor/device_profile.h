@@ -40,6 +40,14 @@ struct DeviceProfile {
   double kernel_overhead_us = 0;
   // What the device's attention rows were measured with (with_row_kernels); `best` when unknown.
   AttentionKernel attention_kernel = AttentionKernel::best;
+  // What joins the GPUs of one node ("nvswitch", "nvlink", "pcie": the system file's
+  // network.scale_up.kind); empty = unknown. Collective efficiencies are properties of this fabric
+  // (and of the scale-out path behind it), so they are only carried between devices whose
+  // scale-up kind is known and the same (cross_device.h, collectives_transfer).
+  std::string scale_up_kind;
+  // The ceiling the device's own GEMM rows reach, per dtype (achievable_ceiling.h); 0 = not
+  // estimated (too few large compute-bound rows, or a target known only by its system file).
+  std::array<double, kDTypeCount> matmul_ceiling{};
 
   const LinkSpec& tier(db::LinkTier t) const { return t == db::LinkTier::intra_node ? intra_node : inter_node; }
 };

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <map>
 
+#include "predictor/achievable_ceiling.h"
 #include "predictor/cross_device.h"
 #include "predictor/device_fit.h"
 #include "predictor/interpolating_model.h"
@@ -18,13 +19,15 @@ namespace {
 // Percentage errors collected per family label, in label order.
 class ErrorTable {
  public:
-  void add(const std::string& family, double predicted, double actual) {
+  void add(const std::string& family, double predicted, double actual, std::string key = {}) {
     if (!(actual > 0)) return;
     errors_[family].push_back(100.0 * std::abs(predicted - actual) / actual);
+    if (!key.empty()) rows_[family].push_back({std::move(key), actual, predicted});
   }
   void append_to(std::vector<ErrorSummary>& out, const std::string& from, const std::string& device) const {
     for (const auto& [family, e] : errors_) {
-      ErrorSummary s{from, device, family, e.size(), 0, 0, {}};
+      ErrorSummary s{from, device, family, e.size(), 0, 0, {}, {}};
+      if (const auto it = rows_.find(family); it != rows_.end()) s.rows = it->second;
       for (double v : e) {
         s.mape_pct += v / static_cast<double>(e.size());
         s.max_ape_pct = std::max(s.max_ape_pct, v);
@@ -35,6 +38,7 @@ class ErrorTable {
 
  private:
   std::map<std::string, std::vector<double>> errors_;
+  std::map<std::string, std::vector<ScoredRow>> rows_;
 };
 
 std::string dir_name(AttentionDirection d) { return d == AttentionDirection::forward ? "fwd" : "bwd"; }
@@ -108,6 +112,13 @@ std::string overhead_note(const DeviceProfile& source, bool fitted, const Device
                      target.kernel_overhead_us > 0 ? "given" : "prior");
 }
 
+// How the GEMM compute ratio was taken (bf16, the dtype of every GEMM figure held).
+std::string matmul_note(const DeviceProfile& s, const DeviceProfile& t) {
+  const MatmulPair p = matmul_pair(s, t, DType::bf16);
+  if (p.anchored) return fmt::format("a_c ceiling {:.3f} -> MAMF {:.3f}", p.source, p.target);
+  return fmt::format("a_c {:.3f} -> {:.3f} (system files)", p.source, p.target);
+}
+
 std::string attention_note(const DeviceProfile& s, const DeviceProfile& t, AttentionKernel target_rows) {
   const auto share = [](const DeviceProfile& p, AttentionKernel k) {
     const auto v = attention_kernel_share(p.spec, k);
@@ -130,23 +141,30 @@ void evaluate_pair(const DeviceData& from, const DeviceData& to, std::vector<Err
   const auto fit = std::make_shared<const DeviceFit>(source.spec, group_rows(from.runs), kernel_overhead_s(source));
   const auto fitted = fit->fitted_overhead_s();
   if (fitted) source.kernel_overhead_us = *fitted * 1e6;
+  source = with_gemm_ceilings(source, from.runs, kernel_overhead_s(source));
   SourceDevice s{source, make_interpolating_model(fit, from.record, from.runs, no_data_model())};
   const auto model = make_scaled_model({s}, target, no_data_model());
   ErrorTable table;
-  const auto score = [&](const std::string& family, Efficiency e, double actual) {
-    if (e.source == EfficiencySource::scaled) table.add(family, e.value, std::min(actual, 1.0));
+  const auto score = [&](const std::string& family, Efficiency e, double actual, const auto& key) {
+    if (e.source == EfficiencySource::scaled) table.add(family, e.value, std::min(actual, 1.0), to_string(key));
   };
   for (const auto& b : to.runs) {
     if (b.run.source == db::Source::predicted) continue;
-    for (const auto& r : b.rows.gemm) score(gemm_family(r.key), model->gemm(r.key), r.efficiency);
-    for (const auto& r : b.rows.attention) score(attention_family(r.key), model->attention(r.key), r.efficiency);
-    for (const auto& r : b.rows.collective) score(collective_family(r.key), model->collective(r.key), r.efficiency);
-    for (const auto& r : b.rows.memory) score(memory_family(r.key), model->memory_op(r.key), r.efficiency);
+    for (const auto& r : b.rows.gemm) score(gemm_family(r.key), model->gemm(r.key), r.efficiency, r.key);
+    for (const auto& r : b.rows.attention) {
+      score(attention_family(r.key), model->attention(r.key), r.efficiency, r.key);
+    }
+    for (const auto& r : b.rows.collective) {
+      score(collective_family(r.key), model->collective(r.key), r.efficiency, r.key);
+    }
+    for (const auto& r : b.rows.memory) score(memory_family(r.key), model->memory_op(r.key), r.efficiency, r.key);
   }
   const std::size_t first = out.size();
   table.append_to(out, from.record.name, to.record.name);
   for (std::size_t i = first; i < out.size(); ++i) {
-    if (out[i].family.rfind("gemm", 0) == 0) out[i].note = overhead_note(source, fitted.has_value(), target);
+    if (out[i].family.rfind("gemm", 0) == 0) {
+      out[i].note = overhead_note(source, fitted.has_value(), target) + "; " + matmul_note(source, target);
+    }
     if (out[i].family.rfind("attention", 0) == 0) out[i].note = attention_note(source, target, target.attention_kernel);
   }
 }

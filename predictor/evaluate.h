@@ -20,6 +20,12 @@
 
 namespace calisim::predictor {
 
+// One scored row of a cross-device check: what was predicted for it and what was stored.
+struct ScoredRow {
+  std::string key;  // canonical key text (core/kernel_keys.h)
+  double actual = 0, predicted = 0;
+};
+
 struct ErrorSummary {
   std::string from;           // source device (cross-device); empty for leave-one-out
   std::string device;         // the device whose rows were predicted
@@ -29,6 +35,7 @@ struct ErrorSummary {
   // How the rows were predicted where it matters for reading the number (cross-device): the
   // fixed overheads used, the attention kernel generation on each side.
   std::string note;
+  std::vector<ScoredRow> rows;  // cross-device only: every scored row, in the target's row order
 };
 
 struct Evaluation {

@@ -17,7 +17,7 @@
 //   ~2-3k cycles at 1.4-2 GHz).
 //
 // Attention kernel generations (kernel_figures.md §2.1, H100 SXM5 FP16 forward, FA3 paper figure):
-// at causal head-dim-128 seq 4k-8k, the shapes the H100 system file's attention efficiency 0.52
+// at causal head-dim-128 seq 4k-8k, the shapes the H100 system file's attention efficiency (0.50, fwd+bwd)
 // was derived from, FlashAttention-2 reaches (319 + 333) / 2 = 326 TFLOP/s against the mean of
 // FlashAttention-3 and cuDNN (579, 602, 518, 529) = 557: FA2 runs at 0.585 of the best Hopper
 // kernel (FA3 abstract: FA2 reaches "only 35 % utilization on the H100"; 0.585 · 0.563 = 0.33).

@@ -7,6 +7,7 @@
 #include <unordered_set>
 
 #include "core/error.h"
+#include "predictor/achievable_ceiling.h"
 #include "predictor/cross_device.h"
 #include "predictor/interpolating_model.h"
 #include "predictor/kernel_overhead.h"
@@ -84,6 +85,7 @@ Prediction predict_target(const std::vector<DeviceData>& sources, const DevicePr
     const auto fit = std::make_shared<const DeviceFit>(profile.spec, group_rows(s.runs), kernel_overhead_s(profile));
     const auto t0 = fit->fitted_overhead_s();
     if (t0) profile.kernel_overhead_us = *t0 * 1e6;
+    profile = with_gemm_ceilings(profile, s.runs, kernel_overhead_s(profile));
     models.push_back({profile, make_interpolating_model(fit, s.record, s.runs, no_data_model())});
     provenance.push_back(fmt::format("per-call overhead {:.1f} us on {} ({}) -> {:.1f} us on {}",
                                      kernel_overhead_s(profile) * 1e6, s.record.name, t0 ? "fitted" : "prior",
@@ -98,6 +100,22 @@ Prediction predict_target(const std::vector<DeviceData>& sources, const DevicePr
         unknown_share.push_back(fmt::format(
             "FlashAttention-2's share of the best attention kernel on {} unknown: taken as 1", target.spec.name));
       }
+    }
+    const double ceiling = profile.matmul_ceiling[static_cast<int>(DType::bf16)];
+    const MatmulPair pair = matmul_pair(profile, target, DType::bf16);
+    if (pair.anchored) {
+      provenance.push_back(fmt::format(
+          "GEMM bf16 rows of {} reach a ceiling of {:.3f} of peak (q{:.0f} of its long compute-bound rows): "
+          "scaled onto the MAMF of {} ({:.3f} = efficiency.matmul / {:.1f}), i.e. best-case benchmark conditions",
+          s.record.name, ceiling, kCeilingQuantile * 100, target.spec.name, pair.target,
+          kSystemMatmulShareOfMamf));
+    }
+    if (!collectives_transfer(profile, target)) {
+      unknown_share.push_back(fmt::format(
+          "collectives not predicted: scale-up of {} is '{}', of {} '{}' (collective efficiencies belong to the "
+          "fabric); the simulator's NCCL model of the target answers them",
+          s.record.name, profile.scale_up_kind.empty() ? "unknown" : profile.scale_up_kind, target.spec.name,
+          target.scale_up_kind.empty() ? "unknown" : target.scale_up_kind));
     }
     from += (from.empty() ? "" : ", ") + s.record.name;
   }
@@ -174,6 +192,10 @@ Prediction predict_target(const std::vector<DeviceData>& sources, const DevicePr
         db::MemoryFit g = f;
         g.bandwidth_gb_s = target.spec.hbm_gb_s;
         g.efficiency = scale_memory_op(frac, s, target);
+        // The fit's latency is a fixed per-call cost like a GEMM's t0 (kernel_overhead.h): it does not
+        // scale, the source's comes off and the target's (its overhead, else the prior) goes on. Carried
+        // over, SimuMax's 40 us made every H100 norm 5x slower than its bandwidth allows.
+        g.latency_us = kernel_overhead_s(target) * 1e6;
         out.memory_fits.push_back(g);
         fits.add(f.efficiency, g.efficiency);
       }
@@ -181,7 +203,7 @@ Prediction predict_target(const std::vector<DeviceData>& sources, const DevicePr
         const LinkSpec& lt = target.tier(f.tier);
         const LinkSpec& ls = s.tier(f.tier);
         const std::string code = fmt::format("coll {} {} {}", to_string(f.op), to_string(f.tier), f.ranks);
-        if (lt.gpu_gb_s <= 0 || !fit_seen.insert(code).second) continue;
+        if (lt.gpu_gb_s <= 0 || !collectives_transfer(s, target) || !fit_seen.insert(code).second) continue;
         db::CollectiveFit g = f;
         g.link_gb_s = lt.gpu_gb_s;
         const int op = static_cast<int>(f.op);

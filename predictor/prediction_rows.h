@@ -18,7 +18,7 @@
 
 namespace calisim::predictor {
 
-inline constexpr const char* kPredictorModelVersion = "calisim-predictor-2";
+inline constexpr const char* kPredictorModelVersion = "calisim-predictor-3";
 
 struct DeviceData {
   DeviceProfile profile;               // with_row_links applied by the caller or by predict_target

@@ -39,6 +39,7 @@ class ScaledModel final : public EfficiencyModel {
   Efficiency collective(const CollectiveKey& key) const override {
     return combine(key, &EfficiencyModel::collective, [&](double e, const DeviceProfile& s) -> double {
       if (s.tier(collective_tier(key)).gpu_gb_s <= 0) return 0;  // efficiency relative to an unknown link
+      if (!collectives_transfer(s, target_)) return 0;            // another fabric: not predicted
       return scale_collective(e, key, s, target_);
     });
   }

@@ -4,7 +4,9 @@
 // With several sources the scaled answers are combined by their geometric mean (the mean of log
 // time), so no single source dominates. A source whose own model has no data for the key (its
 // answer is `roofline`), or that lacks the key's dtype, is skipped; when every source is skipped
-// the fallback answers. Answers carry source `scaled`. Calls do not allocate, lock or do I/O.
+// the fallback answers. Collectives are answered only from sources whose scale-up fabric is the
+// target's (cross_device.h, collectives_transfer). Answers carry source `scaled`. Calls do not
+// allocate, lock or do I/O.
 #pragma once
 
 #include <memory>

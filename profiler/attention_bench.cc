@@ -69,13 +69,19 @@ class Desc {
 };
 
 cudnnDataType_t cudnn_type(DType t) {
+  if (t == DType::fp8_e4m3) return CUDNN_DATA_FP8_E4M3;
   return t == DType::fp16 ? CUDNN_DATA_HALF : CUDNN_DATA_BFLOAT16;
 }
+
+std::size_t element_bytes(DType t) { return t == DType::fp8_e4m3 ? 1 : 2; }
 
 // Unique ids of the graphs' real (non-virtual) tensors; by-value scalars included.
 enum Uid : std::int64_t {
   kQ = 1, kK, kV, kO, kStats, kScale, kMaskValue, kOne,
   kDO, kDQ, kDK, kDV, kSoftmaxSum, kDQAccum, kDKFullHead, kDVFullHead,
+  // fp8 forward: per-tensor descales of the inputs and of P, scales of P and O (device fp32
+  // scalars), and the amax outputs the next step's scales come from.
+  kDescaleQ, kDescaleK, kDescaleV, kDescaleS, kScaleS, kScaleO, kAmaxS, kAmaxO,
   kFirstVirtual = 100
 };
 
@@ -112,6 +118,8 @@ class GraphBuilder {
   const Desc& scalar(std::int64_t uid) {
     return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}, false, true);
   }
+  // A one-element fp32 tensor in device memory (fp8 scales, descales and amax outputs).
+  const Desc& device_scalar(std::int64_t uid) { return tensor(uid, CUDNN_DATA_FLOAT, {1, 1, 1, 1}, {1, 1, 1, 1}); }
   const Desc& virt(cudnnDataType_t type, const Dims& dim) {
     return tensor(next_virtual_++, type, dim, dense_strides(dim), true);
   }
@@ -228,6 +236,25 @@ struct Shape {
   Dims rows() const { return {b, hq, sq, 1}; }
 };
 
+// The softmax both forward graphs share: row max, exp(x − max), row sum, and Stats = max + log(sum)
+// (the log-sum-exp the backward reads); P = exp / sum is left to the caller, whose output type
+// differs.
+struct Softmax {
+  const Desc& exp;
+  const Desc& sum;
+};
+Softmax softmax_with_stats(GraphBuilder& g, const Shape& s, const Desc& logits, const Desc& stats) {
+  const Desc& max = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_MAX, logits, max);
+  const Desc& sub = g.pointwise(CUDNN_POINTWISE_SUB, logits, &max, s.scores());
+  const Desc& e = g.pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, s.scores());
+  const Desc& sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
+  const Desc& log_sum = g.pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, s.rows());
+  g.pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, nullptr, stats);
+  return {e, sum};
+}
+
 // The forward graph (cuDNN frontend's composition): S = Q·Kᵀ, ×scale, causal mask, softmax
 // (max, sub, exp, sum, log + add → Stats, div), O = P·V. `p_io_type` gives P the io type
 // before the second matmul instead of fp32 (engines differ in which they accept).
@@ -243,17 +270,51 @@ void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type)
   g.matmul(q, kt, scores);
   const Desc* logits = &g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
   if (causal) logits = &g.causal_mask(*logits, s.scores(), CUDNN_DATA_BOOLEAN);
-  const Desc& max = g.virt(CUDNN_DATA_FLOAT, s.rows());
-  g.reduction(CUDNN_REDUCE_TENSOR_MAX, *logits, max);
-  const Desc& sub = g.pointwise(CUDNN_POINTWISE_SUB, *logits, &max, s.scores());
-  const Desc& e = g.pointwise(CUDNN_POINTWISE_EXP, sub, nullptr, s.scores());
-  const Desc& sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
-  g.reduction(CUDNN_REDUCE_TENSOR_ADD, e, sum);
-  const Desc& log_sum = g.pointwise(CUDNN_POINTWISE_LOG, sum, nullptr, s.rows());
-  g.pointwise(CUDNN_POINTWISE_ADD, max, &log_sum, nullptr, stats);
+  const Softmax sm = softmax_with_stats(g, s, *logits, stats);
   const Desc& p = g.virt(p_io_type ? s.io : CUDNN_DATA_FLOAT, s.scores());
-  g.pointwise(CUDNN_POINTWISE_DIV, e, &sum, nullptr, p);
+  g.pointwise(CUDNN_POINTWISE_DIV, sm.exp, &sm.sum, nullptr, p);
   g.matmul(p, v, o);
+}
+
+// The fp8 (e4m3) forward graph, cuDNN frontend's SDPA_FP8 composition: S = Q·Kᵀ in fp32, ×scale,
+// ×descale_q, ×descale_k, causal mask, softmax with Stats as above, amax_s = AMAX(P), P × scale_s
+// cast to e4m3, then O = P·V in fp32, ×descale_s, ×descale_v, amax_o = AMAX of that, ×scale_o
+// cast to e4m3 into O. The scales are device fp32 scalars (Tensors sets them to 1: the inputs
+// are uniform in [-1, 1), far inside e4m3's range).
+void build_forward_fp8(GraphBuilder& g, const Shape& s, bool causal) {
+  const Desc& q = g.real(kQ, s.io, s.q());
+  const Desc& kt = g.tensor(kK, s.io, {s.b, s.hk, s.dqk, s.skv}, {s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk});
+  const Desc& v = g.real(kV, s.io, s.v());
+  const Desc& o = g.real(kO, s.io, s.o());
+  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
+  const Desc& scale = g.scalar(kScale);
+  const Desc& descale_q = g.device_scalar(kDescaleQ);
+  const Desc& descale_k = g.device_scalar(kDescaleK);
+  const Desc& descale_v = g.device_scalar(kDescaleV);
+  const Desc& descale_s = g.device_scalar(kDescaleS);
+  const Desc& scale_s = g.device_scalar(kScaleS);
+  const Desc& scale_o = g.device_scalar(kScaleO);
+  const Desc& amax_s = g.device_scalar(kAmaxS);
+  const Desc& amax_o = g.device_scalar(kAmaxO);
+
+  const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
+  g.matmul(q, kt, scores);
+  const Desc& scaled = g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
+  const Desc& dq_scaled = g.pointwise(CUDNN_POINTWISE_MUL, scaled, &descale_q, s.scores());
+  const Desc* logits = &g.pointwise(CUDNN_POINTWISE_MUL, dq_scaled, &descale_k, s.scores());
+  if (causal) logits = &g.causal_mask(*logits, s.scores(), CUDNN_DATA_BOOLEAN);
+  const Softmax sm = softmax_with_stats(g, s, *logits, stats);
+  const Desc& p = g.pointwise(CUDNN_POINTWISE_DIV, sm.exp, &sm.sum, s.scores());
+  g.reduction(CUDNN_REDUCE_TENSOR_AMAX, p, amax_s);
+  const Desc& p8 = g.virt(s.io, s.scores());
+  g.pointwise(CUDNN_POINTWISE_MUL, p, &scale_s, nullptr, p8);
+
+  const Desc& pv = g.virt(CUDNN_DATA_FLOAT, s.o());
+  g.matmul(p8, v, pv);
+  const Desc& pv_s = g.pointwise(CUDNN_POINTWISE_MUL, pv, &descale_s, s.o());
+  const Desc& pv_sv = g.pointwise(CUDNN_POINTWISE_MUL, pv_s, &descale_v, s.o());
+  g.pointwise(CUDNN_POINTWISE_MUL, pv_sv, &scale_o, nullptr, o);
+  g.reduction(CUDNN_REDUCE_TENSOR_AMAX, pv_sv, amax_o);
 }
 
 // Pᵀ-style view: [b, h, x, y] dense → [b, h, y, x], in the io type.
@@ -397,13 +458,17 @@ BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted
   const Shape s(key);
   std::string errors;
   const bool backward = key.direction == AttentionDirection::backward;
-  // Forward: P in fp32 first, then in the io type; backward has one composition.
-  for (int variant = 0; variant < (backward ? 1 : 2); ++variant) {
+  const bool fp8 = key.dtype == DType::fp8_e4m3;
+  // Forward: P in fp32 first, then in the io type; backward and fp8 have one composition each.
+  for (int variant = 0; variant < (backward || fp8 ? 1 : 2); ++variant) {
     BuiltGraph out;
     out.g = std::make_unique<GraphBuilder>();
     std::string last;
     try {
-      if (backward) {
+      if (fp8) {
+        build_forward_fp8(*out.g, s, key.causal);
+        out.variant = "fwd fp8";
+      } else if (backward) {
         build_backward(*out.g, s, key.causal);
         out.variant = "bwd";
       } else {
@@ -417,7 +482,8 @@ BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted
       last = e.what();
     }
     if (!out.plans.empty()) return out;
-    errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", backward ? "bwd graph" : out.variant, last);
+    const std::string what = fp8 ? "fwd fp8 graph" : backward ? "bwd graph" : out.variant;
+    errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", what, last);
   }
   throw GpuError("cuDNN has no SDPA engine for this shape: " + errors, GpuError::Kind::not_supported);
 }
@@ -438,11 +504,23 @@ struct Tensors {
       buffers.emplace_back(uid, DeviceBuffer(static_cast<std::size_t>(elements) * element_bytes));
       return buffers.back().second.get();
     };
-    fill_random(add(kQ, count(s.q()), 2), count(s.q()), key.dtype, 21, 1.0f, stream);
-    fill_random(add(kK, count(s.k()), 2), count(s.k()), key.dtype, 22, 1.0f, stream);
-    fill_random(add(kV, count(s.v()), 2), count(s.v()), key.dtype, 23, 1.0f, stream);
-    add(kO, count(s.o()), 2);
+    const std::size_t io = element_bytes(key.dtype);
+    fill_random(add(kQ, count(s.q()), io), count(s.q()), key.dtype, 21, 1.0f, stream);
+    fill_random(add(kK, count(s.k()), io), count(s.k()), key.dtype, 22, 1.0f, stream);
+    fill_random(add(kV, count(s.v()), io), count(s.v()), key.dtype, 23, 1.0f, stream);
+    add(kO, count(s.o()), io);
     add(kStats, count(s.rows()), 4);
+    if (key.dtype == DType::fp8_e4m3) {
+      const float one_f = 1.0f;
+      for (std::int64_t uid : {kDescaleQ, kDescaleK, kDescaleV, kDescaleS, kScaleS, kScaleO}) {
+        check_cuda(cudaMemcpyAsync(add(uid, 1, sizeof(float)), &one_f, sizeof one_f, cudaMemcpyHostToDevice, stream),
+                   "fp8 attention scale");
+      }
+      add(kAmaxS, 1, sizeof(float));
+      add(kAmaxO, 1, sizeof(float));
+      // The copies above read a stack value: finish them before it goes away.
+      check_cuda(cudaStreamSynchronize(stream), "fp8 attention scales");
+    }
     if (key.direction == AttentionDirection::backward) {
       fill_random(add(kDO, count(s.o()), 2), count(s.o()), key.dtype, 24, 1.0f, stream);
       add(kDQ, count(s.q()), 2);
@@ -505,11 +583,66 @@ void run_forward_for(cudnnHandle_t handle, AttentionKey key, Tensors& t, cudaStr
   check_cuda(cudaStreamSynchronize(stream), "forward pass for the backward");
 }
 
+// The fp8 forward's largest |O - reference| (scales are 1, so O is the attention of the e4m3
+// inputs), recomputed in double on the CPU from the same e4m3 inputs (the reference kernel reads
+// 16-bit inputs only). Keep shapes tiny: O(b·h·sq·skv·d) on the CPU.
+double fp8_forward_error(const AttentionKey& key, const Tensors& t, std::int64_t no) {
+  const Shape s(key);
+  auto host = [&](std::int64_t uid, std::int64_t n) {
+    std::vector<double> v(n);
+    copy_to_host_as_double(t.get(uid), n, key.dtype, v.data());
+    return v;
+  };
+  const auto q = host(kQ, s.b * s.hq * s.sq * s.dqk), k = host(kK, s.b * s.hk * s.skv * s.dqk);
+  const auto v = host(kV, s.b * s.hk * s.skv * s.dv), o = host(kO, no);
+  const std::int64_t group = s.hq / s.hk;
+  std::vector<double> p(s.skv);
+  double worst = 0;
+  for (std::int64_t b = 0; b < s.b; ++b) {
+    for (std::int64_t h = 0; h < s.hq; ++h) {
+      const double* Q = &q[((b * s.hq + h) * s.sq) * s.dqk];
+      const double* K = &k[((b * s.hk + h / group) * s.skv) * s.dqk];
+      const double* V = &v[((b * s.hk + h / group) * s.skv) * s.dv];
+      const double* O = &o[((b * s.hq + h) * s.sq) * s.dv];
+      for (std::int64_t i = 0; i < s.sq; ++i) {
+        const std::int64_t last = key.causal ? std::min(i + 1, s.skv) : s.skv;
+        double m = -INFINITY, sum = 0;
+        for (std::int64_t j = 0; j < last; ++j) {
+          double dot = 0;
+          for (std::int64_t d = 0; d < s.dqk; ++d) dot += Q[i * s.dqk + d] * K[j * s.dqk + d];
+          p[j] = dot * t.scale;
+          m = std::max(m, p[j]);
+        }
+        for (std::int64_t j = 0; j < last; ++j) sum += (p[j] = std::exp(p[j] - m));
+        for (std::int64_t d = 0; d < s.dv; ++d) {
+          double ref = 0;
+          for (std::int64_t j = 0; j < last; ++j) ref += p[j] / sum * V[j * s.dv + d];
+          if (!std::isfinite(O[i * s.dv + d])) return INFINITY;
+          worst = std::max(worst, std::abs(O[i * s.dv + d] - ref));
+        }
+      }
+    }
+  }
+  return worst;
+}
+
 std::string unsupported_reason(const AttentionKey& key) {
-  if (key.dtype != DType::bf16 && key.dtype != DType::fp16) {
-    return fmt::format("{} attention is not measured by this version: the cuDNN fp8 SDPA graph needs descale, scale "
-                       "and amax tensors that it does not build; bf16 and fp16 are measured",
+  if (key.dtype != DType::bf16 && key.dtype != DType::fp16 && key.dtype != DType::fp8_e4m3) {
+    return fmt::format("{} attention is not measured: cuDNN's SDPA graphs take bf16, fp16 or fp8_e4m3",
                        calisim::to_string(key.dtype));
+  }
+  if (key.dtype == DType::fp8_e4m3 && key.direction == AttentionDirection::backward) {
+    return "fp8_e4m3 attention backward is not measured by this version: only the fp8 forward SDPA graph is built "
+           "(the fp8 backward graph needs descales of Q, K, V, O, dO, S and dP, scales and amax outputs of dQ, dK, "
+           "dV and dP); bf16 and fp16 backward are measured";
+  }
+  if (key.dtype == DType::fp8_e4m3) {
+    int device = 0, major = 0, minor = 0;
+    if (cudaGetDevice(&device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
+        cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major < 9) {
+      return fmt::format("cuDNN's fp8 SDPA needs Hopper (sm_90) or newer; this GPU is sm_{}{}", major, minor);
+    }
   }
   if (key.heads_kv <= 0 || key.heads_q % key.heads_kv != 0) {
     return fmt::format("heads_q {} is not a multiple of heads_kv {}", key.heads_q, key.heads_kv);
@@ -577,6 +710,7 @@ double AttentionBench::check_against_reference(const AttentionKey& key, cudaStre
   Tensors t(fwd, stream);
   run_forward_for(handle_, fwd, t, stream);
   const std::int64_t no = key.batch * key.heads_q * key.seq_q * key.head_dim_v;
+  if (key.dtype == DType::fp8_e4m3) return fp8_forward_error(key, t, no);
   DeviceBuffer ref(no * sizeof(float));
   const AttentionRefShape shape{key.batch,       key.heads_q,    key.heads_kv, key.seq_q,
                                 key.seq_kv,      key.head_dim_qk, key.head_dim_v, key.causal,

@@ -14,9 +14,16 @@
 // MeasureLoop; the row records its engine global index, workspace and graph variant. FLOPs are
 // the key's (AttentionKey::flops(), MODELING.md: backward 2.5x forward).
 //
+// fp8 (e4m3) forward keys use cuDNN frontend's SDPA_FP8 composition (attention_bench.cc:
+// descale_q / descale_k after Q·Kᵀ, amax of P, P × scale_s cast to e4m3, O = P·V × descale_s ×
+// descale_v, amax of O, × scale_o into an e4m3 O; all scales 1, device fp32 scalars). cuDNN
+// offers it on Hopper and newer (skipped with that reason on older GPUs); which head dims it
+// takes depends on the cuDNN version at run time (9.1: 128; newer: up to 256), so other shapes
+// are left to cuDNN to refuse, and the skip carries its reason.
+//
 // Skipped with the reason (cuDNN's status and last error text) when no engine supports the
-// shape or buffers do not fit, and for fp8 keys (the fp8 graph needs descale / scale / amax
-// tensors this version does not build).
+// shape or buffers do not fit, and for fp8 backward keys (the fp8 backward graph, with its
+// descales of O, dO, dP and amax outputs of dQ, dK, dV, dP, is not built).
 #pragma once
 
 #include <cudnn.h>
@@ -41,7 +48,8 @@ class AttentionBench {
   Measurement measure(const AttentionKey& key);
 
   // For tests: runs the key's forward once (first engine that finalises) on random inputs and
-  // returns the largest |O - ref| against the naive reference kernel (attention_reference.h).
+  // returns the largest |O - ref| against the naive reference kernel (attention_reference.h);
+  // fp8 keys against a CPU recomputation from the same e4m3 inputs.
   // Throws GpuError (not_supported) when cuDNN has no engine for it.
   double check_against_reference(const AttentionKey& key, cudaStream_t stream);
 

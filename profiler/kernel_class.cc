@@ -22,6 +22,7 @@ std::string_view to_string(KernelClass c) {
     case KernelClass::nccl: return "nccl";
     case KernelClass::elementwise: return "elementwise";
     case KernelClass::memcpy: return "memcpy";
+    case KernelClass::memset: return "memset";
     case KernelClass::other: return "other";
   }
   return "other";

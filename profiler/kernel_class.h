@@ -13,7 +13,8 @@
 //   other       - anything else (sorting, indexing, RNG, ...).
 // Attention is tested before GEMM because fused attention kernels often carry "gemm" or
 // "cutlass" in their template names. Copies and memsets are not kernels; CUPTI reports them as
-// their own record kinds (KernelClass::memcpy is for those).
+// their own record kinds, which profiler/trace_copies.h turns into KernelClass::memcpy / memset
+// (classify_kernel() never returns those two).
 #pragma once
 
 #include <cstdint>
@@ -21,8 +22,8 @@
 
 namespace calisim::profiler {
 
-enum class KernelClass : std::uint8_t { gemm, attention, nccl, elementwise, memcpy, other };
-inline constexpr int kKernelClassCount = 6;
+enum class KernelClass : std::uint8_t { gemm, attention, nccl, elementwise, memcpy, memset, other };
+inline constexpr int kKernelClassCount = 7;
 std::string_view to_string(KernelClass c);
 
 KernelClass classify_kernel(std::string_view name);

@@ -1,13 +1,16 @@
-// libcalisim_trace.so: records every kernel a CUDA program runs, for CUDA_INJECTION64_PATH.
+// libcalisim_trace.so: records every kernel, memory copy and memset a CUDA program runs, for
+// CUDA_INJECTION64_PATH.
 //
 //   CUDA_INJECTION64_PATH=/path/libcalisim_trace.so CALISIM_TRACE_DB=trace.db python train.py
 //
 // The CUDA driver loads the library named by CUDA_INJECTION64_PATH when the program initialises
 // CUDA and calls its InitializeInjection(). That subscribes the CUPTI Activity API to
-// CONCURRENT_KERNEL records (each kernel's name, grid, block, device, stream, start and end) and
-// the CUPTI callback API to NVTX push/pop ranges and kernel-launch API calls: at each launch the
-// innermost NVTX range open on the launching thread is remembered under the launch's correlation
-// id, which the kernel record carries. At exit (atexit) the buffers are flushed
+// CONCURRENT_KERNEL records (each kernel's name, grid, block, device, stream, start and end),
+// MEMCPY / MEMCPY2 (peer) / MEMSET records (bytes, direction or memory kind, device, stream,
+// start and end; profiler/trace_copies.h), and the CUPTI callback API to NVTX push/pop ranges
+// and kernel-launch API calls: at each launch the innermost NVTX range open on the launching
+// thread is remembered under the launch's correlation id, which the kernel record carries
+// (copies and memsets: under the driver copy / memset call's id, which their records carry). At exit (atexit) the buffers are flushed
 // (cuptiActivityFlushAll, forced), names demangled and classified (kernel_class.h), and one trace
 // run per device written into the database named by CALISIM_TRACE_DB (trace_writer.h).
 //
@@ -15,9 +18,10 @@
 // is unset this library sets it to the libcupti it runs with before the program's first NVTX call
 // can read it; set it yourself when the program calls NVTX before CUDA (docs/profiling.md).
 // Only one CUPTI client may subscribe per process: under Nsight or torch.profiler the subscription
-// fails and the library says so on stderr and records nothing. Kernels are kept in memory until
-// exit, at most CALISIM_TRACE_MAX_KERNELS (default 1,000,000; later ones are counted in the run's
-// notes, not stored). A program that leaves through _exit or a signal writes nothing.
+// fails and the library says so on stderr and records nothing. Records are kept in memory until
+// exit, at most CALISIM_TRACE_MAX_KERNELS (kernels, copies and memsets together; default
+// 1,000,000; later ones are counted in the run's notes, not stored). A program that leaves
+// through _exit or a signal writes nothing.
 #include <cuda.h>
 #include <cupti.h>
 #include <dlfcn.h>
@@ -35,6 +39,7 @@
 
 #include "generated_nvtx_meta.h"
 #include "profiler/cupti_records.h"
+#include "profiler/trace_copies.h"
 #include "profiler/trace_writer.h"
 
 namespace {
@@ -42,7 +47,18 @@ namespace {
 using calisim::db::TraceKernel;
 
 using calisim::profiler::CuptiKernelRecord;
+using calisim::profiler::CuptiMemcpyRecord;
+using calisim::profiler::CuptiMemsetRecord;
+using calisim::profiler::CuptiPeerCopyRecord;
 using KernelRecord = CuptiKernelRecord;
+
+// trace_copies.h names CUPTI's copy and memory kinds by their numbers.
+static_assert(CUPTI_ACTIVITY_MEMCPY_KIND_HTOD == 1 && CUPTI_ACTIVITY_MEMCPY_KIND_DTOH == 2 &&
+              CUPTI_ACTIVITY_MEMCPY_KIND_HTOA == 3 && CUPTI_ACTIVITY_MEMCPY_KIND_DTOD == 8 &&
+              CUPTI_ACTIVITY_MEMCPY_KIND_HTOH == 9 && CUPTI_ACTIVITY_MEMCPY_KIND_PTOP == 10);
+static_assert(CUPTI_ACTIVITY_MEMORY_KIND_PAGEABLE == 1 && CUPTI_ACTIVITY_MEMORY_KIND_PINNED == 2 &&
+              CUPTI_ACTIVITY_MEMORY_KIND_DEVICE == 3 && CUPTI_ACTIVITY_MEMORY_KIND_MANAGED == 5 &&
+              CUPTI_ACTIVITY_MEMORY_KIND_MANAGED_STATIC == 7);
 constexpr std::size_t kBufferBytes = calisim::profiler::kCuptiBufferBytes;
 constexpr std::size_t kAlign = calisim::profiler::kCuptiBufferAlign;
 // Kernels kept in memory until exit (~64 bytes each plus each distinct name once); more are
@@ -62,6 +78,7 @@ constexpr std::uint32_t kNoRange = UINT32_MAX;
 struct Trace {
   std::mutex mu;
   std::vector<RawKernel> kernels;
+  std::vector<TraceKernel> copies;  // memcpy and memset records, complete (trace_copies.h)
   std::vector<std::string> names;
   std::unordered_map<std::string, std::uint32_t> name_index;
   std::unordered_map<std::uint32_t, std::uint32_t> range_of;  // correlation id -> index in range_names
@@ -72,6 +89,7 @@ struct Trace {
   std::size_t over_cap = 0;  // kernels seen after max_kernels were stored
   std::atomic<bool> nvtx_seen{false};
   std::string db_path, started_at;
+  std::string missing_kinds;  // activity kinds CUPTI refused to enable (noted on the run)
   CUpti_SubscriberHandle subscriber = nullptr;
   bool active = false;
 };
@@ -97,9 +115,43 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     std::lock_guard lock(t.mu);
     CUpti_Activity* rec = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
+      const bool copy = rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY || rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2 ||
+                        rec->kind == CUPTI_ACTIVITY_KIND_MEMSET;
+      if (copy) {
+        // Copies and memsets carry the driver call's correlation id (CUPTI's record docs).
+        const std::uint32_t correlation = rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY
+                                              ? reinterpret_cast<const CuptiMemcpyRecord*>(rec)->correlationId
+                                          : rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2
+                                              ? reinterpret_cast<const CuptiPeerCopyRecord*>(rec)->correlationId
+                                              : reinterpret_cast<const CuptiMemsetRecord*>(rec)->correlationId;
+        const auto range = t.range_of.find(correlation);
+        const std::uint32_t range_index = range != t.range_of.end() ? range->second : kNoRange;
+        if (range != t.range_of.end()) t.range_of.erase(range);
+        if (t.kernels.size() + t.copies.size() >= t.max_kernels) {
+          ++t.over_cap;
+          continue;
+        }
+        if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY) {
+          const auto* c = reinterpret_cast<const CuptiMemcpyRecord*>(rec);
+          t.copies.push_back(calisim::profiler::copy_record(
+              {c->copyKind, c->bytes, c->start, c->end, static_cast<int>(c->deviceId), c->streamId, -1, -1}));
+        } else if (rec->kind == CUPTI_ACTIVITY_KIND_MEMCPY2) {
+          const auto* c = reinterpret_cast<const CuptiPeerCopyRecord*>(rec);
+          t.copies.push_back(calisim::profiler::copy_record({c->copyKind, c->bytes, c->start, c->end,
+                                                             static_cast<int>(c->deviceId), c->streamId,
+                                                             static_cast<int>(c->srcDeviceId),
+                                                             static_cast<int>(c->dstDeviceId)}));
+        } else {
+          const auto* m = reinterpret_cast<const CuptiMemsetRecord*>(rec);
+          t.copies.push_back(calisim::profiler::memset_record(
+              {m->memoryKind, m->bytes, m->start, m->end, static_cast<int>(m->deviceId), m->streamId}));
+        }
+        if (range_index != kNoRange) t.copies.back().nvtx_range = t.range_names[range_index];
+        continue;
+      }
       if (rec->kind != CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL && rec->kind != CUPTI_ACTIVITY_KIND_KERNEL) continue;
       const auto* k = reinterpret_cast<const KernelRecord*>(rec);
-      if (t.kernels.size() >= t.max_kernels) {
+      if (t.kernels.size() + t.copies.size() >= t.max_kernels) {
         ++t.over_cap;
         t.range_of.erase(k->correlationId);
         continue;
@@ -180,16 +232,20 @@ void CUPTIAPI on_callback(void*, CUpti_CallbackDomain domain, CUpti_CallbackId c
   }
   const auto* cb = static_cast<const CUpti_CallbackData*>(data);
   const bool enter = cb->callbackSite == CUPTI_API_ENTER;
+  // Copies and memsets are matched at the driver call, even inside a runtime call: their
+  // records carry the driver call's correlation id.
+  const bool copy = domain == CUPTI_CB_DOMAIN_DRIVER_API && cb->functionName &&
+                    calisim::profiler::is_copy_api(cb->functionName);
   if (domain == CUPTI_CB_DOMAIN_RUNTIME_API) {
     if (!enter) {
       --t_runtime_depth;
       return;
     }
     ++t_runtime_depth;
-  } else if (t_runtime_depth > 0) {
+  } else if (t_runtime_depth > 0 && !copy) {
     return;  // the driver half of a runtime launch: the kernel carries the runtime call's id
   }
-  if (!enter || t_ranges.empty() || !is_launch(domain, cbid)) return;
+  if (!enter || t_ranges.empty() || !(copy || is_launch(domain, cbid))) return;
   std::lock_guard lock(t.mu);
   const auto [it, added] = t.range_index.try_emplace(t_ranges.back(), static_cast<std::uint32_t>(t.range_names.size()));
   if (added) t.range_names.push_back(t_ranges.back());
@@ -211,12 +267,17 @@ void write_at_exit() {
   if (!t.active) return;
   t.active = false;
   cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
-  cuptiActivityDisable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
+  for (CUpti_ActivityKind kind : {CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL, CUPTI_ACTIVITY_KIND_MEMCPY,
+                                   CUPTI_ACTIVITY_KIND_MEMCPY2, CUPTI_ACTIVITY_KIND_MEMSET}) {
+    cuptiActivityDisable(kind);
+  }
   if (t.subscriber) cuptiUnsubscribe(t.subscriber);
   std::vector<RawKernel> raw;
+  std::vector<TraceKernel> copies;
   {
     std::lock_guard lock(t.mu);
     raw.swap(t.kernels);
+    copies.swap(t.copies);
   }
   // Demangle and classify each distinct name once.
   std::vector<TraceKernel> named(t.names.size());
@@ -225,8 +286,21 @@ void write_at_exit() {
     calisim::profiler::finish_trace_kernel(named[i]);
   }
   std::vector<TraceKernel> kernels;
-  kernels.reserve(raw.size());
+  kernels.reserve(raw.size() + copies.size());
   std::map<int, std::string> names;
+  const auto name_device = [&](int device) {
+    if (names.count(device) != 0) return;
+    char buf[256] = {};
+    CUdevice dev = 0;
+    // The driver is still loaded at exit (it loaded this library); the name needs no context.
+    if (cuDeviceGet(&dev, device) == CUDA_SUCCESS && cuDeviceGetName(buf, sizeof buf, dev) == CUDA_SUCCESS) {
+      names[device] = buf;
+    }
+  };
+  for (TraceKernel& c : copies) {
+    name_device(c.device);
+    kernels.push_back(std::move(c));
+  }
   for (const RawKernel& r : raw) {
     TraceKernel k;
     k.name = named[r.name].name;
@@ -238,23 +312,18 @@ void write_at_exit() {
     k.start_ns = r.start_ns;
     k.end_ns = r.end_ns;
     if (r.range != kNoRange) k.nvtx_range = t.range_names[r.range];
-    if (names.count(k.device) == 0) {
-      char buf[256] = {};
-      CUdevice dev = 0;
-      // The driver is still loaded at exit (it loaded this library); the name needs no context.
-      if (cuDeviceGet(&dev, k.device) == CUDA_SUCCESS && cuDeviceGetName(buf, sizeof buf, dev) == CUDA_SUCCESS) {
-        names[k.device] = buf;
-      }
-    }
+    name_device(k.device);
     kernels.push_back(std::move(k));
   }
   std::string notes = fmt::format("trace of `{}`", program_name());
-  if (t.dropped > 0) notes += fmt::format("; CUPTI dropped {} kernel records (buffers full)", t.dropped.load());
+  if (t.dropped > 0) notes += fmt::format("; CUPTI dropped {} activity records (buffers full)", t.dropped.load());
   if (!t.nvtx_seen) notes += "; no NVTX ranges seen";
+  if (!t.missing_kinds.empty()) notes += fmt::format("; not traced (CUPTI refused): {}", t.missing_kinds);
   if (t.over_cap > 0) {
-    notes += fmt::format("; {} more kernels ran after the first {} and were not stored (CALISIM_TRACE_MAX_KERNELS)",
-                         t.over_cap, t.max_kernels);
-    std::fprintf(stderr, "calisim_trace: %zu kernels beyond CALISIM_TRACE_MAX_KERNELS=%zu were not stored\n",
+    notes += fmt::format(
+        "; {} more kernels / copies ran after the first {} and were not stored (CALISIM_TRACE_MAX_KERNELS)", t.over_cap,
+        t.max_kernels);
+    std::fprintf(stderr, "calisim_trace: %zu records beyond CALISIM_TRACE_MAX_KERNELS=%zu were not stored\n",
                  t.over_cap, t.max_kernels);
   }
   try {
@@ -320,6 +389,17 @@ extern "C" __attribute__((visibility("default"))) int InitializeInjection(void) 
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityRegisterCallbacks", r);
   r = cuptiActivityEnable(CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL);
   if (r != CUPTI_SUCCESS) return fail("cuptiActivityEnable(CONCURRENT_KERNEL)", r);
+  // Copies and memsets: a failure here costs only those records, so trace the kernels anyway.
+  for (const auto& [kind, label] : {std::pair{CUPTI_ACTIVITY_KIND_MEMCPY, "MEMCPY"},
+                                    std::pair{CUPTI_ACTIVITY_KIND_MEMCPY2, "MEMCPY2"},
+                                    std::pair{CUPTI_ACTIVITY_KIND_MEMSET, "MEMSET"}}) {
+    r = cuptiActivityEnable(kind);
+    if (r != CUPTI_SUCCESS) {
+      std::fprintf(stderr, "calisim_trace: cuptiActivityEnable(%s) failed: %s; those records are not traced\n", label,
+                   cupti_error(r).c_str());
+      t.missing_kinds += std::string(t.missing_kinds.empty() ? "" : ", ") + label;
+    }
+  }
   t.active = true;
   std::atexit(write_at_exit);
   return 1;

@@ -77,7 +77,11 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
     run.host = hostname();
     run.started_at = started_at;
     run.ended_at = utc_now_iso();
-    run.notes = fmt::format("{}; CUDA device {} ({}); {} kernels", notes, ordinal, cuda_name, list.size());
+    const auto copies = std::count_if(list.begin(), list.end(), [](const db::TraceKernel& k) {
+      return k.kernel_class == "memcpy" || k.kernel_class == "memset";
+    });
+    run.notes = fmt::format("{}; CUDA device {} ({}); {} kernels, {} copies / memsets", notes, ordinal, cuda_name,
+                            static_cast<std::ptrdiff_t>(list.size()) - copies, copies);
     result.run_by_device[ordinal] = db::write_trace_run(db, run, list);
   }
   return result;

@@ -180,6 +180,8 @@ json system_json(const SystemConfig& s) {
             {"l2_mb", s.device.l2_mb}}},
           {"matmul_efficiency", s.matmul_efficiency},
           {"attention_efficiency", s.attention_efficiency},
+          {"attention_backward_ratio", s.attention_backward_ratio},
+          {"attention_implementation", s.attention_implementation},
           {"memory_efficiency", s.memory_efficiency},
           {"kernel_launch_us", s.kernel_launch_us},
           {"scale_up_domain_size", s.scale_up_domain_size},

@@ -12,7 +12,10 @@
 # headers built against. Open MPI's libraries are carried too (calisim links libmpi for
 # `calisim search` and the mpirun collectives); nothing calls MPI_Init without mpirun, so a
 # machine without an MPI runtime runs the single-node path. At the end every bundled binary is
-# checked with ldd against the bundle plus the libraries the GPU machine provides.
+# checked with ldd against the bundle plus the libraries the GPU machine provides, and
+# scripts/profiler_bundle_check.sh checks the bundle against the run script it carries (every
+# file it calls present, every selftest filter matching a test, every CUDA library left to the
+# GPU machine one the run script searches for).
 set -euo pipefail
 build=${1:-build-prof}
 bundle=${2:-.prof-bundle}
@@ -34,8 +37,9 @@ for f in "${bins[@]}" "$trace_lib"; do
 done | sort -u | while read -r name path; do
   if [[ ! "$name" =~ $skip ]]; then cp -L "$path" "$bundle/lib/$name"; fi
 done
-# Ignored by git wherever the bundle lives inside the checkout (the device tool carries it).
-if git rev-parse --git-dir >/dev/null 2>&1; then
+# Ignored by git wherever the bundle lives inside the checkout (the device tool carries it); an
+# absolute path is outside the checkout's relative namespace and needs no entry.
+if [[ "$bundle" != /* ]] && git rev-parse --git-dir >/dev/null 2>&1; then
   exclude="$(git rev-parse --git-dir)/info/exclude"
   mkdir -p "$(dirname "$exclude")"
   grep -qx "/$bundle/" "$exclude" 2>/dev/null || echo "/$bundle/" >>"$exclude"
@@ -53,5 +57,6 @@ for f in "$bundle"/bin/* "$bundle/lib/libcalisim_trace.so"; do
 done
 [[ $missing == 0 ]] || { echo "bundle incomplete" >&2; exit 1; }
 echo "ldd check: every bundled binary resolves its non-CUDA, non-glibc libraries inside $bundle/lib"
+"$(dirname "$0")/profiler_bundle_check.sh" "$bundle"
 du -sh "$bundle"
 ls "$bundle/lib"

@@ -243,6 +243,42 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   }
   s.moe_shared_expert_overlap = r.bool_or("moe_shared_expert_overlap", false);
   s.overlap_moe_expert_parallel_comm = r.bool_or("overlap_moe_expert_parallel_comm", false);
+  // Megatron's own name for the dispatcher; must agree with moe_dispatcher_policy when both are given.
+  if (const auto megatron_disp = r.opt_string("moe_token_dispatcher_type")) {
+    MoeDispatcher d = MoeDispatcher::all_to_all;
+    if (*megatron_disp == "alltoall") d = MoeDispatcher::all_to_all;
+    else if (*megatron_disp == "allgather") d = MoeDispatcher::all_gather;
+    else r.fail("moe_token_dispatcher_type", "expected \"alltoall\" or \"allgather\" (the DeepEP/HybridEP \"flex\" "
+                                             "dispatcher is not modeled), got \"" + *megatron_disp + "\"");
+    if (doc.contains("moe_dispatcher_policy") && d != s.moe_dispatcher) {
+      r.fail("moe_token_dispatcher_type", "contradicts moe_dispatcher_policy (SimuMax's name for the same switch)");
+    }
+    s.moe_dispatcher = d;
+  }
+  s.moe_grouped_gemm = r.bool_or("moe_grouped_gemm", false);
+  // CUDA graphs (host_dispatch.h): "none", "full_iteration", or a list of TransformerEngine scopes.
+  if (doc.contains("cuda_graph_scope") && !doc["cuda_graph_scope"].is_null()) {
+    const char* kScopeHelp = "expected \"none\", \"full_iteration\" or a list of \"attn\", \"mlp\", \"moe_router\", "
+                             "\"moe_preprocess\", \"moe\"";
+    auto scope_bit = [&](const std::string& name) -> std::uint8_t {
+      if (name == "attn") return kGraphAttn;
+      if (name == "mlp") return kGraphMlp;
+      if (name == "moe_router") return kGraphMoeRouter;
+      if (name == "moe_preprocess") return kGraphMoePreprocess;
+      if (name == "moe") return kGraphMoe;
+      r.fail("cuda_graph_scope", std::string(kScopeHelp) + ", got \"" + name + "\"");
+    };
+    if (doc["cuda_graph_scope"].is_array()) {
+      for (const nlohmann::json& v : *r.opt_array("cuda_graph_scope")) {
+        if (!v.is_string()) r.fail("cuda_graph_scope", std::string(kScopeHelp) + ", got " + describe_json(v));
+        s.cuda_graph_scope |= scope_bit(v.get<std::string>());
+      }
+    } else {
+      const std::string scope = r.req_string("cuda_graph_scope");
+      if (scope == "full_iteration") s.cuda_graph_scope = kGraphFullIteration;
+      else if (scope != "none") s.cuda_graph_scope = scope_bit(scope);
+    }
+  }
 
   // FP8: SimuMax's boolean "fp8" with Megatron's --fp8-recipe.
   const bool fp8 = r.bool_or("fp8", false);
@@ -406,6 +442,50 @@ NetworkTier parse_tier(FieldReader& parent, const std::string& key, const std::s
 
 }  // namespace
 
+
+namespace {
+// efficiency.attention_backward_ratio and the attention implementation (simulator/attention_shape.h):
+// `attention_implementation` names an entry of `attention_implementations`, whose `attention` and
+// `attention_backward_ratio` replace the system's own (FlashAttention-2 runs on a system whose
+// default is cuDNN fused attention, for instance).
+void read_attention_implementation(FieldReader& e, SystemConfig& s) {
+  auto ratio = [](FieldReader& r, double fallback) {
+    auto v = r.opt_number("attention_backward_ratio");
+    if (v && (*v <= 0 || *v > 2)) {
+      r.fail("attention_backward_ratio", "expected backward/forward attention efficiency in (0, 2]");
+    }
+    return v.value_or(fallback);
+  };
+  s.attention_backward_ratio = ratio(e, s.attention_backward_ratio);
+  const nlohmann::json* impls = e.opt_object("attention_implementations");
+  const std::string chosen = e.string_or("attention_implementation", "default");
+  bool found = chosen == "default";
+  if (impls) {
+    for (auto it = impls->begin(); it != impls->end(); ++it) {
+      const std::string path = e.path_of("attention_implementations." + it.key());
+      if (!it->is_object()) {
+        throw InputError(e.file(), path, "expected an object with \"attention\" and optional \"attention_backward_ratio\"");
+      }
+      FieldReader sub(*it, e.file(), path);
+      const auto combined = sub.opt_number("attention");
+      if (!combined || *combined <= 0 || *combined > 1) sub.fail("attention", "expected a fraction in (0, 1]");
+      const double r = ratio(sub, 1.0);
+      sub.finish();
+      if (it.key() == chosen) {
+        s.attention_efficiency = *combined;
+        s.attention_backward_ratio = r;
+        found = true;
+      }
+    }
+  }
+  if (!found) {
+    e.fail("attention_implementation",
+           "\"" + chosen + "\" is not an entry of efficiency.attention_implementations in this system file");
+  }
+  s.attention_implementation = chosen;
+}
+}  // namespace
+
 SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
   FieldReader r(doc, file, "");
   SystemConfig s;
@@ -449,6 +529,7 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     FieldReader e(eff, file, "efficiency");
     s.matmul_efficiency = e.fraction_or("matmul", s.matmul_efficiency);
     s.attention_efficiency = e.fraction_or("attention", s.attention_efficiency);
+    read_attention_implementation(e, s);
     s.memory_efficiency = e.fraction_or("memory_bound", s.memory_efficiency);
     auto launch = e.opt_number("kernel_launch_us");
     if (launch && *launch < 0) e.fail("kernel_launch_us", "expected a non-negative number of microseconds");
@@ -546,6 +627,12 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     s.host_link_gb_s = hr.positive_number_or("link_gb_s", 0);
     s.host_link_efficiency = hr.fraction_or("link_efficiency", s.host_link_efficiency);
     s.host_adam_params_per_s = hr.positive_number_or("adam_params_per_s", 0);
+    // Host dispatch (simulator/host_dispatch.h): absent = not modeled; 0 is a legal value.
+    for (const char* key : {"op_dispatch_us", "sync_us"}) {
+      const auto v = hr.opt_number(key);
+      if (v && *v < 0) hr.fail(key, "expected a non-negative number of microseconds");
+      (std::string(key) == "sync_us" ? s.host_sync_us : s.host_op_dispatch_us) = v.value_or(0);
+    }
     hr.finish();
   }
   if (auto cv = r.opt_number("straggler_cv")) {

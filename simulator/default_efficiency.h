@@ -1,10 +1,14 @@
-// The roofline fallback EfficiencyModel: the system file's default efficiencies, source `roofline`.
+// The roofline fallback EfficiencyModel: the system file's default efficiencies, source `roofline`
+// (attention shaped per kernel by simulator/attention_shape.h).
 //
 // This is the answer when no database is given or a key is missing from it; it needs no CUDA and
 // no data, so every simulation can run.
 #pragma once
 
+#include <algorithm>
+
 #include "core/efficiency_model.h"
+#include "simulator/attention_shape.h"
 #include "simulator/system_config.h"
 
 namespace calisim {
@@ -13,8 +17,13 @@ class DefaultEfficiencyModel final : public EfficiencyModel {
  public:
   explicit DefaultEfficiencyModel(const SystemConfig& system) : sys_(system) {}
   Efficiency gemm(const GemmKey&) const override { return {sys_.matmul_efficiency, EfficiencySource::roofline}; }
-  Efficiency attention(const AttentionKey&) const override {
-    return {sys_.attention_efficiency, EfficiencySource::roofline};
+  // Attention: the system's fwd+bwd reference split by direction, then shaped by mask, kernel
+  // sequence length and head dimension from published FlashAttention-2/3 and cuDNN figures
+  // (simulator/attention_shape.h), capped at 1.
+  Efficiency attention(const AttentionKey& key) const override {
+    const AttentionReference ref = attention_reference_split(sys_.attention_efficiency, sys_.attention_backward_ratio);
+    const double base = key.direction == AttentionDirection::forward ? ref.forward : ref.backward;
+    return {std::min(1.0, base * attention_shape_factor(key)), EfficiencySource::roofline};
   }
   Efficiency memory_op(const MemoryOpKey&) const override {
     return {sys_.memory_efficiency, EfficiencySource::roofline};

@@ -70,6 +70,12 @@ struct LayerOp {
   // dgrad, gradient reduce-scatter beside wgrad); the first panel cannot overlap (op_cost.cc).
   std::optional<CollectiveKey> fwd_weight_comm, bwd_weight_comm_with_dgrad, bwd_weight_comm_with_wgrad;
   int weight_comm_steps = 1;
+  // Ring context parallelism (Megatron/TE p2p CP), c = cp_ring_steps > 1: attn_fwd/attn_bwd hold
+  // the rank's whole share (for FLOP counts); op_cost runs it as one causal diagonal step on the
+  // rank's two chunks and c - 1 non-causal chunk-pair steps, each hiding the next step's KV
+  // transfer (fwd_comm / bwd_comm_with_dgrad: one send_recv of the local K, V) and, in backward,
+  // the previous step's dK, dV (bwd_comm_with_wgrad).
+  int cp_ring_steps = 0;
 
   double fwd_flops() const;
   double bwd_flops() const;

@@ -29,12 +29,7 @@ void apply_cp2d_attention(const Dims& d, std::int64_t a, std::int64_t g, std::in
   op.attn_bwd = op.attn_fwd;
   op.attn_bwd.direction = AttentionDirection::backward;
   if (k <= 1) return;
-  const double kv_all = static_cast<double>(d.b) * d.s_full * (g / r) * (dqk + dv) * d.e;
-  const int ring = static_cast<int>(k);
-  op.fwd_comm = collective(CollectiveOp::all_gather, kv_all, ring, d.cp_row_per_domain, d.dtype);
-  op.fwd_comm_overlapped = true;
-  op.bwd_comm_with_dgrad = collective(CollectiveOp::all_gather, kv_all, ring, d.cp_row_per_domain, d.dtype);
-  op.bwd_comm_with_wgrad = collective(CollectiveOp::reduce_scatter, kv_all, ring, d.cp_row_per_domain, d.dtype);
+  set_ring_steps(d.b, d.s_full, g / r, dqk, dv, static_cast<int>(k), d.cp_row_per_domain, d.e, d.dtype, op);
 }
 
 }  // namespace calisim::ops

@@ -23,7 +23,8 @@ std::optional<LayerOp> cp2d_head_all_to_all(const Dims& d, std::int64_t a, std::
                                             std::int64_t dv);
 
 // Sets the attention key (a/r, g/r heads; s/k queries against all s keys, causal) and the ring's
-// K/V all-gather (forward, overlapped; backward with the dK/dV reduce-scatter) along the row group.
+// per-step K/V send/recv (forward, overlapped; backward with dK/dV) along the row group
+// (set_ring_steps, priced step by step in op_cost).
 void apply_cp2d_attention(const Dims& d, std::int64_t a, std::int64_t g, std::int64_t dqk, std::int64_t dv,
                           LayerOp& op);
 

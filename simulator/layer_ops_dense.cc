@@ -6,13 +6,16 @@
 namespace calisim::ops {
 namespace {
 
-// Context parallelism on a flash-attention op (MODELING.md §2). Ring (p2p): this rank's s/c
-// queries attend to all s keys; with Megatron's causal load balancing (each rank holds chunks i
-// and 2c−1−i) every rank does 1/c of the causal work, which the key (seq_q = s/c, seq_kv = s,
-// causal) reproduces. The c−1 KV blocks a rank receives are a ring all-gather of the KV
-// (S = c × local KV bytes) hidden behind the attention; backward re-sends KV and reduce-scatters
-// dKV behind the attention backward. Ulysses (a2a): all-to-all of Q, K, V and of the output turn
-// the sequence split into a head split; attention then runs on the full sequence with a/c heads.
+// Context parallelism on a flash-attention op (MODELING.md §2). Ring (p2p, Megatron/TE
+// AttnFuncWithCPAndKVP2P): the sequence is cut into 2·c chunks and rank i holds chunks i and
+// 2c−1−i (causal load balancing), so its s/c queries attend to all s keys with 1/c of the causal
+// work, which the whole-share key (seq_q = s/c, seq_kv = s, causal) counts. The kernels are
+// per step: step 0 is causal attention of the local chunks to themselves, steps 1..c−1 non-causal
+// attention of one half of the pair to the other (s/c queries to s/(2c) keys or the reverse),
+// each overlapped with the send/recv of the next step's K, V to the ring neighbour (backward: K,
+// V forward and the partial dK, dV onward); op_cost prices them step by step (cp_ring_steps).
+// Ulysses (a2a): all-to-all of Q, K, V and of the output turn the sequence split into a head
+// split; attention then runs on the full sequence with a/c heads.
 void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::int64_t dqk, std::int64_t dv,
                             CpCommType type, LayerOp& op) {
   if (d.c <= 1) return;
@@ -21,11 +24,7 @@ void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::
   const int c = static_cast<int>(d.c);
   if (type == CpCommType::p2p) {
     op.attn_fwd.seq_kv = d.s_full;
-    const double kv_all = static_cast<double>(d.b) * d.s_full * g * (dqk + dv) * d.e;
-    op.fwd_comm = collective(CollectiveOp::all_gather, kv_all, c, d.cp_per_domain, d.dtype);
-    op.fwd_comm_overlapped = true;
-    op.bwd_comm_with_dgrad = collective(CollectiveOp::all_gather, kv_all, c, d.cp_per_domain, d.dtype);
-    op.bwd_comm_with_wgrad = collective(CollectiveOp::reduce_scatter, kv_all, c, d.cp_per_domain, d.dtype);
+    set_ring_steps(d.b, d.s_full, g, dqk, dv, c, d.cp_per_domain, d.e, d.dtype, op);
   } else {
     op.attn_fwd.heads_q = a / d.c;
     op.attn_fwd.heads_kv = g / d.c;

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "simulator/host_dispatch.h"
 #include "simulator/op_cost.h"
 #include "simulator/overlap.h"
 #include "simulator/rank_placement.h"
@@ -29,12 +30,42 @@ std::string fwd_key_of(const LayerOp& op) {
   return "";
 }
 
+// How the host side of a block is modeled: the settings, whether the block is a MoE layer (its
+// pre-MLP norm belongs to the moe_router graph scope) and where its forward synchronises (-1: none).
+struct HostContext {
+  const HostDispatchSettings* settings = nullptr;  // nullptr = host side not modeled
+  bool moe_block = false;
+  int sync_index = -1;
+};
+
+// The host's issue time of the block and the GPU idle time it causes, added to fwd_s / bwd_s.
+void apply_host_dispatch(BlockCost& b, const std::vector<LayerOp>& ops, const std::vector<double>& gpu_fwd,
+                         const std::vector<double>& gpu_bwd, const HostContext& host) {
+  const HostBlockTiming h = host_block_timing(ops, gpu_fwd, gpu_bwd, *host.settings, host.moe_block, host.sync_index);
+  b.host_fwd_s = h.host_fwd_s;
+  b.host_bwd_s = h.host_bwd_s;
+  b.host_exposed_fwd_s = h.exposed_fwd_s;
+  b.host_exposed_bwd_s = h.exposed_bwd_s;
+  b.host_syncs_fwd = h.syncs_fwd;
+  b.fwd_s += h.exposed_fwd_s;
+  b.bwd_s += h.exposed_bwd_s;
+  // A recomputed forward is issued again: its share of the forward's GPU time carries the same
+  // share of the host exposure (all of it under full recompute, syncs included).
+  if (b.recompute_fwd_s > 0 && h.gpu_fwd_s > 0) {
+    b.recompute_fwd_s += h.exposed_fwd_s * std::min(1.0, b.recompute_fwd_s / h.gpu_fwd_s);
+  }
+}
+
 BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan, const OpCoster& coster,
-                     SourceTally* tally, const char* scope, std::vector<OpReport>* report) {
+                     SourceTally* tally, const char* scope, std::vector<OpReport>* report,
+                     const HostContext& host = {}) {
   BlockCost b;
+  std::vector<double> gpu_fwd, gpu_bwd;  // per op, for the host-dispatch model
+  if (host.settings) gpu_fwd.reserve(ops.size()), gpu_bwd.reserve(ops.size());
   for (std::size_t i = 0; i < ops.size(); ++i) {
     const LayerOp& op = ops[i];
     const OpTiming t = coster.cost(op, tally);
+    if (host.settings) gpu_fwd.push_back(t.fwd_s()), gpu_bwd.push_back(t.bwd_s());
     b.fwd_s += t.fwd_s();
     b.bwd_s += t.bwd_s();
     switch (op.comm_group) {
@@ -83,6 +114,7 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
   }
   // Forward transients: logits and cross-entropy working copies on the last stage.
   for (const LayerOp& op : ops) b.fwd_transient_bytes = std::max(b.fwd_transient_bytes, op.transient_bytes);
+  if (host.settings) apply_host_dispatch(b, ops, gpu_fwd, gpu_bwd, host);
   return b;
 }
 
@@ -125,6 +157,11 @@ void append_block(BlockCost& into, const BlockCost& b) {
   into.shared_expert_bwd_s += b.shared_expert_bwd_s;
   into.act_bytes += b.act_bytes;
   into.act_bytes_recomputed += b.act_bytes_recomputed;
+  into.host_fwd_s += b.host_fwd_s;
+  into.host_bwd_s += b.host_bwd_s;
+  into.host_exposed_fwd_s += b.host_exposed_fwd_s;
+  into.host_exposed_bwd_s += b.host_exposed_bwd_s;
+  into.host_syncs_fwd += b.host_syncs_fwd;
   into.fwd_transient_bytes = std::max(into.fwd_transient_bytes, b.fwd_transient_bytes);
   into.bwd_transient_bytes = std::max(into.bwd_transient_bytes, b.bwd_transient_bytes);
 }
@@ -144,23 +181,30 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
   std::vector<std::string> keys;
   if (details) tally.roofline_keys = &keys;
   std::vector<OpReport>* report = details ? &mc.ops : nullptr;
-  mc.layer = cost_block(ops.layer, &plan, coster, &tally, "layer", report);
+  const HostDispatchSettings host_settings = host_dispatch_settings(sys, st, model);
+  const HostDispatchSettings* hs = host_settings.enabled() ? &host_settings : nullptr;
+  auto host_for = [&](const std::vector<LayerOp>& list, bool moe_block) {
+    return HostContext{hs, moe_block, moe_sync_index(list, st, moe_block, model.moe_pad_expert_input_to_capacity)};
+  };
+  mc.layer = cost_block(ops.layer, &plan, coster, &tally, "layer", report, host_for(ops.layer, false));
   if (!ops.moe_layer.empty()) {
     const RecomputePlan moe_plan = recompute_plan(ops.moe_layer, st);
-    mc.moe_layer = cost_block(ops.moe_layer, &moe_plan, coster, &tally, "moe_layer", report);
+    mc.moe_layer = cost_block(ops.moe_layer, &moe_plan, coster, &tally, "moe_layer", report,
+                              host_for(ops.moe_layer, true));
     apply_moe_overlap(mc.moe_layer, st, sys.comm_compute_slowdown);
   }
-  mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report);
-  mc.head = cost_block(ops.head, nullptr, coster, &tally, "head", report);
+  mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report, host_for(ops.embedding, false));
+  mc.head = cost_block(ops.head, nullptr, coster, &tally, "head", report, host_for(ops.head, false));
   if (!ops.mtp_layer.empty()) {
     // Megatron checkpoints the MTP core under full recompute and applies the selective modules
     // inside its transformer layer, which recompute_plan does for this op list too.
-    mc.mtp = cost_block(ops.mtp_embedding, nullptr, coster, &tally, "mtp", report);
+    mc.mtp = cost_block(ops.mtp_embedding, nullptr, coster, &tally, "mtp", report, host_for(ops.mtp_embedding, false));
     const RecomputePlan mtp_plan = recompute_plan(ops.mtp_layer, st);
-    BlockCost core = cost_block(ops.mtp_layer, &mtp_plan, coster, &tally, "mtp", report);
+    BlockCost core = cost_block(ops.mtp_layer, &mtp_plan, coster, &tally, "mtp", report,
+                                host_for(ops.mtp_layer, model.mtp_layer_is_moe()));
     if (model.mtp_layer_is_moe()) apply_moe_overlap(core, st, sys.comm_compute_slowdown);
     append_block(mc.mtp, core);
-    append_block(mc.mtp, cost_block(ops.mtp_head, nullptr, coster, &tally, "mtp", report));
+    append_block(mc.mtp, cost_block(ops.mtp_head, nullptr, coster, &tally, "mtp", report, host_for(ops.mtp_head, false)));
   }
   mc.p2p_bytes = ops.p2p_bytes;
   mc.kernels_per_source = tally.kernels;
@@ -188,9 +232,11 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
   k.flags = f;
   std::uint32_t moe = static_cast<std::uint32_t>(s.moe_dispatcher);
   bit = 4;
-  for (bool b : {s.dispatch_probs, s.moe_shared_expert_overlap, s.overlap_moe_expert_parallel_comm}) {
+  for (bool b : {s.dispatch_probs, s.moe_shared_expert_overlap, s.overlap_moe_expert_parallel_comm,
+                 s.moe_grouped_gemm}) {
     moe |= static_cast<std::uint32_t>(b) << bit++;
   }
+  moe |= static_cast<std::uint32_t>(s.cuda_graph_scope) << 16;
   k.moe = moe;
   k.moe_token_imbalance_factor = s.moe_token_imbalance_factor;
   const LayerGroupStrides strides = layer_group_strides(s);

@@ -4,7 +4,8 @@
 // The result depends on the model, the system, the efficiency model and only the strategy fields
 // collected in LayerCostKey (TP/CP/EP/ETP sizes and their strides in the rank order, sequence
 // parallelism, micro-batch size, sequence length, kernel, FP8, recompute, TP-overlap and MoE
-// dispatch/overlap choices, NCCL algorithm/protocol overrides) — not on pp, vpp, dp, ZeRO, DP
+// dispatch/overlap choices, grouped GEMM and CUDA-graph scope (host dispatch), NCCL
+// algorithm/protocol overrides) — not on pp, vpp, dp, ZeRO, DP
 // overlap, offload or the micro-batch count, except where the rank order puts pp or dp before a
 // TP/CP/EP group (the strides). The strategy search therefore computes it once per key and reuses
 // it across candidates (assemble() is phase 2). Pure and thread-safe.
@@ -41,6 +42,11 @@ struct BlockCost {
   double act_bytes_recomputed = 0;    // kept when recomputed
   double fwd_transient_bytes = 0;     // largest extra live bytes while running forward
   double bwd_transient_bytes = 0;     // largest extra live bytes while running backward
+  // Host dispatch (simulator/host_dispatch.h), one micro-batch: the host's issue time, and the GPU
+  // idle time it causes, already included in fwd_s / bwd_s (zero when the system has no host model).
+  double host_fwd_s = 0, host_bwd_s = 0;
+  double host_exposed_fwd_s = 0, host_exposed_bwd_s = 0;
+  int host_syncs_fwd = 0;             // device-to-host synchronisations per forward
 };
 
 struct ModelCosts {
@@ -69,7 +75,7 @@ struct LayerCostKey {
   int tp = 0, cp = 0, ep = 0, etp = 0;
   std::uint32_t flags = 0;  // dtype, SP, attention kind, dropout, fusions, grad accumulation, FP8, TP overlap, CP kind
   std::uint32_t recompute = 0;  // granularity, selective switches, Megatron recompute modules
-  std::uint32_t moe = 0;        // dispatcher, dispatch_probs, shared-expert and EP all-to-all overlap
+  std::uint32_t moe = 0;        // dispatcher, dispatch_probs, shared-expert and EP all-to-all overlap, grouped GEMM, CUDA graphs
   double moe_token_imbalance_factor = 1.0;
   int tp_stride = 1, cp_stride = 1, ep_stride = 1, etp_stride = 1;  // rank order: which share a scale-up domain
   int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (cols = tp / rows)

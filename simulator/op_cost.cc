@@ -47,6 +47,34 @@ double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally, int ra
   return t;
 }
 
+// Ring context parallelism, step by step (layer_ops.h cp_ring_steps): c steps, step 0 causal on
+// the rank's own chunks (s/c queries and keys), steps 1..c-1 non-causal chunk pairs (s/c
+// queries to s/(2c) keys; for a non-causal mask s/c to s/c). Forward: step i hides the KV
+// transfer of step i+1 (c-1 transfers). Backward (TE): step i hides the next KV and the dKV of
+// the previous step; the last dKV has nothing left to hide behind. A step shorter than its
+// transfer exposes the difference; the hidden part pays the SM-sharing slowdown (overlap.h).
+double OpCoster::ring_attention(const LayerOp& op, double kv_s, double kv_bwd_s, double dkv_s, SourceTally* tally,
+                                Efficiency* used, OpTiming& t) const {
+  const int c = op.cp_ring_steps;
+  const double slow = sys_.comm_compute_slowdown;
+  AttentionKey diag = op.attn_fwd;
+  diag.seq_kv = diag.seq_q;
+  AttentionKey step = op.attn_fwd;
+  step.seq_kv = op.attn_fwd.causal ? std::max<std::int64_t>(1, op.attn_fwd.seq_q / 2) : op.attn_fwd.seq_q;
+  step.causal = false;
+  const double f_diag = attention_s(diag, tally, used), f_step = attention_s(step, tally);
+  diag.direction = step.direction = AttentionDirection::backward;
+  const double b_diag = attention_s(diag, tally), b_step = attention_s(step, tally);
+  const double rest = c - 1;
+  t.fwd_compute_s = f_diag + rest * f_step;
+  t.bwd_compute_s = b_diag + rest * b_step;
+  // Backward: the diagonal step hides the first KV; the c-2 middle steps hide a KV and a dKV;
+  // the last step hides the previous dKV; the final dKV is exposed.
+  t.bwd_comm_s = overlap_extra_s(b_diag, kv_bwd_s, slow) + (rest - 1) * overlap_extra_s(b_step, kv_bwd_s + dkv_s, slow) +
+                 overlap_extra_s(b_step, dkv_s, slow) + dkv_s;
+  return overlap_extra_s(f_diag, kv_s, slow) + (rest - 1) * overlap_extra_s(f_step, kv_s, slow);
+}
+
 OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   OpTiming t;
   Efficiency used;
@@ -55,6 +83,7 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   const double c_fwd = comm(op.fwd_comm), c_bwd = comm(op.bwd_comm);
   const double c_d = comm(op.bwd_comm_with_dgrad), c_w = comm(op.bwd_comm_with_wgrad);
   double weight_fwd_s = 0;  // 2D TP weight-panel gather exposed in forward
+  double ring_fwd_comm_s = 0;  // ring CP: KV transfers not hidden by the forward steps
   switch (op.kind) {
     case OpKind::gemm: {
       t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used);
@@ -82,6 +111,10 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
       break;
     }
     case OpKind::attention: {
+      if (op.cp_ring_steps > 1) {
+        ring_fwd_comm_s = ring_attention(op, c_fwd, c_d, c_w, tally, &used, t);
+        break;
+      }
       t.fwd_compute_s = attention_s(op.attn_fwd, tally, &used);
       t.bwd_compute_s = attention_s(op.attn_bwd, tally);
       // Ring context parallelism: KV (and dKV) blocks move while the attention backward runs.
@@ -97,7 +130,11 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   t.source = used.source;
   t.origin = used.origin;
   t.efficiency = used.value;
-  t.fwd_comm_s = op.fwd_comm_overlapped ? overlap_extra_s(t.fwd_compute_s, c_fwd, slow) : c_fwd;
+  if (op.cp_ring_steps > 1) {
+    t.fwd_comm_s = ring_fwd_comm_s;
+  } else {
+    t.fwd_comm_s = op.fwd_comm_overlapped ? overlap_extra_s(t.fwd_compute_s, c_fwd, slow) : c_fwd;
+  }
   t.fwd_comm_s += weight_fwd_s;
   return t;
 }

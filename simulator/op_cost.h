@@ -6,7 +6,10 @@
 // Collectives tied to an op: forward ones are exposed unless marked overlapped (tp_comm_overlap,
 // ring CP); in backward, the ones Megatron overlaps with the same op's dgrad/wgrad GEMM (or the
 // attention backward) cost max(compute, comm) + the system's SM-sharing slowdown on the hidden
-// part (simulator/overlap.h); the rest are exposed.
+// part (simulator/overlap.h); the rest are exposed. Ring context-parallel attention
+// (LayerOp::cp_ring_steps) is priced step by step: a causal diagonal kernel and c-1 chunk-pair
+// kernels, each with its own efficiency, each hiding one K/V (and dK/dV) transfer.
+// Attention efficiencies without a database row follow simulator/attention_shape.h.
 #pragma once
 
 #include <array>
@@ -61,6 +64,10 @@ class OpCoster {
   const EfficiencyModel& efficiency_model() const { return eff_; }
 
  private:
+  // Ring context-parallel attention priced per step (op_cost.cc); fills the compute and backward
+  // communication of t and returns the exposed forward communication.
+  double ring_attention(const LayerOp& op, double kv_s, double kv_bwd_s, double dkv_s, SourceTally* tally,
+                        Efficiency* used, OpTiming& t) const;
   const SystemConfig& sys_;
   const EfficiencyModel& eff_;
   CollectiveChoiceMask nccl_;

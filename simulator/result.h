@@ -55,6 +55,7 @@ struct StageReport {
   double dp_comm_s_per_micro_batch = 0;  // ZeRO-2/3 per-micro-batch collectives, exposed part
   double offload_s_per_micro_batch = 0;  // activation offload transfers not hidden by compute
   double p2p_blocking_s_per_micro_batch = 0;  // blocking send/recv (overlap_p2p_comm false)
+  double host_exposed_s_per_micro_batch = 0;  // GPU idle waiting on host dispatch / syncs (host_dispatch.h)
   double pipeline_busy_s = 0, pipeline_finish_s = 0, bubble_s = 0, bubble_fraction = 0;
   double dp_comm_s = 0;         // per-iteration gradient reduce(-scatter) + parameter all-gather, exposed
   double optimizer_s = 0;
@@ -68,6 +69,16 @@ struct StageReport {
   double fwd_peak_allocated_mem_bytes = 0, bwd_peak_allocated_mem_bytes = 0;
   double peak_mem_bytes = 0, peak_mem_with_reserved_bytes = 0;
   std::string peak_path;
+};
+
+// Host dispatch of one kind of block, one micro-batch (simulator/host_dispatch.h): which side
+// bounds it. bound = "host" when the GPU waits on the host in forward or backward, else "gpu".
+struct HostBlockReport {
+  std::string block;           // "layer" (dense), "moe_layer", "embedding", "head", "mtp"
+  double gpu_fwd_s = 0, host_fwd_s = 0, exposed_fwd_s = 0;
+  double gpu_bwd_s = 0, host_bwd_s = 0, exposed_bwd_s = 0;
+  int syncs_fwd = 0;           // device-to-host synchronisations per forward
+  std::string bound;
 };
 
 struct SimulationResult {
@@ -101,6 +112,10 @@ struct SimulationResult {
   double cp_comm_exposed_s = 0, ep_comm_exposed_s = 0, offload_exposed_s = 0;
   double dp_comm_exposed_s = 0, optimizer_s = 0;  // dp: per-iteration + ZeRO-2/3 per-micro-batch
   double straggler_s = 0;                         // wait for the slowest GPU (system straggler_cv)
+  // GPU idle time waiting on the host (dispatch slower than the GPU, syncs), critical stage.
+  double host_exposed_s = 0;
+  bool host_dispatch_modeled = false;             // the system gives host.op_dispatch_us / host.sync_us
+  std::vector<HostBlockReport> host_blocks;       // per kind of block present (empty when not modeled)
 
   std::vector<StageReport> stages;
   std::vector<OpReport> ops;

@@ -54,6 +54,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                     {"ep_comm_exposed_s", r.ep_comm_exposed_s},
                     {"offload_exposed_s", r.offload_exposed_s},
                     {"straggler_s", r.straggler_s},
+                    {"host_exposed_s", r.host_exposed_s},
                     {"bubble_s", r.bubble_s},
                     {"dp_comm_exposed_s", r.dp_comm_exposed_s},
                     {"optimizer_s", r.optimizer_s}};
@@ -81,6 +82,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                       {"dp_comm_exposed_s_per_micro_batch", st.dp_comm_s_per_micro_batch},
                       {"offload_exposed_s_per_micro_batch", st.offload_s_per_micro_batch},
                       {"p2p_blocking_s_per_micro_batch", st.p2p_blocking_s_per_micro_batch},
+                      {"host_exposed_s_per_micro_batch", st.host_exposed_s_per_micro_batch},
                       {"pipeline_busy_s", st.pipeline_busy_s},
                       {"pipeline_finish_s", st.pipeline_finish_s},
                       {"bubble_s", st.bubble_s},
@@ -131,6 +133,18 @@ nlohmann::json to_json(const SimulationResult& r) {
                      {"time_s", c.time_s}, {"busbw_gb_s", c.busbw_gb_s}, {"source", c.source}});
   }
   j["collectives"] = colls;
+  // Host dispatch (simulator/host_dispatch.h): null when the system does not model the host side.
+  if (r.host_dispatch_modeled) {
+    json blocks = json::array();
+    for (const HostBlockReport& h : r.host_blocks) {
+      blocks.push_back({{"block", h.block}, {"bound", h.bound}, {"syncs_fwd", h.syncs_fwd},
+                        {"gpu_fwd_s", h.gpu_fwd_s}, {"host_fwd_s", h.host_fwd_s}, {"exposed_fwd_s", h.exposed_fwd_s},
+                        {"gpu_bwd_s", h.gpu_bwd_s}, {"host_bwd_s", h.host_bwd_s}, {"exposed_bwd_s", h.exposed_bwd_s}});
+    }
+    j["host_dispatch"] = {{"host_exposed_s", r.host_exposed_s}, {"blocks", blocks}};
+  } else {
+    j["host_dispatch"] = nullptr;
+  }
   json sources = json::object();
   for (int i = 0; i < kEfficiencySourceCount; ++i) {
     sources[std::string(to_string(static_cast<EfficiencySource>(i)))] = r.kernels_per_source[i];

@@ -162,7 +162,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   double p2p_s = 0;
   if (p > 1) {
     CollectiveKey k{CollectiveOp::send_recv, static_cast<std::int64_t>(mc.p2p_bytes), 2, placed.pp_next, st.dtype};
-    p2p_s = coster.collective_s(k, &tally);
+    // PCIe switches: adjacent stages in different switches share the host bridge with every other
+    // pair of the node (docs/comm.md "PCIe switches").
+    const int sw = sys.topology.pcie_switch_gpus;
+    p2p_s = coster.collective_s(k, &tally, sw > 0 ? place_ranks(st, sw).pp_next : 0);
   }
   const double host_bw = sys.host_link_gb_s * 1e9 * sys.host_link_efficiency;
 
@@ -170,6 +173,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   std::vector<double> fwd(stages), bwd(stages), act(stages), rc_time(stages), fwd_tr(stages), bwd_tr(stages);
   std::vector<double> tp_comm(stages), cp_comm(stages), ep_comm(stages), dp_mb_comm(stages), offload(stages);
   std::vector<double> p2p_block(stages), rc_flops(stages), nic_bwd(stages);  // nic_bwd: EP/CP backward NIC traffic
+  std::vector<double> host_wait(stages);  // GPU idle on host dispatch (host_dispatch.h), in fwd/bwd above
   std::vector<int> layers_rc(stages);
   bool clamped = false;
   for (int j = 0; j < stages; ++j) {
@@ -188,6 +192,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       tp_comm[j] += count * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
       cp_comm[j] += count * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += count * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
+      host_wait[j] += count * (b.host_exposed_fwd_s + b.host_exposed_bwd_s);
       nic_bwd[j] += count * ((ep_nic ? b.ep_comm_bwd_s : 0.0) + (cp_nic ? b.cp_comm_bwd_s : 0.0));
       act[j] += (count - count_rc) * b.act_bytes + count_rc * b.act_bytes_recomputed;
       fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
@@ -201,6 +206,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       fwd[j] += b.fwd_s;
       bwd[j] += b.bwd_s;
       tp_comm[j] += b.tp_comm_fwd_s + b.tp_comm_bwd_s;
+      host_wait[j] += b.host_exposed_fwd_s + b.host_exposed_bwd_s;
       act[j] += b.act_bytes;
       block_act += b.act_bytes;
       fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
@@ -221,6 +227,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       tp_comm[j] += D * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
       cp_comm[j] += D * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += D * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
+      host_wait[j] += D * (b.host_exposed_fwd_s + b.host_exposed_bwd_s);
       const double kept = D * (rc_on ? b.act_bytes_recomputed : b.act_bytes);
       act[j] += kept;
       block_act += kept;
@@ -316,6 +323,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       sr.dp_comm_s_per_micro_batch += dp_mb_comm[j];
       sr.offload_s_per_micro_batch += offload[j];
       sr.p2p_blocking_s_per_micro_batch += p2p_block[j];
+      sr.host_exposed_s_per_micro_batch += host_wait[j];
       params += chunk_params[j];
       act_per_mb += act[j];
       fwd_mb += fwd[j];
@@ -422,8 +430,9 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.cp_comm_exposed_s = cs.cp_comm_s_per_micro_batch * m;
   res.ep_comm_exposed_s = cs.ep_comm_s_per_micro_batch * m;
   res.offload_exposed_s = cs.offload_s_per_micro_batch * m;
+  res.host_exposed_s = cs.host_exposed_s_per_micro_batch * m;
   res.compute_s = cs.pipeline_busy_s - res.recompute_s - res.tp_comm_exposed_s - res.cp_comm_exposed_s -
-                  res.ep_comm_exposed_s - res.offload_exposed_s - (cs.dp_comm_s_per_micro_batch +
+                  res.ep_comm_exposed_s - res.offload_exposed_s - res.host_exposed_s - (cs.dp_comm_s_per_micro_batch +
                   cs.p2p_blocking_s_per_micro_batch) * m;
   res.pp_comm_exposed_s = 0;
   res.bubble_s = cs.bubble_s;
@@ -469,6 +478,21 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     std::set<std::string> uniq(mc.roofline_keys.begin(), mc.roofline_keys.end());
     uniq.insert(stage_keys.begin(), stage_keys.end());
     res.roofline_keys.assign(uniq.begin(), uniq.end());
+  }
+  res.host_dispatch_modeled = sys.host_op_dispatch_us > 0 || sys.host_sync_us > 0;
+  if (res.host_dispatch_modeled && opt.details) {
+    auto report = [&](const char* name, const BlockCost& b, bool present) {
+      if (!present) return;
+      const double gpu_f = b.fwd_s - b.host_exposed_fwd_s, gpu_b = b.bwd_s - b.host_exposed_bwd_s;
+      res.host_blocks.push_back({name, gpu_f, b.host_fwd_s, b.host_exposed_fwd_s, gpu_b, b.host_bwd_s,
+                                 b.host_exposed_bwd_s, b.host_syncs_fwd,
+                                 b.host_fwd_s > gpu_f || b.host_bwd_s > gpu_b ? "host" : "gpu"});
+    };
+    report("layer", mc.layer, model.dense_layers > 0 || !model.is_moe);
+    report("moe_layer", mc.moe_layer, model.is_moe && model.dense_layers < model.layer_num);
+    report("embedding", emb, true);
+    report("head", head, true);
+    report("mtp", mc.mtp, D > 0);
   }
   if (opt.trace) res.events = std::move(pipe.events);
   return res;

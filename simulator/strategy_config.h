@@ -49,6 +49,19 @@ enum class ContextParallelMode : std::uint8_t { one_d, two_d };
 // MoE token dispatcher (Megatron `--moe-token-dispatcher-type`, SimuMax `moe_dispatcher_policy`).
 enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather };
 
+// CUDA-graph capture (Megatron `--cuda-graph-impl` / `--cuda-graph-scope`, JSON cuda_graph_scope):
+// bits of the parts of a layer replayed as graphs (TransformerEngine per-layer scopes), or the
+// whole iteration (Megatron's local full-iteration graph). 0 = none (Megatron's default). Used by
+// the host-dispatch model (simulator/host_dispatch.h); the GPU work is unchanged.
+enum CudaGraphScope : std::uint8_t {
+  kGraphAttn = 1,            // "attn": input norm, attention block, residual
+  kGraphMlp = 2,             // "mlp": a dense layer's pre-MLP norm, MLP, residual
+  kGraphMoeRouter = 4,       // "moe_router": a MoE layer's pre-MLP norm and router
+  kGraphMoePreprocess = 8,   // "moe_preprocess": the dispatcher's metadata kernels (no op of calisim's list)
+  kGraphMoe = 16,            // "moe": the whole MoE block (Megatron requires drop-and-pad)
+  kGraphFullIteration = 32,  // "full_iteration": forward and backward of the whole step
+};
+
 // FP8 scaling recipe (Megatron `--fp8-recipe`); none = no FP8 GEMMs.
 enum class Fp8Recipe : std::uint8_t { none, delayed, tensorwise, blockwise, mxfp8 };
 
@@ -109,6 +122,10 @@ struct StrategyConfig {
   double moe_token_imbalance_factor = 1.0;  // busiest EP rank's routed tokens / the average (>= 1)
   bool moe_shared_expert_overlap = false;   // shared experts run during the dispatch/combine all-to-all
   bool overlap_moe_expert_parallel_comm = false;  // EP all-to-all hidden behind another micro-batch's compute
+  // Megatron --moe-grouped-gemm (default off): TE grouped GEMM, one Python op per expert GEMM;
+  // off = SequentialMLP, one op per local expert. Changes the host dispatch only (host_dispatch.h).
+  bool moe_grouped_gemm = false;
+  std::uint8_t cuda_graph_scope = 0;  // CudaGraphScope bits; 0 = no CUDA graphs
 
   Fp8Recipe fp8 = Fp8Recipe::none;
 

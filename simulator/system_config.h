@@ -32,6 +32,14 @@ struct SystemConfig {
 
   double matmul_efficiency = 0.7;        // fraction of dense peak for GEMMs
   double attention_efficiency = 0.5;     // fraction of dense peak for flash attention
+  // Backward / forward efficiency of the attention kernels at the reference shape (causal, head
+  // dim 128, sequence 4k-8k); attention_efficiency is their combined fwd+bwd figure there
+  // (simulator/attention_shape.h). 1 = the system file gives no split.
+  double attention_backward_ratio = 1.0;
+  // The attention implementation the two numbers above describe: "default" (the system file's
+  // own) or the name of an `efficiency.attention_implementations` entry picked by
+  // `efficiency.attention_implementation` (e.g. "flash2" for FlashAttention-2 runs).
+  std::string attention_implementation = "default";
   double memory_efficiency = 0.85;       // fraction of HBM bandwidth for element-wise kernels
   double kernel_launch_us = 0;           // fixed cost added to every bandwidth-bound kernel
 
@@ -54,6 +62,10 @@ struct SystemConfig {
   double host_link_gb_s = 0;             // 0 = unknown: offload is rejected
   double host_link_efficiency = 0.8;     // achieved pinned-memory copy bandwidth / link bandwidth
   double host_adam_params_per_s = 0;     // CPU Adam throughput per GPU (parameters/s); 0 = unknown
+  // Host dispatch (simulator/host_dispatch.h): CPU time to issue one framework op (eager op
+  // dispatch + launch) and one device-to-host synchronisation. Both 0 = the host side is not modeled.
+  double host_op_dispatch_us = 0;
+  double host_sync_us = 0;
 
   // Per-GPU step-time coefficient of variation; the step waits for the slowest of N GPUs:
   // × (1 + cv·sqrt(2·ln N)). 0 = off (the default).

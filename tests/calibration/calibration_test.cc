@@ -88,6 +88,28 @@ TEST(RunMapping, NvidiaRecipeInference) {
   EXPECT_TRUE(contains(m.inferred, "FP8 recipe delayed"));
   EXPECT_TRUE(contains(m.inferred, "no activation recompute"));
   EXPECT_EQ(m.layout, "tp2 pp1 vpp1 cp1 ep1 dp4");
+  EXPECT_FALSE(m.strategy.contains("overlap_p2p_comm"));  // pp 1: no pipeline send/recv
+}
+
+TEST(RunMapping, MegatronNonInterleavedPipelineBlocksOnSendRecv) {
+  // Same recipe row with pp 2 (vpp 1) and with pp 2 vpp 2: only the non-interleaved schedule,
+  // which rejects overlap_p2p_comm, gets blocking send/recv.
+  const auto runs = parse(
+      "R32,NeMo 24.07,LLAMA2-7B,dense,32,4096,11008,32,32,128,32000,4096,swiglu,mha,H100-SXM5-80GB,16,NeMo (Megatron-Core),"
+      "bf16,2,2,1,1,,,,,,1,128,,,16934,,,\n"
+      "R33,NeMo 24.07,LLAMA2-7B,dense,32,4096,11008,32,32,128,32000,4096,swiglu,mha,H100-SXM5-80GB,16,NeMo (Megatron-Core),"
+      "bf16,2,2,2,1,,,,,,1,128,,,16934,,,\n");
+  ASSERT_EQ(runs.size(), 2u);
+  const MappedRun plain = map_run(runs[0], kNoModels);
+  ASSERT_TRUE(plain.ok) << plain.reason;
+  EXPECT_EQ(plain.layout, "tp2 pp2 vpp1 cp1 ep1 dp4");
+  EXPECT_EQ(plain.strategy["overlap_p2p_comm"], false);
+  EXPECT_TRUE(contains(plain.inferred, "blocking pipeline send/recv"));
+  const MappedRun interleaved = map_run(runs[1], kNoModels);
+  ASSERT_TRUE(interleaved.ok) << interleaved.reason;
+  EXPECT_EQ(interleaved.layout, "tp2 pp2 vpp2 cp1 ep1 dp4");
+  EXPECT_FALSE(interleaved.strategy.contains("overlap_p2p_comm"));
+  EXPECT_FALSE(contains(interleaved.inferred, "blocking pipeline send/recv"));
 }
 
 TEST(RunMapping, StatedSettingsAreNotInferred) {
@@ -118,6 +140,24 @@ TEST(RunMapping, StatedSettingsAreNotInferred) {
   EXPECT_EQ(t.strategy["fp8_recipe"], "tensorwise");
   EXPECT_EQ(t.strategy["recompute_granularity"], "full_block");
   EXPECT_EQ(t.strategy["global_batch_size"], 16);
+}
+
+// Attention implementation by framework (docs/validation.md): torchtitan's SDPA and llm-foundry
+// run FlashAttention-2, selected through the system patch; NVIDIA recipes keep the system default.
+TEST(RunMapping, AttentionImplementationByFramework) {
+  const auto runs = parse(
+      "R287,torchtitan,Llama 3.1 8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,H100-SXM 96GB HBM2e @500W,8,"
+      "torchtitan,fp8 (Float8 linear torchao),1,1,,1,,,8,,full,2,16,,,5762,,82.4,\n"
+      "R32,NeMo 24.07,LLAMA2-7B,dense,32,4096,11008,32,32,128,32000,4096,swiglu,mha,H100-SXM5-80GB,8,NeMo (Megatron-Core),"
+      "fp8,2,1,1,1,,,,,,1,128,,,16934,,,\n");
+  const MappedRun t = map_run(runs[0], kNoModels);
+  ASSERT_TRUE(t.ok) << t.reason;
+  EXPECT_EQ(t.system_patch["efficiency"]["attention_implementation"], "flash2");
+  EXPECT_TRUE(contains(t.inferred, "attention FlashAttention-2"));
+  const MappedRun n = map_run(runs[1], kNoModels);
+  ASSERT_TRUE(n.ok) << n.reason;
+  EXPECT_FALSE(n.system_patch.contains("efficiency") && n.system_patch["efficiency"].contains("attention_implementation"));
+  EXPECT_FALSE(contains(n.inferred, "FlashAttention-2"));
 }
 
 TEST(RunMapping, UnsupportedRowsGiveAReason) {
@@ -170,6 +210,9 @@ TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
   EXPECT_EQ(m.strategy["cross_entropy_loss_fusion"], false);
   // No compute/communication overlap on this PCIe machine (docs/validation.md), said as inferred.
   EXPECT_DOUBLE_EQ(m.system_patch.at("efficiency").at("comm_compute_slowdown").get<double>(), 1.0);
+  // Megatron's non-interleaved 1F1B blocks on its send/recv pairs (pp 2 here), said as inferred.
+  EXPECT_EQ(m.strategy["overlap_p2p_comm"], false);
+  EXPECT_TRUE(contains(m.inferred, "blocking pipeline send/recv"));
   EXPECT_TRUE(std::any_of(m.inferred.begin(), m.inferred.end(),
                           [](const std::string& i) { return i.find("comm_compute_slowdown 1") != std::string::npos; }));
 

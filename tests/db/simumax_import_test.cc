@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <fstream>
 
+#include <nlohmann/json.hpp>
+
 #include "core/error.h"
 #include "db/db_efficiency_model.h"
 #include "db_test_util.h"
@@ -31,10 +33,44 @@ TEST(SimumaxImport, ReadsEveryTableOfTheA100File) {
   const MeasurementSet& s = imp.batch.rows;
   EXPECT_EQ(s.gemm.size(), 183u + 12u);  // matmul + group_matmul
   EXPECT_EQ(s.attention.size(), 24u);    // sdp_fwd + sdp_bwd
-  EXPECT_EQ(s.memory_fits.size(), 4u);   // default, permute_fwd, permute_bwd, ce
+  EXPECT_EQ(s.memory_fits.size(), 6u);   // default, permute_fwd, permute_bwd, ce + unpermute_fwd/_bwd
   EXPECT_EQ(s.collective_fits.size(), 20u);
-  EXPECT_EQ(imp.warnings.size(), 2u);    // dp_fixed_bw (all_gather, reduce_scatter) is reported, not imported
+  EXPECT_EQ(imp.warnings.size(), 3u);    // dp_fixed_bw (all_gather, reduce_scatter) not imported + the bridge
   EXPECT_EQ(imp.batch.run.source, Source::imported);
+}
+
+// SimuMax prices the un-permutation with the permute bandwidths (moe_module.py UnPermutation);
+// calisim's unpermute op asks for unpermute_fwd / unpermute_bwd, so they get the same fit.
+TEST(SimumaxImport, UnpermuteUsesThePermuteBandwidths) {
+  const MeasurementSet s = read_simumax_system(a100(), kDevice).batch.rows;
+  auto fit = [&](const std::string& kind) -> const MemoryFit* {
+    for (const auto& f : s.memory_fits) {
+      if (f.kind == kind) return &f;
+    }
+    return nullptr;
+  };
+  for (const char* dir : {"fwd", "bwd"}) {
+    const MemoryFit* permute = fit(std::string("permute_") + dir);
+    const MemoryFit* unpermute = fit(std::string("unpermute_") + dir);
+    ASSERT_NE(permute, nullptr);
+    ASSERT_NE(unpermute, nullptr);
+    EXPECT_DOUBLE_EQ(unpermute->efficiency, 0.1879);
+    EXPECT_DOUBLE_EQ(unpermute->bandwidth_gb_s, permute->bandwidth_gb_s);
+    EXPECT_DOUBLE_EQ(unpermute->latency_us, permute->latency_us);
+  }
+}
+
+// dp_fixed_bw of intra_node_pcie_8x: reduce_scatter {2: 3.9, 4: 7} and all_gather {2: 4, 4: 7.65}
+// GiB/s. Groups of 2 (4) ranks spanning the 8 GPUs: 4 (2) of them cross the bridge at once, so the
+// bridge is the mean of 4 x 3.9, 2 x 7, 4 x 4, 2 x 7.65 = 15.225 GiB/s, the a100-pcie-80g
+// system file's pcie_bridge_gb_s 16.3 (docs/comm.md "PCIe switches").
+TEST(SimumaxImport, DpFixedBwGivesTheHostBridge) {
+  const SimumaxImport imp = read_simumax_system(a100(), kDevice);
+  EXPECT_NEAR(imp.pcie_bridge_gb_s, 15.225 * 1.073741824, 1e-9);
+  EXPECT_NEAR(imp.pcie_bridge_gb_s, 16.3, 0.05);
+  EXPECT_TRUE(std::any_of(imp.warnings.begin(), imp.warnings.end(), [](const std::string& w) {
+    return w.find("PCIe host bridge of 16.3 GB/s") != std::string::npos;
+  }));
 }
 
 TEST(SimumaxImport, MapsGemmKeysByTheMegatronConvention) {
@@ -126,6 +162,19 @@ TEST_F(SimumaxDbTest, GroupedGemmsMatchTheirPaddedRows) {
   // Padding never reaches a different tile grid: 1224 (a multiple of 8 itself) is not 1232.
   const Efficiency other = model->gemm(GemmKey{1224, 3072, 5120, 20, DType::bf16, GemmLayout::TN, false});
   EXPECT_NE(other.source, EfficiencySource::measured);
+}
+
+TEST_F(SimumaxDbTest, MalformedDpFixedBwNamesTheField) {
+  const std::string file = path("bad_dp_fixed.json");
+  nlohmann::json j = nlohmann::json::parse(std::ifstream(a100()));
+  j["networks"]["intra_node_pcie_8x"]["op"]["all_gather"]["dp_fixed_bw"] = {{"3", 4.0}};
+  std::ofstream(file) << j.dump();
+  try {
+    read_simumax_system(file, kDevice);
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "networks.intra_node_pcie_8x.op.all_gather.dp_fixed_bw.3");
+  }
 }
 
 TEST_F(SimumaxDbTest, MalformedFilesNameTheEntry) {

@@ -2,6 +2,7 @@
 
 #include "core/error.h"
 #include "db/db_efficiency_model.h"
+#include "predictor/achievable_ceiling.h"
 #include "predictor/interpolating_model.h"
 #include "predictor/scaled_model.h"
 #include "predictor_test_util.h"
@@ -33,7 +34,8 @@ TEST_F(Predict, InterpolatingModelAnswersMeasuredThenInterpolated) {
 TEST_F(Predict, PredictedRowsAreStoredUnderTheTargetAndServedToTheSimulator) {
   auto db = make_db(false);
   const DeviceProfile target = testing::a100_sxm();
-  const Prediction p = predict_target({data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie())}, target);
+  const auto d = data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie());
+  const Prediction p = predict_target({d}, target);
   EXPECT_EQ(p.batch.run.source, db::Source::predicted);
   EXPECT_NE(p.batch.run.notes.find("NVIDIA A100 PCIe 80GB"), std::string::npos);
   EXPECT_NE(p.batch.run.notes.find(kPredictorModelVersion), std::string::npos);
@@ -53,8 +55,44 @@ TEST_F(Predict, PredictedRowsAreStoredUnderTheTargetAndServedToTheSimulator) {
   // Rows of a predicted run answer as `scaled`, naming the device they were predicted from.
   EXPECT_EQ(e.source, EfficiencySource::scaled);
   EXPECT_EQ(model->origin(e.origin), "NVIDIA A100 PCIe 80GB");
-  // Same peaks, same SMs, SXM's achievable efficiency 0.78 vs PCIe's 0.73.
-  EXPECT_NEAR(e.value, 0.7877 * 0.78 / 0.73, 0.01);
+  // Same peaks, same SMs: the row as a fraction of the PCIe rows' own ceiling, times the SXM's MAMF
+  // (0.78 / 0.9; achievable_ceiling.h).
+  const double ceiling =
+      with_gemm_ceilings(d.profile, d.runs, kOverheadPriorUs * 1e-6).matmul_ceiling[static_cast<int>(DType::bf16)];
+  EXPECT_GT(ceiling, 0.7);
+  EXPECT_LT(ceiling, 0.8);
+  EXPECT_NEAR(e.value, 0.7877 * (0.78 / kSystemMatmulShareOfMamf) / ceiling, 0.01);
+  EXPECT_NE(p.batch.run.notes.find("scaled onto the MAMF"), std::string::npos);
+}
+
+TEST_F(Predict, CollectivesAreNotCarriedToAnotherFabricAndFitLatencyIsTheTargets) {
+  auto db = make_db(false);
+  auto source = data(db, "NVIDIA A100 PCIe 80GB", testing::a100_pcie());
+  source.profile.scale_up_kind = "pcie";
+  DeviceProfile target = testing::h100_sxm();
+  target.scale_up_kind = "nvswitch";
+  target.intra_node = {450, 3.4, {0.82, 0.82, 0.82, 0.70, 0.80}};
+  target.inter_node = {50, 14, {0.9, 0.9, 0.9, 0.6, 0.9}};
+  const Prediction p = predict_target({source}, target);
+  EXPECT_TRUE(p.batch.rows.collective_fits.empty());
+  EXPECT_TRUE(p.batch.rows.collective.empty());
+  bool warned = false;
+  for (const auto& w : p.warnings) warned = warned || w.find("collectives not predicted") != std::string::npos;
+  EXPECT_TRUE(warned);
+  // SimuMax's memory fits carry 40 us of latency; the target gets its own fixed overhead instead.
+  ASSERT_FALSE(p.batch.rows.memory_fits.empty());
+  for (const auto& f : p.batch.rows.memory_fits) EXPECT_DOUBLE_EQ(f.latency_us, kOverheadPriorUs);
+
+  // The scaled model skips the source for collectives too; the same fabric carries them.
+  SourceDevice s{source.profile,
+                 make_interpolating_model(source.profile.spec, source.record, source.runs, no_data_model())};
+  const CollectiveKey ar{CollectiveOp::all_reduce, std::int64_t{1} << 28, 8, 8, DType::bf16};
+  EXPECT_EQ(make_scaled_model({s}, target, no_data_model())->collective(ar).source, EfficiencySource::roofline);
+  DeviceProfile pcie_target = target;
+  pcie_target.scale_up_kind = "pcie";
+  pcie_target.intra_node = {32, 10, {0.39, 0.42, 0.35, 0.26, 0.47}};
+  s.profile.intra_node = pcie_target.intra_node;
+  EXPECT_EQ(make_scaled_model({s}, pcie_target, no_data_model())->collective(ar).source, EfficiencySource::scaled);
 }
 
 TEST_F(Predict, ScaledModelSkipsSourcesWithoutDataAndRejectsSelfPrediction) {

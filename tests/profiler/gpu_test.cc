@@ -149,6 +149,35 @@ TEST(GpuAttention, SdpaForwardMatchesReferenceKernel) {
   }
 }
 
+// The fp8 (e4m3) SDPA forward against a double-precision CPU recomputation from the same e4m3
+// inputs, on Hopper or newer (older GPUs: skipped with the reason). O and P are e4m3 (3 mantissa
+// bits, 2^-4 relative rounding): |O| <= 1 here, so 0.1 absolute bounds both roundings; a graph
+// that ignored a scale or mis-wired P·V is off by far more. Then a timed measurement.
+TEST(GpuAttention, Fp8ForwardMatchesCpuReferenceOnHopper) {
+  REQUIRE_GPU(1);
+  CudaEventTimer timer;
+  NvmlMonitor nvml(0);
+  L2Flush flush(0);
+  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
+  AttentionBench bench(loop);
+  const AttentionKey small{1, 2, 2, 128, 128, 128, 128, true, DType::fp8_e4m3, AttentionDirection::forward};
+  const Measurement m = bench.measure({2, 16, 16, 1024, 1024, 128, 128, true, DType::fp8_e4m3,
+                                       AttentionDirection::forward});
+  if (m.status == MeasurementStatus::skipped && m.reason.find("sm_") != std::string::npos) {
+    GTEST_SKIP() << m.reason;
+  }
+  ASSERT_EQ(m.status, MeasurementStatus::measured) << m.reason;
+  EXPECT_NE(m.algorithm.find("fwd fp8"), std::string::npos) << m.algorithm;
+  try {
+    EXPECT_LT(bench.check_against_reference(small, nullptr), 0.1);
+    AttentionKey plain = small;
+    plain.causal = false;
+    EXPECT_LT(bench.check_against_reference(plain, nullptr), 0.1);
+  } catch (const GpuError& e) {
+    ADD_FAILURE() << e.what();
+  }
+}
+
 // cuDNN's SDPA backward (dQ, dK, dV) against a double-precision CPU recomputation: plain, causal
 // with GQA, and MLA head dims. Errors relative to the largest reference value; bf16 outputs and
 // the bf16 Pᵀ / dSᵀ the graph feeds its matmuls leave about 1e-2.
@@ -212,10 +241,10 @@ TEST(GpuAttention, UnsupportedKeysAreSkippedWithAReason) {
   L2Flush flush(0);
   MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
   AttentionBench bench(loop);
-  const Measurement fp8 =
-      bench.measure({1, 4, 4, 128, 128, 128, 128, true, DType::fp8_e4m3, AttentionDirection::forward});
-  EXPECT_EQ(fp8.status, MeasurementStatus::skipped);
-  EXPECT_NE(fp8.reason.find("fp8"), std::string::npos) << fp8.reason;
+  const Measurement fp8_bwd =
+      bench.measure({1, 4, 4, 128, 128, 128, 128, true, DType::fp8_e4m3, AttentionDirection::backward});
+  EXPECT_EQ(fp8_bwd.status, MeasurementStatus::skipped);
+  EXPECT_NE(fp8_bwd.reason.find("fp8_e4m3 attention backward"), std::string::npos) << fp8_bwd.reason;
   const Measurement gqa_bad = bench.measure({1, 6, 4, 128, 128, 128, 128, true, DType::bf16, AttentionDirection::forward});
   EXPECT_EQ(gqa_bad.status, MeasurementStatus::skipped);
 }

@@ -6,8 +6,10 @@
 
 #include <cstdio>
 #include <string>
+#include <vector>
 
 #include "profiler/profile_plan.h"
+#include "profiler/trace_copies.h"
 #include "profiler/trace_writer.h"
 
 namespace {
@@ -64,6 +66,48 @@ TEST(ProfileCli, DbShowSummarisesATraceRunByClass) {
   const CmdResult j = run("db show --json " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(j.code, 0) << j.out;
   EXPECT_NE(j.out.find("\"traces\""), std::string::npos) << j.out;
+}
+
+// A trace with copies and memsets: `db show` lists them by kind with their bandwidth; `db export`
+// carries the trace in JSON (and `db import` brings it back whole); CSV refuses unless told to
+// leave the trace out.
+TEST(ProfileCli, TraceCopiesAreShownAndTravelThroughJsonExport) {
+  const std::string db = ::testing::TempDir() + "cli_trace_copies.db";
+  const std::string copy_db = ::testing::TempDir() + "cli_trace_copies_back.db";
+  const std::string json = ::testing::TempDir() + "cli_trace_copies.json";
+  const std::string csv = ::testing::TempDir() + "cli_trace_copies.csv";
+  for (const auto& f : {db, copy_db}) std::remove(f.c_str());
+  calisim::db::TraceKernel gemm;
+  gemm.name = "nvjet_tst_256x128_64x4_1x2_h_bz_coopB_NNT";
+  gemm.start_ns = 2000, gemm.end_ns = 4000;
+  calisim::profiler::finish_trace_kernel(gemm);
+  const std::vector<calisim::db::TraceKernel> ks = {
+      calisim::profiler::copy_record({1, 2'000'000, 0, 1000, 0, 7, -1, -1}), gemm,
+      calisim::profiler::memset_record({3, 1'000'000, 4000, 5000, 0, 7})};
+  calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "cli test", "2026-01-01T00:00:00Z");
+  const CmdResult show = run("db show " + db + " 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(show.code, 0) << show.out;
+  EXPECT_NE(show.out.find("trace run 1: 1 kernels, 2 copies / memsets"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("HtoD"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("2000"), std::string::npos) << "2 MB in 1 us = 2000 GB/s: " << show.out;
+  EXPECT_NE(show.out.find("memset"), std::string::npos) << show.out;
+
+  const CmdResult exp = run("db export " + db + " " + json);
+  ASSERT_EQ(exp.code, 0) << exp.out;
+  EXPECT_NE(exp.out.find("3 trace record(s)"), std::string::npos) << exp.out;
+  const CmdResult imp = run("db import " + copy_db + " --from " + json);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  EXPECT_NE(imp.out.find("trace records: 3 added"), std::string::npos) << imp.out;
+  const CmdResult show_back = run("db show " + copy_db + " 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(show_back.code, 0) << show_back.out;
+  EXPECT_EQ(show_back.out, show.out);  // same device, run, classes and copies (the run id is 1 in both)
+
+  const CmdResult refused = run("db export " + db + " " + csv);
+  EXPECT_EQ(refused.code, 2) << refused.out;
+  EXPECT_NE(refused.out.find("--skip-traces"), std::string::npos) << refused.out;
+  const CmdResult skipped = run("db export --skip-traces " + db + " " + csv);
+  EXPECT_EQ(skipped.code, 0) << skipped.out;
+  EXPECT_NE(skipped.out.find("left out 3 trace record(s)"), std::string::npos) << skipped.out;
 }
 
 TEST(ProfileCli, RunNeedsExactlyOnePlanSource) {

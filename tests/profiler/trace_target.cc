@@ -1,11 +1,13 @@
 // A small CUDA program for the trace test: after initialising CUDA, inside the NVTX range
 // "calisim_trace_target" it runs a cuBLASLt GEMM (through GemmBench's reference check), fills
 // (fill_random) and kStreamLaunches copy kernels (launch_stream_kernel); then one copy outside
-// any range. Exits 0 on success.
+// any range, and the copies and memset the trace test looks for: 1 MiB host to device, a 1 MiB
+// memset, 4 KiB device to host. Exits 0 on success.
 #include <nvtx3/nvToolsExt.h>
 
 #include <cstdio>
 #include <exception>
+#include <vector>
 
 #include "profiler/cuda_timer.h"
 #include "profiler/device_buffer.h"
@@ -38,6 +40,10 @@ int main() {
     for (int i = 0; i < kStreamLaunches; ++i) launch_stream_kernel(ins, 1, outs, 1, n, 2, nullptr);
     nvtxRangePop();
     launch_stream_kernel(ins, 1, outs, 1, n, 2, nullptr);
+    std::vector<char> host(1 << 20, 1);
+    check_cuda(cudaMemcpy(in.get(), host.data(), host.size(), cudaMemcpyHostToDevice), "cudaMemcpy HtoD");
+    check_cuda(cudaMemset(out.get(), 0, 1 << 20), "cudaMemset");
+    check_cuda(cudaMemcpy(host.data(), out.get(), 4096, cudaMemcpyDeviceToHost), "cudaMemcpy DtoH");
     check_cuda(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
     std::printf("gemm relative error %.3g\n", err);
     return err < 1e-2 ? 0 : 1;

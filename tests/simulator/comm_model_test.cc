@@ -222,5 +222,29 @@ TEST(CommPcieSwitch, DpAcrossSwitchesIsSlowerThanInside) {
   EXPECT_GT(a.dp_comm_exposed_s, simulate(model, across, one_level, eff1).dp_comm_exposed_s);
 }
 
+// Pipeline send/recv: TP 1, PP 2, DP 4 in Megatron's order puts stage 0 on GPUs 0-3 and stage 1 on
+// 4-7, so all four stage pairs cross the bridge at once: each transfer gets a quarter of it.
+TEST(CommPcieSwitch, PipelinePairsAcrossSwitchesShareTheBridge) {
+  const ModelConfig model = testing_support::shipped_model("llama3-8b");
+  const SystemConfig sys = testing_support::shipped_system("a100-pcie-80g");
+  DefaultEfficiencyModel eff(sys);
+  const StrategyConfig st = testing_support::strategy_from_json(
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "pp_size": 2,
+          "overlap_p2p_comm": false})",
+      model);
+  const SimulationResult a = simulate(model, st, sys, eff);
+  const SystemConfig one_level = without_switches(sys);
+  DefaultEfficiencyModel eff1(one_level);
+  const SimulationResult b = simulate(model, st, one_level, eff1);
+  ASSERT_EQ(a.stages.size(), 2u);
+  // Blocking send/recv: stage 0 waits for its activation send once per micro-batch.
+  const double send_s = a.stages[0].p2p_blocking_s_per_micro_batch;
+  const double bytes = 4096.0 * model.hidden_size * 2;  // one bf16 activation of the micro-batch
+  const double bridge_share = sys.topology.pcie_bridge_gb_s * 1e9 / 4;
+  EXPECT_NEAR(send_s, std::max(b.stages[0].p2p_blocking_s_per_micro_batch, bytes / bridge_share), 1e-12);
+  EXPECT_GT(send_s, 2 * b.stages[0].p2p_blocking_s_per_micro_batch);
+  EXPECT_GT(a.duration_time_per_iter_s, b.duration_time_per_iter_s);
+}
+
 }  // namespace
 }  // namespace calisim

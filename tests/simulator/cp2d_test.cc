@@ -81,9 +81,9 @@ CollMap collectives(const std::vector<LayerOp>& ops) {
 // r × k CP grid, s tokens per sequence, T = s/(r·k) tokens per rank:
 //   column group (r ranks), Ulysses: all-to-all of Q, K, V and the output, T·4h·e, forward; dO
 //   and dQ, dK, dV, T·4h·e, backward.
-//   row group (k ranks), the NERSC sequence group: K and V of all s tokens for the a/r heads this
-//   rank holds after the all-to-all, s·2h/r·e, all-gathered forward and beside the backward;
-//   dK, dV reduce-scattered beside the backward.
+//   row group (k ranks), the NERSC sequence group run as Megatron's ring: each of the k steps
+//   sends the local K and V of the a/r heads this rank holds after the all-to-all (s/k tokens,
+//   s/k·2h/r·e) to the ring neighbour, forward and beside the backward; dK, dV the same.
 CollMap hand_derived(double h, double s, int r, int k) {
   const double e = 2, T = s / (r * k);
   CollMap x;
@@ -92,10 +92,10 @@ CollMap hand_derived(double h, double s, int r, int k) {
     x["cp_head_all_to_all/bwd"] = {CollectiveOp::all_to_all, T * 4 * h * e, r};
   }
   if (k > 1) {
-    const double kv = s * 2 * h / r * e;
-    x["core_attention/fwd"] = {CollectiveOp::all_gather, kv, k};
-    x["core_attention/bwd_dgrad"] = {CollectiveOp::all_gather, kv, k};
-    x["core_attention/bwd_wgrad"] = {CollectiveOp::reduce_scatter, kv, k};
+    const double kv = s / k * 2 * h / r * e;
+    x["core_attention/fwd"] = {CollectiveOp::send_recv, kv, 2};
+    x["core_attention/bwd_dgrad"] = {CollectiveOp::send_recv, kv, 2};
+    x["core_attention/bwd_wgrad"] = {CollectiveOp::send_recv, kv, 2};
   }
   return x;
 }
@@ -114,7 +114,7 @@ TEST(Cp2d, GridVolumesMatchHandDerivedFormulas) {
       EXPECT_DOUBLE_EQ(it->second.bytes, w.bytes) << key << " on " << r << "x" << k;
       EXPECT_EQ(it->second.ranks, w.ranks) << key;
     }
-    // 2 × 2: T = 512, all-to-all 512·4·1024·2 = 4 MiB; ring K/V 2048·2·1024/2·2 = 4 MiB.
+    // 2 × 2: T = 512, all-to-all 512·4·1024·2 = 4 MiB; ring K/V per step 1024·2·1024/2·2 = 2 MiB.
     if (k == 2) {
       EXPECT_DOUBLE_EQ(want.at("cp_head_all_to_all/fwd").bytes, 4.0 * (1 << 20));
     }

@@ -74,9 +74,14 @@ TEST(ContextParallel, RingSplitsAttentionWorkAndExchangesKv) {
   ASSERT_TRUE(a4->fwd_comm);
   EXPECT_TRUE(a4->fwd_comm_overlapped);
   EXPECT_EQ(a4->comm_group, CommGroup::cp);
-  // KV of the whole sequence: 8192 tokens × 8 heads × (128 + 128) × 2 bytes, ring all-gather over 4.
-  EXPECT_EQ(a4->fwd_comm->bytes, 8192LL * 8 * 256 * 2);
-  EXPECT_EQ(a4->fwd_comm->ranks, 4);
+  // Ring steps (Megatron/TE p2p): each of the 4 steps sends the local K, V to the neighbour,
+  // 8192/4 tokens × 8 heads × (128 + 128) × 2 bytes; backward sends dK, dV of the same size.
+  EXPECT_EQ(a4->cp_ring_steps, 4);
+  EXPECT_EQ(a4->fwd_comm->op, CollectiveOp::send_recv);
+  EXPECT_EQ(a4->fwd_comm->bytes, 2048LL * 8 * 256 * 2);
+  EXPECT_EQ(a4->fwd_comm->ranks, 2);
+  ASSERT_TRUE(a4->bwd_comm_with_wgrad);
+  EXPECT_EQ(a4->bwd_comm_with_wgrad->bytes, a4->fwd_comm->bytes);
   EXPECT_DOUBLE_EQ(cp4.p2p_bytes, one.p2p_bytes / 4);
 
   // Ulysses: all-to-all of Q, K, V and the output, attention over the full sequence with a/c heads.

@@ -1,0 +1,53 @@
+#include "predictor/achievable_ceiling.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "predictor/device_fit.h"
+#include "predictor/kernel_overhead.h"
+
+namespace calisim::predictor {
+
+std::optional<double> gemm_ceiling(const std::vector<db::GemmRow>& rows, const DeviceProfile& device,
+                                   double overhead_s) {
+  const DeviceSpec& d = device.spec;
+  std::vector<double> work;
+  for (const auto& r : rows) {
+    const double peak = d.peak_flops_per_s(r.key.dtype);
+    const double flops = r.key.flops(), bytes = r.key.bytes();
+    const double e = std::min(r.efficiency, 1.0);
+    if (!(peak > 0) || !(flops > 0) || !(e > 0)) continue;
+    // Compute-bound on the device's own achievable roofline (1 where a figure is unknown).
+    const double a_c = device.matmul_efficiency > 0 ? device.matmul_efficiency : 1.0;
+    const double a_m = device.memory_efficiency > 0 ? device.memory_efficiency : 1.0;
+    const double compute_s = flops / (peak * a_c);
+    const double memory_s = d.hbm_gb_s > 0 && bytes > 0 ? bytes / (d.hbm_bytes_per_s() * a_m) : 0.0;
+    if (compute_s < memory_s) continue;
+    const double r_work = remove_overhead(e, flops, peak, overhead_s);
+    if (flops / (peak * r_work) < kShortRowFactor * overhead_s) continue;
+    work.push_back(r_work);
+  }
+  if (work.size() < kMinCeilingRows) return std::nullopt;
+  std::sort(work.begin(), work.end());
+  // Nearest rank: the smallest value with at least kCeilingQuantile of the rows at or below it.
+  const auto rank = static_cast<std::size_t>(std::ceil(kCeilingQuantile * static_cast<double>(work.size())));
+  return work[std::clamp<std::size_t>(rank, 1, work.size()) - 1];
+}
+
+DeviceProfile with_gemm_ceilings(DeviceProfile profile, const std::vector<db::RunBatch>& runs, double overhead_s) {
+  const GroupedRows g = group_rows(runs);
+  for (int t = 0; t < kDTypeCount; ++t) {
+    profile.matmul_ceiling[t] = gemm_ceiling(g.gemm[t], profile, overhead_s).value_or(0.0);
+  }
+  return profile;
+}
+
+MatmulPair matmul_pair(const DeviceProfile& s, const DeviceProfile& t, DType dtype) {
+  const double ceiling = s.matmul_ceiling[static_cast<int>(dtype)];
+  if (ceiling > 0 && t.matmul_efficiency > 0) {
+    return {ceiling, std::min(t.matmul_efficiency / kSystemMatmulShareOfMamf, 1.0), true};
+  }
+  return {s.matmul_efficiency, t.matmul_efficiency, false};
+}
+
+}  // namespace calisim::predictor

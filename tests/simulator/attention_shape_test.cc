@@ -1,0 +1,182 @@
+// Attention kernel efficiency (simulator/attention_shape.h), the system file's attention
+// implementation entries, and ring context parallelism priced step by step (op_cost.cc).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "core/error.h"
+#include "simulator/attention_shape.h"
+#include "simulator/config_loader.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/layer_ops.h"
+#include "simulator/op_cost.h"
+#include "test_support.h"
+
+namespace calisim {
+namespace {
+
+using testing_support::shipped_model;
+using testing_support::shipped_system;
+using testing_support::strategy_from_json;
+
+AttentionKey key(std::int64_t seq, bool causal, AttentionDirection dir, std::int64_t head_dim = 128) {
+  return AttentionKey{1, 16, 16, seq, seq, head_dim, head_dim, causal, DType::bf16, dir};
+}
+
+TEST(AttentionShape, SplitKeepsTheCombinedTimeAtTheReferenceShape) {
+  const AttentionReference r = attention_reference_split(0.50, 0.85);
+  EXPECT_NEAR(r.backward / r.forward, 0.85, 1e-12);
+  // FlashAttention convention: fwd + bwd = 3.5 forward FLOP units.
+  EXPECT_NEAR(3.5 / (1.0 / r.forward + 2.5 / r.backward), 0.50, 1e-12);
+  // H100: forward 0.563 of peak = the FlashAttention-3 / cuDNN mean (557 TFLOP/s / 989).
+  EXPECT_NEAR(r.forward, 0.563, 0.005);
+  const AttentionReference same = attention_reference_split(0.57, 1.0);
+  EXPECT_DOUBLE_EQ(same.forward, 0.57);
+  EXPECT_DOUBLE_EQ(same.backward, 0.57);
+}
+
+TEST(AttentionShape, ReferenceShapeIsOneAndPublishedOrderingsHold) {
+  const auto fwd = AttentionDirection::forward, bwd = AttentionDirection::backward;
+  // Curves are normalised to the mean of 4k and 8k, causal, head dim 128.
+  EXPECT_NEAR((attention_shape_factor(key(4096, true, fwd)) + attention_shape_factor(key(8192, true, fwd))) / 2, 1.0,
+              1e-3);
+  // Shorter sequences run further from peak (FA2/cuDNN/FA3 causal forward at 512: 0.49-0.60 of 4k-8k).
+  EXPECT_NEAR(attention_shape_factor(key(512, true, fwd)), 0.561, 1e-9);
+  EXPECT_LT(attention_shape_factor(key(1024, true, fwd)), attention_shape_factor(key(2048, true, fwd)));
+  // Clamped outside the published 512..16k range.
+  EXPECT_DOUBLE_EQ(attention_shape_factor(key(65536, true, fwd)), attention_shape_factor(key(16384, true, fwd)));
+  EXPECT_DOUBLE_EQ(attention_shape_factor(key(128, true, fwd)), attention_shape_factor(key(512, true, fwd)));
+  // Non-causal beats causal at every length (causal/non-causal 0.89 at 4k-8k).
+  for (std::int64_t s : {512, 2048, 8192}) {
+    EXPECT_GT(attention_shape_factor(key(s, false, fwd)), attention_shape_factor(key(s, true, fwd))) << s;
+  }
+  EXPECT_NEAR(attention_shape_factor(key(8192, true, fwd)) / attention_shape_factor(key(8192, false, fwd)),
+              1.017 / (1.0 / 0.89), 1e-9);
+  // Backward loses more at short lengths than forward (bwd 0.62 vs fwd 0.80 of 4k-8k at 512, non-causal).
+  EXPECT_LT(attention_shape_factor(key(512, false, bwd)), attention_shape_factor(key(512, false, fwd)));
+  // Head dim 64 below 128 (0.781), 256 slightly below (0.964); MLA's 192 in between.
+  EXPECT_NEAR(attention_shape_factor(key(8192, true, fwd, 64)) / attention_shape_factor(key(8192, true, fwd)), 0.781,
+              1e-9);
+  EXPECT_NEAR(attention_shape_factor(key(8192, true, fwd, 256)) / attention_shape_factor(key(8192, true, fwd)), 0.964,
+              1e-9);
+  const double d192 = attention_shape_factor(key(8192, true, fwd, 192)) / attention_shape_factor(key(8192, true, fwd));
+  EXPECT_GT(d192, 0.964);
+  EXPECT_LT(d192, 1.0);
+  // The kernel length of a ring step: s/c queries against s/(2c) keys.
+  AttentionKey step = key(4096, false, fwd);
+  step.seq_kv = 2048;
+  EXPECT_NEAR(attention_kernel_seq(step), std::sqrt(4096.0 * 2048.0), 1e-9);
+}
+
+TEST(AttentionShape, DefaultModelSplitsDirectionsAndCapsAtOne) {
+  const SystemConfig sys = shipped_system("h100-sxm");
+  DefaultEfficiencyModel eff(sys);
+  const auto f = eff.attention(key(8192, true, AttentionDirection::forward));
+  const auto b = eff.attention(key(8192, true, AttentionDirection::backward));
+  EXPECT_EQ(f.source, EfficiencySource::roofline);
+  EXPECT_LT(b.value, f.value);  // backward 0.85 of forward at the reference (FA3 paper figures)
+  SystemConfig hot = sys;
+  hot.attention_efficiency = 1.0;
+  hot.attention_backward_ratio = 2.0;
+  DefaultEfficiencyModel capped(hot);
+  EXPECT_LE(capped.attention(key(16384, false, AttentionDirection::forward)).value, 1.0);
+}
+
+nlohmann::json h100_doc() { return read_json_file(std::string(CALISIM_CONFIG_DIR) + "/systems/h100-sxm.json"); }
+
+TEST(AttentionShape, SystemFilePicksAnImplementationEntry) {
+  nlohmann::json doc = h100_doc();
+  const SystemConfig base = parse_system(doc, "h100-sxm.json");
+  EXPECT_EQ(base.attention_implementation, "default");
+  doc["efficiency"]["attention_implementation"] = "flash2";
+  const SystemConfig fa2 = parse_system(doc, "h100-sxm.json");
+  EXPECT_EQ(fa2.attention_implementation, "flash2");
+  EXPECT_DOUBLE_EQ(fa2.attention_efficiency, doc["efficiency"]["attention_implementations"]["flash2"]["attention"]);
+  EXPECT_LT(fa2.attention_efficiency, base.attention_efficiency);  // FA2 on Hopper: 0.30 vs cuDNN 0.50
+
+  doc["efficiency"]["attention_implementation"] = "flash9";
+  try {
+    parse_system(doc, "h100-sxm.json");
+    FAIL() << "unknown implementation accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("efficiency.attention_implementation"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("flash9"), std::string::npos) << e.what();
+  }
+  doc["efficiency"]["attention_implementation"] = "flash2";
+  doc["efficiency"]["attention_implementations"]["flash2"]["attention_backward_ratio"] = 3.0;
+  try {
+    parse_system(doc, "h100-sxm.json");
+    FAIL() << "backward ratio 3 accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("efficiency.attention_implementations.flash2.attention_backward_ratio"),
+              std::string::npos)
+        << e.what();
+  }
+  doc["efficiency"]["attention_implementations"]["flash2"] = {{"attention", 0.3}, {"atention_backward_ratio", 0.8}};
+  EXPECT_THROW(parse_system(doc, "h100-sxm.json"), InputError);  // misspelt field is not ignored
+}
+
+// A measured efficiency (any non-roofline source) is used as is: the shape model is only the
+// fallback, so a database row still wins.
+class FixedAttention final : public EfficiencyModel {
+ public:
+  explicit FixedAttention(const SystemConfig& s) : base_(s) {}
+  Efficiency gemm(const GemmKey& k) const override { return base_.gemm(k); }
+  Efficiency attention(const AttentionKey&) const override { return {0.4, EfficiencySource::measured}; }
+  Efficiency memory_op(const MemoryOpKey& k) const override { return base_.memory_op(k); }
+  Efficiency collective(const CollectiveKey& k) const override { return base_.collective(k); }
+
+ private:
+  DefaultEfficiencyModel base_;
+};
+
+TEST(AttentionShape, DatabaseRowWinsOverTheShapeModel) {
+  const SystemConfig sys = shipped_system("h100-sxm");
+  FixedAttention eff(sys);
+  OpCoster coster(sys, eff);
+  for (std::int64_t s : {512, 8192}) {
+    const AttentionKey k = key(s, true, AttentionDirection::backward);
+    EXPECT_DOUBLE_EQ(coster.attention_s(k, nullptr), k.flops() / (sys.device.peak_flops_per_s(DType::bf16) * 0.4));
+  }
+}
+
+const LayerOp& attention_op(const std::vector<LayerOp>& ops) {
+  return *std::find_if(ops.begin(), ops.end(), [](const LayerOp& o) { return std::string(o.name) == "core_attention"; });
+}
+
+TEST(RingContextParallel, PricesDiagonalAndChunkPairStepsAndExposesSlowTransfers) {
+  const ModelConfig m = shipped_model("llama3-8b");  // 32 heads, 8 KV heads, d 128
+  const StrategyConfig st = strategy_from_json(R"({"seq_len": 32768, "micro_batch_num": 1, "world_size": 4, "cp_size": 4})", m);
+  const ModelOps ops = build_model_ops(m, st, 8);
+  const LayerOp& op = attention_op(ops.layer);
+  ASSERT_EQ(op.cp_ring_steps, 4);
+  SystemConfig sys = shipped_system("h100-sxm");
+  sys.comm_compute_slowdown = 0;
+  DefaultEfficiencyModel eff(sys);
+  OpCoster coster(sys, eff);
+  // Step 0: causal, 8k queries and keys; steps 1..3: non-causal, 8k queries to 4k keys.
+  AttentionKey diag = op.attn_fwd, step = op.attn_fwd;
+  diag.seq_kv = 8192;
+  step.seq_kv = 4096;
+  step.causal = false;
+  EXPECT_DOUBLE_EQ(diag.flops() + 3 * step.flops(), op.attn_fwd.flops());  // 1/c of the causal work
+  const double f_diag = coster.attention_s(diag, nullptr), f_step = coster.attention_s(step, nullptr);
+  const OpTiming t = coster.cost(op, nullptr);
+  EXPECT_DOUBLE_EQ(t.fwd_compute_s, f_diag + 3 * f_step);
+  // NVLink moves the local K, V (8192 tokens · 8 heads · 256 · 2 B = 32 MiB) inside a step: nothing exposed.
+  EXPECT_DOUBLE_EQ(t.fwd_comm_s, 0.0);
+  // A slow link exposes every transfer beyond its step: 3 transfers against diag + 2 steps.
+  sys.scale_up.gpu_gb_s = 0.5;
+  OpCoster slow(sys, eff);
+  const double kv = slow.collective_s(*op.fwd_comm, nullptr);
+  ASSERT_GT(kv, f_diag);
+  const OpTiming ts = slow.cost(op, nullptr);
+  EXPECT_NEAR(ts.fwd_comm_s, 3 * kv - f_diag - 2 * f_step, 1e-12);
+  // Backward: KV and dKV both travel; the last dKV is exposed whole.
+  EXPECT_GT(ts.bwd_comm_s, ts.fwd_comm_s);
+}
+
+}  // namespace
+}  // namespace calisim
