@@ -1,5 +1,6 @@
 // Predictor speed: fitting a device's GEMM table (issue goal: 10k rows < 1 s) and answering one
-// key (goal: < 1 µs) from the fit (interpolated) and from a scaled source (cross-device).
+// key (goal: < 1 µs) from the fit (interpolated) and from a scaled source (cross-device); building
+// the simulator's model (served_model.h, once per `calisim simulate --db`) and one lookup through it.
 #include <benchmark/benchmark.h>
 
 #include <cmath>
@@ -10,6 +11,7 @@
 #include "predictor/device_fit.h"
 #include "predictor/interpolating_model.h"
 #include "predictor/scaled_model.h"
+#include "predictor/served_model.h"
 
 namespace {
 
@@ -82,5 +84,40 @@ void BM_ScaledGemm(benchmark::State& state) {
   for (auto _ : state) benchmark::DoNotOptimize(model->gemm(keys[i++ % keys.size()]));
 }
 BENCHMARK(BM_ScaledGemm);
+
+// A measured device of n GEMM rows as the database gives it to served_model.h.
+std::vector<db::RunBatch> synthetic_runs(std::size_t n) {
+  db::RunBatch b;
+  b.run.device = "bench GPU";
+  b.run.source = db::Source::measured;
+  b.rows.gemm = synthetic_rows(n).gemm[static_cast<int>(DType::bf16)];
+  return {b};
+}
+
+db::DeviceRecord bench_record() {
+  db::DeviceRecord r;
+  r.name = "bench GPU";
+  r.peak_tflops[static_cast<int>(DType::bf16)] = 312;
+  r.hbm_gb_s = 2039;
+  r.sm_count = 108;
+  return r;
+}
+
+void BM_BuildServedModel(benchmark::State& state) {
+  const auto runs = synthetic_runs(static_cast<std::size_t>(state.range(0)));
+  const db::DeviceRecord record = bench_record();
+  for (auto _ : state) benchmark::DoNotOptimize(make_served_model(record.to_spec(), record, runs, no_data_model()));
+}
+BENCHMARK(BM_BuildServedModel)->Arg(250)->Arg(2000)->Unit(benchmark::kMillisecond);
+
+// An unmeasured key: the row lookup and padded lookup miss, the guarded fit answers.
+void BM_ServedUnmeasuredGemm(benchmark::State& state) {
+  const db::DeviceRecord record = bench_record();
+  const auto model = make_served_model(record.to_spec(), record, synthetic_runs(2000), no_data_model());
+  const auto keys = query_keys();
+  std::size_t i = 0;
+  for (auto _ : state) benchmark::DoNotOptimize(model->gemm(keys[i++ % keys.size()]));
+}
+BENCHMARK(BM_ServedUnmeasuredGemm);
 
 }  // namespace

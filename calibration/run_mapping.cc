@@ -82,6 +82,9 @@ MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
                 {"overlap_p2p_comm", false}};
   const bool moe = m.model.value("model_type", "") == "moe";
   if (moe) m.strategy["moe_grouped_gemm"] = true;  // SimuMax's table prices grouped expert GEMMs
+  // Megatron v0.12's chained dense + expert optimizers each gather every parameter when
+  // overlap_param_gather is off (Megatron-LM issue #1527; data_parallel.h).
+  if (moe) m.strategy["moe_double_param_gather"] = true;
   m.system = "a100-pcie-80g";
   // No compute/communication overlap on this PCIe machine: SimuMax's model of it, which reproduces
   // these runs, exposes every TP collective, and the measured per-micro-batch slope
@@ -95,7 +98,11 @@ MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
     m.inferred.push_back("blocking pipeline send/recv (overlap_p2p_comm false: Megatron's non-interleaved 1F1B "
                          "schedule does not overlap p2p communication)");
   }
-  if (moe) m.inferred.push_back("MoE grouped GEMM on (SimuMax's table prices grouped expert GEMMs)");
+  if (moe) {
+    m.inferred.push_back("MoE grouped GEMM on (SimuMax's table prices grouped expert GEMMs)");
+    m.inferred.push_back("parameter all-gather twice per step (Megatron v0.12: the dense and expert optimizers of its "
+                         "ChainedOptimizer each call start_param_sync, Megatron-LM issue #1527)");
+  }
   m.layout = fmt::format("tp{} pp{} vpp1 cp1 ep{} dp{}", tp, pp, ep, dp);
   m.ok = true;
   return m;

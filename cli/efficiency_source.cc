@@ -2,7 +2,7 @@
 
 #include <filesystem>
 
-#include "db/db_efficiency_model.h"
+#include "predictor/served_model.h"
 #include "simulator/comm_model.h"
 #include "simulator/default_efficiency.h"
 
@@ -19,11 +19,14 @@ EfficiencyChoice make_efficiency_source(const SystemConfig& system, const std::s
     if (p.is_relative()) p = std::filesystem::path(system_file).parent_path() / p;
     out.database = p.string();
   }
-  // Resolution order (ARCHITECTURE.md): this device's rows in the database, then roofline.
-  // Collective rows answer against this system's links (db_efficiency_model.h CollectiveLinkFn).
+  // Resolution order (ARCHITECTURE.md; predictor/served_model.h): this device's rows, the
+  // predictor's fits of them where they have data (`interpolated`; `scaled` over predicted rows),
+  // then roofline. Collective rows and fits answer against this system's links
+  // (db_efficiency_model.h CollectiveLinkFn); the system's SM count fills a record without one.
   if (!out.database.empty()) {
-    out.model = load_db_efficiency_model(out.database, system.device.name, roofline,
-                                         [system](const CollectiveKey& k) { return link_for(k, system).gb_s; });
+    out.model = predictor::load_served_model(
+        out.database, system.device.name, roofline,
+        [system](const CollectiveKey& k) { return link_for(k, system).gb_s; }, system.device.sm_count);
   }
   return out;
 }

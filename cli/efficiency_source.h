@@ -1,5 +1,7 @@
 // Which EfficiencyModel a command uses: the database named by --db, else the system file's
 // "efficiency_db" (relative to the system file), else the system file's roofline defaults.
+// A database answers through predictor/served_model.h: the device's rows, then the predictor's
+// fits of them where the fits have data, then the roofline.
 #pragma once
 
 #include <memory>

@@ -7,7 +7,8 @@
 //   2. the device's Eigen fit for the key's group (device_fit.h)          -> `interpolated`
 //   3. `fallback` (normally the roofline model)                           -> its answer, unchanged
 // Building fits every group once; calls do not allocate, lock or do I/O, and are safe from many
-// threads.
+// threads. The fits answer any size (features clamped to the data): what scaling and evaluation
+// need. The simulator gets served_model.h instead, which adds row minimums and a size envelope.
 #pragma once
 
 #include <memory>

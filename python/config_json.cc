@@ -116,6 +116,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"fp8_recipe", or_null(fp8_name(s.fp8))},
             {"overlap_grad_reduce", s.overlap_grad_reduce},
             {"overlap_param_gather", s.overlap_param_gather},
+            {"moe_double_param_gather", s.moe_double_param_gather},
             {"bucket_size", s.bucket_size},
             {"tp_comm_overlap", s.tp_comm_overlap},
             {"overlap_p2p_comm", s.overlap_p2p_comm},

@@ -295,6 +295,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   // Overlap switches, named as Megatron's flags.
   s.overlap_grad_reduce = r.bool_or("overlap_grad_reduce", false);
   s.overlap_param_gather = r.bool_or("overlap_param_gather", false);
+  s.moe_double_param_gather = r.bool_or("moe_double_param_gather", false);
   s.bucket_size = r.positive_int_or("bucket_size", 0);
   s.tp_comm_overlap = r.bool_or("tp_comm_overlap", false);
   const auto p2p_overlap = r.opt_bool("overlap_p2p_comm");

@@ -26,6 +26,19 @@ double optimizer_shard_params(const RankParams& p, const StrategyConfig& st, con
   return p.dense / g.dense_ranks + p.expert / g.expert_ranks;
 }
 
+OptimizerStepBytes optimizer_step_bytes(double shard, double grad_buffer_bytes, const StrategyConfig& st) {
+  OptimizerStepBytes b;
+  b.adam_bytes = shard * (16.0 + 12.0 + 4.0 + 4.0 + bytes_per_element(st.dtype));
+  const double passes = 2.0 + (st.dp_size * st.cp_size > 1 ? 2.0 : 0.0);
+  b.grad_buffer_bytes = grad_buffer_bytes * passes;
+  return b;
+}
+
+int param_gather_passes(const RankParams& p, const StrategyConfig& st) {
+  const bool chained = st.moe_double_param_gather && p.expert > 0 && p.dense > 0;
+  return chained && !st.overlap_param_gather && (st.zero_state == 1 || st.zero_state == 2) ? 2 : 1;
+}
+
 double bucket_params(const StrategyConfig& st) {
   return st.bucket_size > 0 ? static_cast<double>(st.bucket_size) : std::max(4e7, 1e6 * st.dp_size);
 }

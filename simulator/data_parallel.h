@@ -35,6 +35,33 @@ struct StaticMemory {
 StaticMemory static_memory(const RankParams& params, double largest_layer_params, double bucket_params,
                            const StrategyConfig& strategy, const DpGroups& g);
 
+// HBM traffic of Megatron's optimizer step on one rank (DistributedOptimizer / DDP, fused Adam),
+// split by kernel kind so each is priced with its own efficiency:
+// - adam_bytes ("adam_step"): over the `shard_params` this rank updates on the GPU: Adam reads
+//   param, grad, m, v and writes param, m, v (fp32, 28 B), the gradient-norm pass reads the grad
+//   shard (4 B), and the separate main-to-model copy reads the fp32 master and writes the e-byte
+//   model weight (4 + e B). Clipping's rescale runs only when the norm exceeds the threshold
+//   (data-dependent), so it is not charged.
+// - grad_buffer_bytes ("copy"): passes over this rank's whole local gradient buffer
+//   (`grad_buffer_bytes` = StaticMemory::grad_bytes): zero_grad_buffer's memset (write), the
+//   pre-reduce NaN check (Megatron's check_for_nan_in_loss_and_grad, default on: a norm over the
+//   buffer, read) and, when dp·cp > 1, the pre-reduce scaling by 1/dp (gradient_scaling_factor:
+//   read + write), which runs for the expert buffer too. Not sharded: with expert-DP 1 the
+//   experts' gradients are all local.
+struct OptimizerStepBytes {
+  double adam_bytes = 0, grad_buffer_bytes = 0;
+};
+OptimizerStepBytes optimizer_step_bytes(double shard_params_on_gpu, double grad_buffer_bytes,
+                                        const StrategyConfig& strategy);
+
+// How many times the DP parameter all-gather of a rank runs per step. Megatron-LM from 0.9
+// (commit 655a663; NVIDIA/Megatron-LM issues #1527, #3284) wraps an MoE model's dense and expert
+// DistributedOptimizers in a ChainedOptimizer, and with overlap_param_gather off each of the two
+// calls start_param_sync on every model chunk, which gathers all bucket groups: every parameter
+// is gathered twice. strategy.moe_double_param_gather turns this on; it applies at ZeRO-1/2 with
+// overlap_param_gather off on a rank that holds expert parameters; otherwise 1.
+int param_gather_passes(const RankParams& p, const StrategyConfig& strategy);
+
 // Megatron's DP bucket in parameters: bucket_size, or max(4e7, 1e6·dp) when unset.
 double bucket_params(const StrategyConfig& strategy);
 

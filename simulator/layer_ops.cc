@@ -77,9 +77,14 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
       ce = memory_op("cross_entropy", OpUnit::other, "ce_fused_fwd", 2 * n * d.e, "ce_fused_bwd", 2 * n * d.e, n * d.e);
       ce.transient_bytes = n * d.e;
     } else {
-      // Megatron's vocab-parallel cross-entropy: fp32 copy, max, exp, sum, normalise; keeps the
-      // fp32 softmax for backward, which writes the bf16 gradient.
-      ce = memory_op("cross_entropy", OpUnit::other, "ce_fwd", n * (d.e + 4 * 4), "ce_bwd", n * (4 + d.e + 4), n * 4);
+      // Megatron's unfused vocab-parallel cross-entropy (tensor_parallel/cross_entropy.py), one
+      // eager kernel per step over the [T, V/t] logits, bytes per logit: forward .float() copy
+      // (read e, write 4), max (read 4), in-place subtract max, in-place exp, sum (read 4), in-place
+      // divide by the sum (read + write 4 each); the fp32 softmax is kept for backward, which
+      // multiplies it in place by the loss gradient (read + write 4) and casts the gradient back
+      // to the logits' dtype through .float()'s backward (read 4, write e).
+      ce = memory_op("cross_entropy", OpUnit::other, "ce_fwd", n * (d.e + 4 + 4 + 8 + 8 + 4 + 8), "ce_bwd",
+                     n * (8 + 4 + d.e), n * 4);
       ce.transient_bytes = n * (d.e + 4);
     }
     if (d.t > 1) ce.fwd_comm = tp_coll(d, CollectiveOp::all_reduce, 3.0 * d.T * 4);  // max, target logit, sum

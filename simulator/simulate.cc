@@ -92,6 +92,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   for (const auto& f : st.not_modeled_fields) {
     res.warnings.push_back("strategy field '" + f + "' is accepted for SimuMax compatibility but not modeled");
   }
+  if (st.moe_double_param_gather && (!model.is_moe || st.overlap_param_gather || st.zero_state == 0 || st.zero_state == 3)) {
+    res.warnings.push_back("moe_double_param_gather has no effect: it applies to MoE models at zero_state 1 or 2 with "
+                           "overlap_param_gather off");
+  }
   double peak_flops;
   try {
     peak_flops = sys.device.peak_flops_per_s(st.dtype);
@@ -356,22 +360,25 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_grad_reduce ? bwd_mb : 0.0, buckets, slow);
     }
     if (st.zero_state == 1 || st.zero_state == 2) {
-      const double c = param_gather_s(params, st, groups, coster, &tally);
-      sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, buckets, slow);
+      const int passes = param_gather_passes(params, st);  // 2: Megatron's chained MoE optimizers
+      const double c = passes * param_gather_s(params, st, groups, coster, &tally);
+      sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, passes * buckets, slow);
     }
     if ((!model.untie_embeddings_and_output_weights || D > 0) && p > 1 && (sr.has_embedding || sr.has_head)) {
       sr.dp_comm_s += coster.collective_s({CollectiveOp::all_reduce, static_cast<std::int64_t>(vocab_rank * grad_e), 2,
                                            placed.pp_ends, st.dtype},
                                           &tally);
     }
-    // Adam over this rank's shard: read param, grad, m, v (fp32), write param, m, v and the bf16
-    // copy; the gradient-norm pass reads the grads once more. With optimizer_cpu_offload the
-    // host runs its fraction after the gradients cross the host link (fp32) and the updated
-    // bf16 parameters come back; the GPU part runs concurrently.
+    // The optimizer step's HBM passes (data_parallel.h optimizer_step_bytes): Adam, the norm and
+    // the master-to-model copy over this rank's GPU shard, and the zeroing / NaN check / 1/dp
+    // scaling over its whole gradient buffer. With optimizer_cpu_offload the host runs its
+    // fraction after the gradients cross the host link (fp32) and the updated bf16 parameters
+    // come back; the GPU part runs concurrently.
     const double shard = optimizer_shard_params(params, st, groups);
     const double host_part = st.optimizer_cpu_offload ? st.optimizer_offload_fraction : 0.0;
-    sr.optimizer_s = coster.memory_s(
-        {"adam_step", static_cast<std::int64_t>(shard * (1.0 - host_part) * (16 + 12 + act_e + 4))}, &tally);
+    const OptimizerStepBytes ob = optimizer_step_bytes(shard * (1.0 - host_part), mem.grad_bytes, st);
+    sr.optimizer_s = coster.memory_s({"adam_step", static_cast<std::int64_t>(ob.adam_bytes)}, &tally) +
+                     coster.memory_s({"copy", static_cast<std::int64_t>(ob.grad_buffer_bytes)}, &tally);
     if (host_part > 0) {
       const double host_params = shard * host_part;
       const double host_s = host_params * (4.0 + act_e) / host_bw + host_params / sys.host_adam_params_per_s;

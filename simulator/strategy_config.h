@@ -132,6 +132,9 @@ struct StrategyConfig {
   // Overlap (Megatron flag names).
   bool overlap_grad_reduce = false;     // DP grad reduce(-scatter) bucketed behind backward
   bool overlap_param_gather = false;    // DP param all-gather bucketed behind forward
+  // Megatron-LM >= 0.9 with MoE and overlap_param_gather off gathers every parameter twice per
+  // step (one start_param_sync per chained optimizer; data_parallel.h param_gather_passes).
+  bool moe_double_param_gather = false;
   std::int64_t bucket_size = 0;         // parameters per DP bucket; 0 = Megatron's max(4e7, 1e6·dp)
   bool tp_comm_overlap = false;         // TE userbuffers: TP all-gather / reduce-scatter overlapped with GEMMs
   bool overlap_p2p_comm = true;         // PP send/recv asynchronous (false: the sender blocks)

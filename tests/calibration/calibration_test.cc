@@ -233,6 +233,30 @@ TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
   EXPECT_NEAR(r.mfu_measured_pct, 40 * 2.0 / 2.2, 1e-9);
 }
 
+TEST(RunMapping, SimuMaxMoeRowsGatherParametersTwice) {
+  // Megatron v0.12's chained dense + expert optimizers each all-gather every parameter when
+  // overlap_param_gather is off (Megatron-LM issue #1527): MoE rows only, said as inferred.
+  const auto runs = parse_measured_runs(
+      "model,num_layers,tp,pp,ep,dp,micro_batch_size,micro_batch_num,seq_len,measured_tflops_per_gpu,"
+      "measured_peak_mem_gb,published_mem_err,published_tflops_err,simumax_tflops_per_gpu,simumax_peak_mem_gb,"
+      "simumax_step_time_s\n"
+      "deepseekv2,4,1,1,8,8,1,8,4096,100,50,-0.8%,-1.5%,110,51,2.0\n"
+      "llama3-8b,32,2,1,1,4,1,8,4096,100,50,-0.8%,-1.5%,110,51,2.0\n",
+      "s.csv");
+  const MappedRun moe = map_run(runs[0], [](const std::string&) {
+    return nlohmann::json{{"layer_num", 60}, {"model_type", "moe"}};
+  });
+  ASSERT_TRUE(moe.ok);
+  EXPECT_EQ(moe.strategy.value("moe_double_param_gather", false), true);
+  EXPECT_TRUE(contains(moe.inferred, "parameter all-gather twice per step"));
+  const MappedRun dense = map_run(runs[1], [](const std::string&) {
+    return nlohmann::json{{"layer_num", 32}, {"model_type", "dense"}};
+  });
+  ASSERT_TRUE(dense.ok);
+  EXPECT_FALSE(dense.strategy.contains("moe_double_param_gather"));
+  EXPECT_FALSE(contains(dense.inferred, "parameter all-gather twice per step"));
+}
+
 TEST(ErrorStatistics, HandMadeNumbers) {
   const ErrorStats s = error_stats("g", {{"a", 0.10}, {"b", -0.20}, {"c", 0.05}, {"d", -0.05}});
   EXPECT_EQ(s.count, 4);
