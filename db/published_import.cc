@@ -49,7 +49,39 @@ double peak_of(const DeviceRecord& d, DType t, const Line& line) {
   return p;
 }
 
+PublishedTiming timing_cell(const CsvTable& t, const Line& line) {
+  if (t.column("timing") < 0) return PublishedTiming::unknown;
+  const std::string v = line.text("timing", true);
+  for (auto k : {PublishedTiming::kernel, PublishedTiming::eager_loop, PublishedTiming::unknown}) {
+    if (v == to_string(k)) return k;
+  }
+  line.fail("timing", fmt::format("'{}' is not one of kernel, eager_loop, unknown", v));
+}
+
+constexpr const char* kTimingClause = "; timing: ";
+
 }  // namespace
+
+const char* to_string(PublishedTiming t) {
+  switch (t) {
+    case PublishedTiming::kernel: return "kernel";
+    case PublishedTiming::eager_loop: return "eager_loop";
+    case PublishedTiming::unknown: return "unknown";
+  }
+  return "unknown";
+}
+
+PublishedTiming published_timing(const RunRecord& run) {
+  if (run.source != Source::published) return PublishedTiming::kernel;
+  const auto at = run.notes.find(kTimingClause);
+  if (at == std::string::npos) return PublishedTiming::unknown;  // imported before the column existed
+  const std::string rest = run.notes.substr(at + std::char_traits<char>::length(kTimingClause));
+  for (auto k : {PublishedTiming::kernel, PublishedTiming::eager_loop}) {
+    const std::string name = to_string(k);
+    if (rest.compare(0, name.size(), name) == 0 && (rest.size() == name.size() || rest[name.size()] == ';')) return k;
+  }
+  return PublishedTiming::unknown;
+}
 
 std::vector<RunBatch> read_published_csv(const std::string& path, EfficiencyDb& db) {
   const CsvTable table = parse_csv(read_text_file(path), path);
@@ -70,7 +102,8 @@ std::vector<RunBatch> read_published_csv(const std::string& path, EfficiencyDb& 
       dev = devices.emplace(device_name, *found).first;
     }
     const DeviceRecord& d = dev->second;
-    std::string notes = "source: " + line.text("source", true);
+    const PublishedTiming timing = timing_cell(table, line);
+    std::string notes = "source: " + line.text("source", true) + kTimingClause + to_string(timing);
     if (const std::string extra = line.text("notes", false); !extra.empty()) notes += "; " + extra;
     auto [it, inserted] = index.try_emplace({d.name, notes}, runs.size());
     if (inserted) {
@@ -109,6 +142,8 @@ std::vector<RunBatch> read_published_csv(const std::string& path, EfficiencyDb& 
           break;
         }
         case KeyKind::collective: {
+          // A collective's time is the collective's, whatever issued it: no host-loop bound applies.
+          if (timing == PublishedTiming::eager_loop) line.fail("timing", "eager_loop applies to gemm, attn and mem keys");
           CollectiveRow r;
           r.key = parse_collective_key(key);
           r.busbw_gb_s = line.positive("busbw_gb_s");

@@ -9,10 +9,19 @@
 // Cross-device attention is scaled for the kernel generation of the source rows
 // (kernel_overhead.h); when the target's rows are of another generation the note says
 // "kernel-generation change ... not predicted from specs" and the error measures that change.
+// Published figures timed as an eager loop (db/published_import.h PublishedTiming) are compared like
+// with like: a host-issued loop cannot run an iteration faster than the host dispatches one op, so
+// the predicted time of such a row is max(predicted kernel time, the device's op dispatch time), the
+// per-iteration throughput bound of the loop. The kernel-efficiency fits skip such a row when the
+// fit of the other rows of its group puts its kernel below the dispatch time (its figure then
+// bounds the kernel time from above only); rows timed at the kernel or `unknown` are always fitted.
+// A device without a dispatch time (absent or 0) gets no host bound, and its eager rows are fitted
+// as kernel figures.
 // Errors are absolute percentage errors of efficiency (equivalently of time) against the stored
 // value; MAPE is their mean. Pure; deterministic.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -43,6 +52,8 @@ struct Evaluation {
   std::vector<ErrorSummary> cross_device;
 };
 
-Evaluation evaluate(const std::vector<DeviceData>& devices);
+// op_dispatch_s: host time of one eager framework op per device name (the system file's
+// host.op_dispatch_us), for the eager-loop rule above.
+Evaluation evaluate(const std::vector<DeviceData>& devices, const std::map<std::string, double>& op_dispatch_s = {});
 
 }  // namespace calisim::predictor

@@ -191,7 +191,9 @@ TEST_F(TextDumpTest, PublishedFiguresBecomePublishedRuns) {
   const auto runs = read_published_csv(path("pub.csv"), db);
   ASSERT_EQ(runs.size(), 3u);
   EXPECT_EQ(runs[0].run.source, Source::published);
-  EXPECT_EQ(runs[0].run.notes, "source: MAMF table; torch 2.5");
+  // No timing column: every figure is `unknown` (treated as kernel timing), and says so.
+  EXPECT_EQ(runs[0].run.notes, "source: MAMF table; timing: unknown; torch 2.5");
+  EXPECT_EQ(published_timing(runs[0].run), PublishedTiming::unknown);
   EXPECT_DOUBLE_EQ(runs[0].rows.gemm.at(0).efficiency, 0.81);
   EXPECT_DOUBLE_EQ(runs[1].rows.memory.at(0).efficiency, 0.75);
   EXPECT_DOUBLE_EQ(runs[2].rows.collective.at(0).efficiency, 0.8);
@@ -204,6 +206,36 @@ TEST_F(TextDumpTest, PublishedFiguresBecomePublishedRuns) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "line 2, field 'tflops'") << e.what();
   }
+}
+
+TEST_F(TextDumpTest, PublishedTimingColumnIsKeptPerRun) {
+  auto db = EfficiencyDb::open(path("src.db"), OpenMode::read_write);
+  write("timed.csv",
+        "device,key,tflops,source,timing,notes\n"
+        "Test GPU,gemm m=1024 n=1024 k=1024 batch=1 dtype=bf16 layout=TN acc=0,200,crowd,eager_loop,torch.matmul\n"
+        "Test GPU,gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=TN acc=0,700,crowd,kernel,torch.matmul\n");
+  const auto runs = read_published_csv(path("timed.csv"), db);
+  ASSERT_EQ(runs.size(), 2u);  // same source and notes, different timing: two runs
+  EXPECT_EQ(runs[0].run.notes, "source: crowd; timing: eager_loop; torch.matmul");
+  EXPECT_EQ(published_timing(runs[0].run), PublishedTiming::eager_loop);
+  EXPECT_EQ(published_timing(runs[1].run), PublishedTiming::kernel);
+  RunRecord measured;
+  measured.notes = "timing: eager_loop";  // only published runs carry a figure's timing
+  EXPECT_EQ(published_timing(measured), PublishedTiming::kernel);
+
+  write("timed_bad.csv",
+        "device,key,tflops,source,timing\n"
+        "Test GPU,gemm m=1 n=1 k=1 batch=1 dtype=bf16 layout=TN acc=0,3,x,python\n");
+  try {
+    read_published_csv(path("timed_bad.csv"), db);
+    FAIL();
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "line 2, field 'timing'") << e.what();
+  }
+  write("timed_coll.csv",
+        "device,key,busbw_gb_s,link_gb_s,source,timing\n"
+        "Test GPU,coll op=all_reduce bytes=1073741824 ranks=8 per_node=8 dtype=bf16,360,450,x,eager_loop\n");
+  EXPECT_THROW(read_published_csv(path("timed_coll.csv"), db), InputError);
 }
 
 }  // namespace
