@@ -21,10 +21,7 @@ using testing_support::small_moe;
 using testing_support::strategy_from_json;
 
 SimulationResult run(const ModelConfig& m, const std::string& json, const SystemConfig& sys) {
-  DefaultEfficiencyModel eff(sys);
-  SimulateOptions o;
-  o.details = false;
-  return simulate(m, strategy_from_json(json, m), sys, eff, o);
+  return testing_support::simulate_roofline(m, json, sys);
 }
 
 bool has_warning(const SimulationResult& r, const std::string& part) {

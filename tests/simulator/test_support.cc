@@ -1,6 +1,8 @@
 #include "test_support.h"
 
 #include "simulator/config_loader.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/simulate.h"
 
 namespace calisim::testing_support {
 
@@ -53,6 +55,14 @@ ModelConfig small_moe() {
   m.layer_num = 8;
   m.dense_layers = 3;
   return m;
+}
+
+SimulationResult simulate_roofline(const ModelConfig& model, const std::string& strategy_json,
+                                   const SystemConfig& system) {
+  DefaultEfficiencyModel eff(system);
+  SimulateOptions o;
+  o.details = false;
+  return simulate(model, strategy_from_json(strategy_json, model), system, eff, o);
 }
 
 }  // namespace calisim::testing_support

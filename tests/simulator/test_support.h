@@ -4,6 +4,7 @@
 #include <string>
 
 #include "simulator/model_config.h"
+#include "simulator/result.h"
 #include "simulator/strategy_config.h"
 #include "simulator/system_config.h"
 
@@ -20,5 +21,10 @@ ModelConfig gpt_model(long long h, long long a, long long layers, long long voca
 // A small MoE (Mixtral-shaped): h 1024, 8 heads, 8 experts of width 512, top-2, SwiGLU, no
 // shared expert, 8 layers of which the first 3 are dense (FFN 2048).
 ModelConfig small_moe();
+
+// One simulation of `model` with the strategy given as JSON text on the roofline defaults of
+// `system`, without the per-op report (what most end-to-end tests need).
+SimulationResult simulate_roofline(const ModelConfig& model, const std::string& strategy_json,
+                                   const SystemConfig& system);
 
 }  // namespace calisim::testing_support

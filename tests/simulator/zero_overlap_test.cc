@@ -22,10 +22,7 @@ using testing_support::shipped_system;
 using testing_support::strategy_from_json;
 
 SimulationResult run(const ModelConfig& m, const std::string& json, const SystemConfig& sys) {
-  DefaultEfficiencyModel eff(sys);
-  SimulateOptions o;
-  o.details = false;
-  return simulate(m, strategy_from_json(json, m), sys, eff, o);
+  return testing_support::simulate_roofline(m, json, sys);
 }
 
 TEST(OverlapMath, BoundsAndHandNumbers) {
