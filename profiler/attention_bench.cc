@@ -255,17 +255,32 @@ Softmax softmax_with_stats(GraphBuilder& g, const Shape& s, const Desc& logits, 
   return {e, sum};
 }
 
-// The forward graph (cuDNN frontend's composition): S = Q·Kᵀ, ×scale, causal mask, softmax
-// (max, sub, exp, sum, log + add → Stats, div), O = P·V. `p_io_type` gives P the io type
-// before the second matmul instead of fp32 (engines differ in which they accept).
-void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type) {
+// The tensors both forward graphs bind: Q, Kᵀ (a [b, hk, dqk, skv] view of the [b, hk, skv, dqk]
+// K buffer), V, O, the fp32 softmax Stats and the attention scale.
+struct ForwardIo {
+  const Desc& q;
+  const Desc& kt;
+  const Desc& v;
+  const Desc& o;
+  const Desc& stats;
+  const Desc& scale;
+};
+ForwardIo forward_io(GraphBuilder& g, const Shape& s) {
   const Desc& q = g.real(kQ, s.io, s.q());
-  // Kᵀ as a [b, hk, dqk, skv] view of the [b, hk, skv, dqk] buffer.
   const Desc& kt = g.tensor(kK, s.io, {s.b, s.hk, s.dqk, s.skv}, {s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk});
   const Desc& v = g.real(kV, s.io, s.v());
   const Desc& o = g.real(kO, s.io, s.o());
   const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
   const Desc& scale = g.scalar(kScale);
+  return {q, kt, v, o, stats, scale};
+}
+
+// The forward graph (cuDNN frontend's composition): S = Q·Kᵀ, ×scale, causal mask, softmax
+// (max, sub, exp, sum, log + add → Stats, div), O = P·V. `p_io_type` gives P the io type
+// before the second matmul instead of fp32 (engines differ in which they accept).
+void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type) {
+  const ForwardIo io = forward_io(g, s);
+  const Desc &q = io.q, &kt = io.kt, &v = io.v, &o = io.o, &stats = io.stats, &scale = io.scale;
   const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
   g.matmul(q, kt, scores);
   const Desc* logits = &g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
@@ -282,12 +297,8 @@ void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type)
 // cast to e4m3 into O. The scales are device fp32 scalars (Tensors sets them to 1: the inputs
 // are uniform in [-1, 1), far inside e4m3's range).
 void build_forward_fp8(GraphBuilder& g, const Shape& s, bool causal) {
-  const Desc& q = g.real(kQ, s.io, s.q());
-  const Desc& kt = g.tensor(kK, s.io, {s.b, s.hk, s.dqk, s.skv}, {s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk});
-  const Desc& v = g.real(kV, s.io, s.v());
-  const Desc& o = g.real(kO, s.io, s.o());
-  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
-  const Desc& scale = g.scalar(kScale);
+  const ForwardIo io = forward_io(g, s);
+  const Desc &q = io.q, &kt = io.kt, &v = io.v, &o = io.o, &stats = io.stats, &scale = io.scale;
   const Desc& descale_q = g.device_scalar(kDescaleQ);
   const Desc& descale_k = g.device_scalar(kDescaleK);
   const Desc& descale_v = g.device_scalar(kDescaleV);
