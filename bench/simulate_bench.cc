@@ -53,4 +53,12 @@ void BM_SimulateDeepSeekV3_1024Gpus(benchmark::State& state) {
 }
 BENCHMARK(BM_SimulateDeepSeekV3_1024Gpus)->Unit(benchmark::kMicrosecond);
 
+// GPT-OSS 120B (alternating sliding-window / full attention: two layer variants costed and mixed)
+// on 64 H100s: pp 4, ep 8, 32 micro-batches.
+void BM_SimulateGptOss120B_64Gpus(benchmark::State& state) {
+  static const Fixture f("gpt-oss-120b", "gpt-oss-120b-64gpu");
+  run_simulations(state, f, false);
+}
+BENCHMARK(BM_SimulateGptOss120B_64Gpus)->Unit(benchmark::kMicrosecond);
+
 }  // namespace

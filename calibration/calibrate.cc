@@ -382,8 +382,21 @@ Calibration calibrate(const KernelPlan& plan, const SystemConfig& system, const 
     return e;
   };
   const std::unordered_set<std::string> exact = own_keys(rows);
-  c.defaults.push_back(compute_default("efficiency.matmul", system.matmul_efficiency, "GEMMs", plan.gemm, system, exact,
-                                       [&](const GemmKey& k) { return own(fit_model->gemm(k)); }));
+  // FP8 GEMMs have their own system-file figure (efficiency.matmul_by_dtype.fp8, a fraction of the
+  // FP8 peak), so they are fitted apart from efficiency.matmul, and only when the plan has any.
+  std::vector<GemmKey> gemm_other, gemm_fp8;
+  for (const GemmKey& k : plan.gemm) {
+    (k.dtype == DType::fp8_e4m3 || k.dtype == DType::fp8_e5m2 ? gemm_fp8 : gemm_other).push_back(k);
+  }
+  const auto ask_gemm = [&](const GemmKey& k) { return own(fit_model->gemm(k)); };
+  c.defaults.push_back(compute_default("efficiency.matmul", system.matmul_efficiency,
+                                       gemm_fp8.empty() ? "GEMMs" : "non-FP8 GEMMs", gemm_other, system, exact,
+                                       ask_gemm));
+  if (!gemm_fp8.empty()) {
+    c.defaults.push_back(compute_default("efficiency.matmul_by_dtype.fp8",
+                                         system.matmul_efficiency_for(DType::fp8_e4m3), "FP8 GEMMs", gemm_fp8, system,
+                                         exact, ask_gemm));
+  }
   c.defaults.push_back(compute_default("efficiency.attention", system.attention_efficiency, "attention kernels",
                                        plan.attention, system, exact,
                                        [&](const AttentionKey& k) { return own(fit_model->attention(k)); }));

@@ -16,6 +16,8 @@
 //   efficiency.matmul / .attention  time-weighted mean efficiency Σ(F/P) / Σ(F/(P·e)) of the
 //                     planned GEMM / attention keys that data answers: an exact row, else the
 //                     predictor's interpolating fit (kernels measured nowhere near are left out);
+//                     FP8 GEMMs (e4m3/e5m2 inputs) are fitted apart, as efficiency.matmul_by_dtype.fp8,
+//                     when the plan has any; efficiency.matmul then covers the other GEMMs;
 //   efficiency.memory_bound  byte-weighted harmonic mean, over the planned memory keys, of the
 //                     large-transfer efficiency β / HBM of their kind's fit (memory rows' α-β
 //                     fit, else a stored fit of the kind, else the stored "default" fit); the

@@ -50,6 +50,54 @@ bool parse_mla(const std::string& text, nlohmann::json& model) {
   return true;
 }
 
+// Megatron-Bridge's DeepSeek-V3 pipeline layouts (--pipeline-model-parallel-layout) per (pp, vpp):
+// the recipe's layout_map (NVIDIA-NeMo/Megatron-Bridge src/megatron/bridge/recipes/deepseek/
+// deepseek_v3.py, used by the performance scripts with layout=None) and the explicit pp_layout of
+// its (pp 8, vpp 4) performance config (scripts/performance/configs/deepseek/
+// deepseek_workload_base_configs.py, H100). The recipe ends the last stage with "m"·mtp_num_layers
+// then "L", so a run without MTP drops the "m". text empty: no published layout; source says why.
+struct DeepSeekV3Layout {
+  std::string text, source;
+};
+DeepSeekV3Layout deepseek_v3_bridge_layout(int pp, int vpp, long long layers, bool mtp) {
+  const std::string tail = mtp ? "mL" : "L";
+  if (layers != 61) {
+    return {"", fmt::format("DeepSeek-V3 row with {} layers: Megatron-Bridge's layouts are for 61", layers)};
+  }
+  const char* recipe = "Megatron-Bridge deepseek_v3.py recipe layout_map";
+  if (pp == 4 && vpp == 1) return {"Et*16|t*16|t*16|t*13" + tail, recipe};
+  if ((pp == 8 && vpp == 1) || (pp == 4 && vpp == 2)) return {"Et*8|(t*8|)*6t*5" + tail, recipe};
+  if ((pp == 16 && vpp == 1) || (pp == 8 && vpp == 2) || (pp == 4 && vpp == 4)) {
+    return {"Et*4|(t*4|)*14t" + tail, recipe};
+  }
+  if (pp == 8 && vpp == 4) {
+    return {"Et|(tt|)*30" + tail, "Megatron-Bridge performance config pp_layout for DeepSeek-V3 pp 8 vpp 4 "
+                                  "(deepseek_workload_base_configs.py, H100 preset)"};
+  }
+  return {"", fmt::format("DeepSeek-V3 (61 layers) over pp {} · vpp {}: Megatron-Bridge's DeepSeek-V3 recipe has no "
+                          "pipeline layout for this (pp, vpp) and the row states none; covered: (4,1) (8,1) (4,2) "
+                          "(16,1) (8,2) (4,4) (8,4)",
+                          pp, vpp)};
+}
+
+// Sliding-window attention written as "alternating full / sliding-window(128) attention with
+// sinks" (GPT-OSS): the window in tokens, Megatron's window_attn_skip_freq 2 for "alternating"
+// (the first layer windowed, as Megatron-Bridge's GPTOSSProvider), sinks when named. Returns
+// what is missing, or "" when mapped.
+std::string parse_sliding_window(const std::string& text, nlohmann::json& model, std::vector<std::string>& inf) {
+  static const std::regex re(R"(sliding[- ]window\s*\(\s*(\d+)\s*\))");
+  std::smatch w;
+  if (!std::regex_search(text, w, re)) return "sliding-window attention without its window size";
+  if (!has(text, "alternating")) return "sliding-window attention without its layer pattern (only \"alternating\" is read)";
+  model["attention_window_tokens"] = std::stoll(w[1]);
+  model["window_attn_skip_freq"] = 2;
+  model["attention_sinks"] = has(text, "sink");
+  inf.push_back(fmt::format("sliding window ({}, 0) on layers 1, 3, 5, ... and full causal attention on 2, 4, ... "
+                            "(Megatron window_attn_skip_freq 2, as Megatron-Bridge's GPT-OSS provider){}",
+                            w[1].str(), has(text, "sink") ? "; learned sinks in the fused kernel (no extra cost)" : ""));
+  return "";
+}
+
 MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
   MappedRun m;
   std::string name = r.model;
@@ -175,7 +223,6 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     if (!num(c)) return fail(m, fmt::format("missing {} (the source does not give it)", c));
   }
   const std::string attn = lower(r.text("attention_type"));
-  if (has(attn, "sliding")) return fail(m, "sliding-window attention with sinks (alternating layers) is not modelled");
   const bool moe = lower(r.text("model_class")) == "moe";
   nlohmann::json& md = m.model;
   md = {{"model_name", r.model},
@@ -184,6 +231,8 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
         {"head_num", as_int(*num("num_attention_heads"))}};
   if (num("num_kv_heads")) md["kv_head_num"] = as_int(*num("num_kv_heads"));
   if (num("head_dim")) md["head_size"] = as_int(*num("head_dim"));
+  const std::string window_problem = has(attn, "sliding") ? parse_sliding_window(attn, m.model, inf) : "";
+  if (!window_problem.empty()) return fail(m, window_problem);
   if (has(attn, "mla")) {
     if (!parse_mla(attn, md)) return fail(m, "MLA attention without q_lora/kv_lora/qk_head/qk_rope/v_head parameters");
     if (!num("head_dim")) md["head_size"] = md["qk_head_dim"];
@@ -226,6 +275,10 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     inf.push_back("MPT conventions: LayerNorm, learned positions (per notes), tied embeddings, no biases");
   } else if (has(name, "nemotron")) {
     md["norm_type"] = "layernorm";
+  } else if (has(name, "gpt oss") || has(name, "gpt-oss")) {
+    md["add_bias_linear"] = true;
+    inf.push_back("GPT-OSS conventions (Megatron-Bridge GPTOSSProvider): RMSNorm, RoPE, untied embeddings, biases on "
+                  "q/k/v/o and expert linear layers");
   }
   if (moe) {
     for (const char* c : {"moe_num_experts", "moe_topk", "moe_ffn_hidden_size"}) {
@@ -258,13 +311,34 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   const int cp = layout_dim("cp", 1), ep = layout_dim("ep", 1);
   if (!num("tp")) inf.push_back("tp 1 (not stated)");
   if (!num("pp")) inf.push_back("pp 1 (not stated)");
+  // Megatron-Bridge rows: the framework's published recipes and performance configs decide what
+  // the row leaves unstated (expert TP, DeepSeek-V3's pipeline layout).
+  const bool bridge = has(lower(r.text("framework")), "bridge");
+  const std::string key = lower(r.text("model_key"));
   int etp = 1;
   if (moe) {
     if (num("etp")) {
       etp = static_cast<int>(*num("etp"));
+    } else if (bridge && (key == "deepseek_v3" || key.rfind("qwen3", 0) == 0)) {
+      // Megatron-Bridge's performance workloads for these MoE models set expert_tensor_parallel_size=1
+      // in their base config (scripts/performance/configs/{deepseek,qwen}/*_workload_base_configs.py).
+      etp = 1;
+      if (tp > 1) {
+        inf.push_back("etp 1 (Megatron-Bridge performance config: expert_tensor_parallel_size=1 for DeepSeek-V3 and "
+                      "Qwen3 MoE workloads)");
+      }
     } else {
       etp = tp;
-      if (tp > 1) inf.push_back(fmt::format("etp {} (Megatron default: expert TP = TP)", tp));
+      const int expert_group = ep * tp * pp;
+      if (tp > 1 && expert_group > 0 && gpus % expert_group != 0) {
+        // Megatron's default etp = tp would need ep·tp·pp ranks to divide the GPUs; only etp 1 fits.
+        etp = 1;
+        inf.push_back(fmt::format("etp 1 (expert TP unstated; Megatron's default etp = tp = {} needs ep·etp·pp = {} to "
+                                  "divide the {} GPUs)",
+                                  tp, expert_group, gpus));
+      } else if (tp > 1) {
+        inf.push_back(fmt::format("etp {} (Megatron default: expert TP = TP)", tp));
+      }
     }
   }
   if (tp * pp * cp <= 0 || gpus % (tp * pp * cp) != 0)
@@ -282,7 +356,18 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   // loss as one layer each (account_for_embedding/loss_in_pipeline_split), so the first and last
   // stages hold one layer fewer.
   const long long L = md["layer_num"].get<long long>();
-  if (pp > 1 && L % (static_cast<long long>(pp) * vpp) != 0) {
+  if (bridge && key == "deepseek_v3" && pp > 1) {
+    // Megatron-Bridge's DeepSeek-V3 runs name every stage's layers instead (deepseek_v3_bridge_layout).
+    const bool with_mtp = has(lower(r.model), "w/ mtp") || has(lower(r.text("notes")), "mtp: with mtp");
+    if (with_mtp) {
+      md["mtp_num_layers"] = 1;  // the recipe's mtp_num_layers = 1
+      inf.push_back("one MTP depth (row: with MTP; Megatron-Bridge DeepSeek-V3 recipe mtp_num_layers=1)");
+    }
+    const DeepSeekV3Layout layout = deepseek_v3_bridge_layout(pp, vpp, L, with_mtp);
+    if (layout.text.empty()) return fail(m, layout.source);
+    st["pipeline_layout"] = layout.text;
+    inf.push_back(fmt::format("pipeline layout \"{}\" ({})", layout.text, layout.source));
+  } else if (pp > 1 && L % (static_cast<long long>(pp) * vpp) != 0) {
     const long long ppv = static_cast<long long>(pp) * vpp;
     // Split over the pp·vpp virtual chunks as Megatron does: the first (last) chunk one layer fewer.
     if ((L + 2) % ppv == 0) {

@@ -14,6 +14,7 @@ predictor::DeviceProfile profile_of_system(const SystemConfig& system) {
   predictor::DeviceProfile p;
   p.spec = system.device;
   p.matmul_efficiency = system.matmul_efficiency;
+  p.matmul_efficiency_by_dtype = system.matmul_efficiency_by_dtype;
   p.attention_efficiency = system.attention_efficiency;
   p.memory_efficiency = system.memory_efficiency;
   p.intra_node = link_of(system.scale_up);

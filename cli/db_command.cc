@@ -38,6 +38,7 @@ struct DbArgs {
   std::int64_t run_id = 0;
   bool json = false;
   bool skip_traces = false;
+  bool skip_profile_log = false;
 };
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
@@ -68,6 +69,10 @@ std::string report_text(const cdb::MergeReport& r) {
     text += fmt::format("  trace records: {} added, {} already there\n", r.trace_kernels_added,
                         r.trace_kernel_duplicates);
   }
+  if (r.profile_log_added > 0 || r.profile_log_duplicates > 0) {
+    text += fmt::format("  profile log entries: {} added, {} already there\n", r.profile_log_added,
+                        r.profile_log_duplicates);
+  }
   for (const auto& m : r.messages) text += "  " + m + "\n";
   return text;
 }
@@ -76,6 +81,7 @@ ordered_json report_json(const cdb::MergeReport& r) {
   return {{"devices_added", r.devices_added}, {"runs_added", r.runs_added}, {"rows_added", r.rows_added},
           {"duplicates", r.duplicates},       {"conflicts", r.conflicts},
           {"trace_kernels_added", r.trace_kernels_added}, {"trace_kernel_duplicates", r.trace_kernel_duplicates},
+          {"profile_log_added", r.profile_log_added}, {"profile_log_duplicates", r.profile_log_duplicates},
           {"messages", r.messages}};
 }
 
@@ -267,7 +273,16 @@ void run_export(const DbArgs& a) {
                                  "for: export JSON (it carries them), or pass --skip-traces to leave them out",
                                  a.db, trace_runs, trace_records));
   }
+  const std::size_t log_entries = dump.profile_log_count();
+  if (format == "csv" && log_entries > 0 && !a.skip_profile_log) {
+    throw InputError("<command line>", "db export --format csv",
+                     fmt::format("{} holds {} profile log entries (the profiler's record of skipped shapes, timers "
+                                 "and throttling), which CSV has no columns for: export JSON (it carries them), or "
+                                 "pass --skip-profile-log to leave them out",
+                                 a.db, log_entries));
+  }
   if (a.skip_traces) dump.traces.clear();
+  if (a.skip_profile_log) dump.profile_logs.clear();
   auto write = [&](std::ostream& os) { format == "csv" ? cdb::write_csv(os, dump) : cdb::write_json(os, dump); };
   if (a.out == "-") {
     write(std::cout);
@@ -285,9 +300,13 @@ void run_export(const DbArgs& a) {
     text += fmt::format("  left out {} trace record(s) of {} trace run(s) (--skip-traces)\n", trace_records,
                         trace_runs);
   }
+  const std::size_t written_log = dump.profile_log_count();
+  if (written_log > 0) text += fmt::format("  {} profile log entries\n", written_log);
+  if (written_log < log_entries) text += fmt::format("  left out {} profile log entries (--skip-profile-log)\n", log_entries);
   print(a,
         {{"path", a.out}, {"format", format}, {"devices", dump.devices.size()}, {"runs", dump.runs.size()},
-         {"rows", rows}, {"trace_records", written_traces}, {"trace_records_left_out", trace_records - written_traces}},
+         {"rows", rows}, {"trace_records", written_traces}, {"trace_records_left_out", trace_records - written_traces},
+         {"profile_log_entries", written_log}, {"profile_log_entries_left_out", log_entries - written_log}},
         text);
 }
 
@@ -357,6 +376,8 @@ void register_db(CLI::App& app) {
   exp->add_option("--device", args->device, "only this device");
   exp->add_flag("--skip-traces", args->skip_traces,
                 "leave trace runs' kernel/copy records out (needed for CSV, which has no columns for them)");
+  exp->add_flag("--skip-profile-log", args->skip_profile_log,
+                "leave the profiler's session log out (needed for CSV, which has no columns for it)");
   CLI::App* merge = sub(db, args, "merge", "Merge databases and exports into one file, skipping duplicates", run_merge,
                         "output database (created when missing)");
   merge->add_option("inputs", args->inputs, "database files, .json or .csv exports")->required();

@@ -1,10 +1,11 @@
 // `calisim predict`: efficiency tables for a GPU that was never measured, scaled from measured
 // devices, and the predictor's accuracy report.
 //
-//   calisim predict --from DEVICE[,DEVICE] --to SYSTEM --db FILE [--out FILE] [--json]
+//   calisim predict --from DEVICE[,DEVICE] --to SYSTEM --db FILE [--out FILE] [--json] [--op-dispatch-us US]
 //     reads the source devices' rows from FILE, writes rows of source `predicted` under the
 //     system file's device.name into --out (default: FILE), so that `calisim simulate --system
-//     SYSTEM --db FILE` finds them.
+//     SYSTEM --db FILE` finds them. The sources are fitted as --evaluate fits them (the eager-loop
+//     rule of predictor/source_fit.h, with the same dispatch times).
 //   calisim predict --evaluate --db FILE [--rows] [--json] [--op-dispatch-us US]
 //     leave-one-out error per family on each device, and cross-device error for every ordered pair
 //     (--rows: every cross-device row; --json always carries them). Published figures timed as an
@@ -91,6 +92,19 @@ std::vector<std::string> split_devices(const std::string& list) {
   return out;
 }
 
+// Host time of one eager op per device (the eager-loop rule of predictor/source_fit.h): --op-dispatch-us
+// for every device, else each one's shipped system's host.op_dispatch_us.
+std::map<std::string, double> op_dispatch_s(const PredictArgs& a, const std::vector<DeviceData>& devices) {
+  if (a.op_dispatch_us && !(*a.op_dispatch_us >= 0)) {
+    throw InputError("--op-dispatch-us", "", fmt::format("expected a time >= 0 in microseconds, got {}", *a.op_dispatch_us));
+  }
+  std::map<std::string, double> out;
+  for (const auto& d : devices) {
+    out[d.record.name] = a.op_dispatch_us ? *a.op_dispatch_us * 1e-6 : shipped_op_dispatch_s(d.record.name);
+  }
+  return out;
+}
+
 void run_predict(const PredictArgs& a) {
   if (a.from.empty() || a.to.empty()) {
     throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM, or --evaluate");
@@ -101,7 +115,7 @@ void run_predict(const PredictArgs& a) {
     for (const auto& name : split_devices(a.from)) sources.push_back(device_data(file, name));
   }
   const DeviceProfile target = calibration::profile_of_system(load_system(a.to));
-  const predictor::Prediction p = predictor::predict_target(sources, target);
+  const predictor::Prediction p = predictor::predict_target(sources, target, op_dispatch_s(a, sources));
 
   const std::string out_path = a.out.empty() ? a.db : a.out;
   auto out = db::EfficiencyDb::open(out_path, db::OpenMode::create);
@@ -178,13 +192,7 @@ void run_evaluate(const PredictArgs& a) {
     auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);
     for (const auto& d : file.devices()) devices.push_back(device_data(file, d.name));
   }
-  if (a.op_dispatch_us && !(*a.op_dispatch_us >= 0)) {
-    throw InputError("--op-dispatch-us", "", fmt::format("expected a time >= 0 in microseconds, got {}", *a.op_dispatch_us));
-  }
-  std::map<std::string, double> dispatch_s;
-  for (const auto& d : devices) {
-    dispatch_s[d.record.name] = a.op_dispatch_us ? *a.op_dispatch_us * 1e-6 : shipped_op_dispatch_s(d.record.name);
-  }
+  const std::map<std::string, double> dispatch_s = op_dispatch_s(a, devices);
   const predictor::Evaluation e = predictor::evaluate(devices, dispatch_s);
   Table loo({"device", "family", "n", "MAPE %", "max %", "how (eager-loop figures)"});
   Table cross({"from", "to", "family", "n", "MAPE %", "max %",
@@ -223,8 +231,8 @@ void register_predict(CLI::App& app) {
   sub->add_flag("--evaluate", args->evaluate, "report leave-one-out and cross-device error instead");
   sub->add_flag("--json", args->json, "print one JSON document");
   sub->add_option("--op-dispatch-us", args->op_dispatch_us,
-                  "with --evaluate: host time of one eager op for every device, instead of each system's "
-                  "host.op_dispatch_us (eager-loop figures are compared with max(kernel, this))");
+                  "host time of one eager op for every device, instead of each system's host.op_dispatch_us "
+                  "(eager-loop figures are compared with max(kernel, this); source fits skip those it bounds)");
   sub->add_flag("--rows", args->rows, "with --evaluate: also list every cross-device row (key, actual, predicted)");
   sub->callback([args] { args->evaluate ? run_evaluate(*args) : run_predict(*args); });
 }

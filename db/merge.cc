@@ -8,6 +8,7 @@
 #include <stdexcept>
 
 #include "core/error.h"
+#include "db/profile_log.h"
 #include "db/row_tables.h"
 
 namespace calisim::db {
@@ -67,6 +68,12 @@ Dump dump_database(EfficiencyDb& db, const std::string& device) {
       dump.traces.push_back(TraceRecords{b.run, load_trace_kernels(db, b.run.id)});
     }
   }
+  const std::vector<std::int64_t> logged = runs_with_profile_log(db);
+  for (const auto& b : dump.runs) {
+    if (std::binary_search(logged.begin(), logged.end(), b.run.id)) {
+      dump.profile_logs.push_back(ProfileLogRecords{b.run, load_profile_log(db, b.run.id)});
+    }
+  }
   return dump;
 }
 
@@ -88,6 +95,15 @@ MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
       throw std::invalid_argument(fmt::format("merge: trace records of a run of '{}' started '{}' have no run in the "
                                               "dump",
                                               t.run.device, t.run.started_at));
+    }
+  }
+  for (const auto& l : dump.profile_logs) {
+    const bool has_run = std::any_of(dump.runs.begin(), dump.runs.end(),
+                                     [&](const RunBatch& b) { return b.run.same_provenance(l.run); });
+    if (!has_run) {
+      throw std::invalid_argument(fmt::format("merge: profile log entries of a run of '{}' started '{}' have no run in "
+                                              "the dump",
+                                              l.run.device, l.run.started_at));
     }
   }
   Transaction tx(db.connection());
@@ -159,6 +175,26 @@ MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
                                "input has {} different ones; kept the existing trace",
                                t.run.device, t.run.host, t.run.started_at, have.size(), t.kernels.size()));
     }
+  }
+  // Profile log entries, as a union, into the run of equal provenance.
+  for (const auto& l : dump.profile_logs) {
+    if (l.entries.empty()) continue;
+    const RunBatch* target = nullptr;
+    for (const auto& r : existing[l.run.device]) {
+      if (r.run.same_provenance(l.run)) target = &r;
+    }
+    std::vector<ProfileLogEntry> have = load_profile_log(db, target->run.id);
+    std::vector<ProfileLogEntry> fresh;
+    for (const auto& e : l.entries) {
+      if (std::find(have.begin(), have.end(), e) != have.end()) {
+        ++report.profile_log_duplicates;
+        continue;
+      }
+      fresh.push_back(e);
+      have.push_back(e);  // an entry repeated within the input counts once
+    }
+    append_profile_log(db, target->run.id, target->run.device, fresh);
+    report.profile_log_added += static_cast<std::int64_t>(fresh.size());
   }
   tx.commit();
   return report;

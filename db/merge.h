@@ -12,7 +12,12 @@
 //     they are added; a run that already has records keeps them, and the incoming ones count as
 //     duplicates when the lists are equal, else as one conflict (a trace is never mixed with
 //     another). A trace entry whose run is not in the dump is a programming error
-//     (std::invalid_argument, before anything is written).
+//     (std::invalid_argument, before anything is written);
+//   - a run's profile log entries (Dump::profile_logs, db/profile_log.h) go with their run as a
+//     union: entries the run already holds (all fields equal) are duplicates, the others are
+//     appended in their order (a log is a record of events: two databases of one resumed session
+//     hold each event once, and nothing is a conflict). A log whose run is not in the dump is a
+//     programming error, as for traces.
 #pragma once
 
 #include <cstdint>
@@ -28,11 +33,12 @@ struct MergeReport {
   std::int64_t devices_added = 0, runs_added = 0, rows_added = 0;
   std::int64_t duplicates = 0, conflicts = 0;
   std::int64_t trace_kernels_added = 0, trace_kernel_duplicates = 0;
+  std::int64_t profile_log_added = 0, profile_log_duplicates = 0;
   std::vector<std::string> messages;  // one line per conflict or refused alias (the first 20)
 };
 
-// Everything in the database (one device's when `device` is not empty, aliases and trace records
-// included).
+// Everything in the database (one device's when `device` is not empty, aliases, trace records and
+// profile log entries included).
 Dump dump_database(EfficiencyDb& db, const std::string& device = "");
 
 // Reads a database file (read-only), a .json export or a .csv export, by content and extension.

@@ -8,6 +8,7 @@
 #include <set>
 #include <stdexcept>
 #include <string>
+#include <utility>
 
 #include "core/error.h"
 #include "db/json_file.h"
@@ -195,16 +196,19 @@ void read_memory_fits(const json& accel, const std::string& file, MeasurementSet
                                         number(*e, "efficient_factor", file, where),
                                         number(*e, "latency_us", file, where)});
   }
-  // SimuMax prices the un-permutation (sort_chunks inverse, weighted combine) with the same
-  // permute_fwd / permute_bwd bandwidths as the permutation (moe_module.py UnPermutation): one
-  // row-gather/scatter kernel family. calisim keys the un-permutation as unpermute_*, so the table's
-  // permute rows stand for it too unless the table measures it separately.
-  for (const char* dir : {"fwd", "bwd"}) {
-    const std::string from = std::string("permute_") + dir, to = std::string("unpermute_") + dir;
-    const auto find = [&](const std::string& kind) {
-      return std::find_if(out.memory_fits.begin(), out.memory_fits.end(),
-                          [&](const MemoryFit& f) { return f.kind == kind; });
-    };
+  // Table kinds that stand for calisim kinds under other names, used only when the table does not
+  // measure the calisim kind itself. SimuMax prices the un-permutation (sort_chunks inverse,
+  // weighted combine) with the same permute_fwd / permute_bwd bandwidths as the permutation
+  // (moe_module.py UnPermutation): one row-gather/scatter kernel family, which calisim keys as
+  // unpermute_*. Its cross-entropy (forward and backward) uses the single `ce` bandwidth, which
+  // calisim asks for as ce_fwd / ce_bwd (layer_ops.cc); stored under `ce` alone it was never found
+  // and the lookup fell to the `default` fit. Aliasing here keeps the lookup one exact kind.
+  static constexpr std::pair<const char*, const char*> kAliases[] = {
+      {"permute_fwd", "unpermute_fwd"}, {"permute_bwd", "unpermute_bwd"}, {"ce", "ce_fwd"}, {"ce", "ce_bwd"}};
+  const auto find = [&](const std::string& kind) {
+    return std::find_if(out.memory_fits.begin(), out.memory_fits.end(), [&](const MemoryFit& f) { return f.kind == kind; });
+  };
+  for (const auto& [from, to] : kAliases) {
     const auto src = find(from);
     if (src == out.memory_fits.end() || find(to) != out.memory_fits.end()) continue;
     MemoryFit copy = *src;

@@ -21,9 +21,11 @@ using nlohmann::json;
 using nlohmann::ordered_json;
 
 constexpr const char* kFormat = "calisim-efficiency-db";
-// Version 2 = version 1 plus "kernels" on trace runs; written only when there are any (text_dump.h).
+// Version 2 = version 1 plus "kernels" on trace runs; version 3 = version 2 plus "profile_log";
+// each written only when there are any (text_dump.h).
 constexpr int kFormatVersion = 1;
 constexpr int kFormatVersionWithTraces = 2;
+constexpr int kFormatVersionWithProfileLog = 3;
 
 const std::vector<std::string>& provenance_columns() {
   static const std::vector<std::string> cols = {"device",     "source",   "tool_version", "host",
@@ -143,6 +145,85 @@ void Dump::normalize() {
                    [](const RunBatch& a, const RunBatch& b) { return run_order(a.run) < run_order(b.run); });
   std::stable_sort(traces.begin(), traces.end(),
                    [](const TraceRecords& a, const TraceRecords& b) { return run_order(a.run) < run_order(b.run); });
+  std::stable_sort(profile_logs.begin(), profile_logs.end(), [](const ProfileLogRecords& a, const ProfileLogRecords& b) {
+    return run_order(a.run) < run_order(b.run);
+  });
+}
+
+namespace {
+
+// For each run, the first entry of `extras` (traces or profile logs) of equal provenance not yet
+// taken, so runs and entries pair one to one even when two runs share their provenance. An entry
+// with content but no run is a programming error.
+template <class Extra, class Size>
+std::vector<const Extra*> pair_with_runs(const std::vector<RunBatch>& runs, const std::vector<Extra>& extras,
+                                         const char* what, Size size) {
+  std::vector<bool> paired(extras.size(), false);
+  std::vector<const Extra*> of(runs.size(), nullptr);
+  for (std::size_t i = 0; i < runs.size(); ++i) {
+    for (std::size_t t = 0; t < extras.size(); ++t) {
+      if (!paired[t] && extras[t].run.same_provenance(runs[i].run)) {
+        paired[t] = true;
+        of[i] = &extras[t];
+        break;
+      }
+    }
+  }
+  for (std::size_t t = 0; t < extras.size(); ++t) {
+    if (!paired[t] && size(extras[t]) > 0) {
+      throw std::invalid_argument(fmt::format("write_json: {} of a run of '{}' started '{}' have no run in the dump",
+                                              what, extras[t].run.device, extras[t].run.started_at));
+    }
+  }
+  return of;
+}
+
+ordered_json profile_log_to_json(const ProfileLogEntry& e) {
+  ordered_json o;
+  o["key"] = e.key;
+  o["status"] = e.status;
+  o["reason"] = e.reason;
+  o["recorded_at"] = e.recorded_at;
+  // Stored as JSON text; written as the object it is, so the export stays readable and diffable.
+  auto details = ordered_json::parse(e.details, nullptr, false);
+  if (details.is_discarded() || !details.is_object()) {
+    throw std::invalid_argument(fmt::format("profile log entry '{}' recorded {}: details are not a JSON object", e.key,
+                                            e.recorded_at));
+  }
+  o["details"] = std::move(details);
+  return o;
+}
+
+// `ordered` is the same entry parsed with its key order kept: details go back into the database
+// as the text they were exported from, so export -> import gives identical log rows.
+ProfileLogEntry profile_log_from_json(const json& j, const ordered_json& ordered, const std::string& file,
+                                      const std::string& where) {
+  if (!j.is_object()) throw InputError(file, where, "expected an object");
+  const auto text = [&](const char* name) {
+    auto it = j.find(name);
+    if (it == j.end() || !it->is_string()) throw InputError(file, where + "." + name, "expected a string");
+    return it->get<std::string>();
+  };
+  ProfileLogEntry e;
+  e.key = text("key");
+  e.status = text("status");
+  if (!is_profile_log_status(e.status)) {
+    throw InputError(file, where + ".status", fmt::format("expected \"measured\" or \"skipped\", got \"{}\"", e.status));
+  }
+  e.reason = text("reason");
+  e.recorded_at = text("recorded_at");
+  auto it = j.find("details");
+  if (it == j.end() || !it->is_object()) throw InputError(file, where + ".details", "expected an object");
+  e.details = ordered.at("details").dump();
+  return e;
+}
+
+}  // namespace
+
+std::size_t Dump::profile_log_count() const {
+  std::size_t n = 0;
+  for (const auto& l : profile_logs) n += l.entries.size();
+  return n;
 }
 
 std::size_t Dump::trace_kernel_count() const {
@@ -153,29 +234,14 @@ std::size_t Dump::trace_kernel_count() const {
 
 void write_json(std::ostream& out, Dump dump) {
   dump.normalize();
-  const bool with_traces = dump.trace_kernel_count() > 0;
-  // Each run takes the first trace entry of equal provenance not yet written, so runs and
-  // entries pair one to one even when two runs share their provenance.
-  std::vector<bool> paired(dump.traces.size(), false);
-  std::vector<const std::vector<TraceKernel>*> kernels_of(dump.runs.size(), nullptr);
-  for (std::size_t i = 0; i < dump.runs.size(); ++i) {
-    for (std::size_t t = 0; t < dump.traces.size(); ++t) {
-      if (!paired[t] && dump.traces[t].run.same_provenance(dump.runs[i].run)) {
-        paired[t] = true;
-        kernels_of[i] = &dump.traces[t].kernels;
-        break;
-      }
-    }
-  }
-  for (std::size_t t = 0; t < dump.traces.size(); ++t) {
-    if (!paired[t] && !dump.traces[t].kernels.empty()) {
-      throw std::invalid_argument(fmt::format("write_json: trace records of a run of '{}' started '{}' have no run in "
-                                              "the dump",
-                                              dump.traces[t].run.device, dump.traces[t].run.started_at));
-    }
-  }
-  out << "{\n  \"format\": \"" << kFormat << "\",\n  \"version\": "
-      << (with_traces ? kFormatVersionWithTraces : kFormatVersion) << ",\n  \"devices\": [";
+  const int version = dump.profile_log_count() > 0 ? kFormatVersionWithProfileLog
+                      : dump.trace_kernel_count() > 0 ? kFormatVersionWithTraces
+                                                      : kFormatVersion;
+  const auto traces_of = pair_with_runs(dump.runs, dump.traces, "trace records",
+                                        [](const TraceRecords& t) { return t.kernels.size(); });
+  const auto logs_of = pair_with_runs(dump.runs, dump.profile_logs, "profile log entries",
+                                      [](const ProfileLogRecords& l) { return l.entries.size(); });
+  out << "{\n  \"format\": \"" << kFormat << "\",\n  \"version\": " << version << ",\n  \"devices\": [";
   for (std::size_t i = 0; i < dump.devices.size(); ++i) {
     out << (i ? ",\n    " : "\n    ") << device_to_json(dump.devices[i]).dump();
   }
@@ -196,11 +262,19 @@ void write_json(std::ostream& out, Dump dump) {
       first = false;
     });
     out << (first ? "]" : "\n    ]");
-    const std::vector<TraceKernel>* kernels = kernels_of[i];
+    const std::vector<TraceKernel>* kernels = traces_of[i] ? &traces_of[i]->kernels : nullptr;
     if (kernels && !kernels->empty()) {
       out << ", \"kernels\": [";
       for (std::size_t k = 0; k < kernels->size(); ++k) {
         out << (k ? ",\n      " : "\n      ") << trace_kernel_to_json((*kernels)[k]).dump();
+      }
+      out << "\n    ]";
+    }
+    if (logs_of[i] && !logs_of[i]->entries.empty()) {
+      out << ", \"profile_log\": [";
+      const auto& entries = logs_of[i]->entries;
+      for (std::size_t k = 0; k < entries.size(); ++k) {
+        out << (k ? ",\n      " : "\n      ") << profile_log_to_json(entries[k]).dump();
       }
       out << "\n    ]";
     }
@@ -214,6 +288,11 @@ void write_csv(std::ostream& out, Dump dump) {
     throw std::invalid_argument(fmt::format("CSV has no columns for trace records ({} in {} trace run(s)); write "
                                             "JSON, or leave the traces out",
                                             n, dump.traces.size()));
+  }
+  if (const std::size_t n = dump.profile_log_count(); n > 0) {
+    throw std::invalid_argument(fmt::format("CSV has no columns for profile log entries ({} in {} run(s)); write "
+                                            "JSON, or leave the log out",
+                                            n, dump.profile_logs.size()));
   }
   dump.normalize();
   std::vector<std::string> header = provenance_columns();
@@ -246,11 +325,14 @@ Dump read_json_dump(const std::string& path) {
     throw InputError(path, "$.format", fmt::format("expected \"{}\" (a calisim JSON export)", kFormat));
   }
   const double version = top.num("version");
-  if (version != kFormatVersion && version != kFormatVersionWithTraces) {
+  if (version != kFormatVersion && version != kFormatVersionWithTraces && version != kFormatVersionWithProfileLog) {
     throw InputError(path, "$.version",
-                     fmt::format("this calisim reads version {} and {} exports", kFormatVersion,
-                                 kFormatVersionWithTraces));
+                     fmt::format("this calisim reads version {}, {} and {} exports", kFormatVersion,
+                                 kFormatVersionWithTraces, kFormatVersionWithProfileLog));
   }
+  // Version 3 files are parsed a second time with key order kept, for the log entries' details.
+  const ordered_json ordered_root =
+      version == kFormatVersionWithProfileLog ? ordered_json::parse(read_text_file(path)) : ordered_json();
   Dump dump;
   const auto array = [&](const char* name) -> const json& {
     static const json empty = json::array();
@@ -302,6 +384,21 @@ Dump read_json_dump(const std::string& path) {
             trace_kernel_from_json((*kernels)[k], path, fmt::format("$.runs[{}].kernels[{}].", i, k)));
       }
       if (!t.kernels.empty()) dump.traces.push_back(std::move(t));
+    }
+    if (auto log = runs[i].find("profile_log"); log != runs[i].end()) {
+      if (version < kFormatVersionWithProfileLog) {
+        throw InputError(path, o.path("profile_log"),
+                         fmt::format("a version {} export has no profile log (version {} files carry it)", version,
+                                     kFormatVersionWithProfileLog));
+      }
+      if (!log->is_array()) throw InputError(path, o.path("profile_log"), "expected an array");
+      ProfileLogRecords l{b.run, {}};
+      l.entries.reserve(log->size());
+      for (std::size_t k = 0; k < log->size(); ++k) {
+        const ordered_json& same = ordered_root.at("runs").at(i).at("profile_log").at(k);
+        l.entries.push_back(profile_log_from_json((*log)[k], same, path, fmt::format("$.runs[{}].profile_log[{}]", i, k)));
+      }
+      if (!l.entries.empty()) dump.profile_logs.push_back(std::move(l));
     }
     dump.runs.push_back(std::move(b));
   }

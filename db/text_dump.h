@@ -17,11 +17,19 @@
 //       trace runs that have records, and then the file says version 2, so that a calisim that
 //       reads only version 1 refuses it instead of dropping the trace; trace-free exports stay
 //       version 1. nvtx_range, bytes and copy_kind are left out when empty / 0.
+//       "profile_log": [{"key", "status", "reason", "recorded_at", "details": {...}}, ...] (the
+//       profiler's session log of the run, db/profile_log.h, in recorded order) appears only on
+//       runs that have entries, and then the file says version 3 (older readers refuse it rather
+//       than drop the record of skipped shapes); versions 1 and 2 still load, and a version 1 or
+//       2 file holding "profile_log" is refused as malformed. Details are read back with their
+//       key order, so export -> import stores the same text (numbers as nlohmann writes them,
+//       shortest round-trip, which is how the profiler writes them).
 // CSV:  header  device,source,tool_version,host,started_at,ended_at,notes,key,<row_number_fields>
 //       one line per row; lines with equal provenance columns form one run. Device specs are not
 //       in CSV: importing one into a file that lacks the device creates it with its name only.
-//       CSV has no columns for trace records: write_csv() refuses a Dump that holds any
-//       (std::invalid_argument); `calisim db export` says so, or drops them with --skip-traces.
+//       CSV has no columns for trace records or profile log entries: write_csv() refuses a Dump
+//       that holds any (std::invalid_argument); `calisim db export` says so, or drops them with
+//       --skip-traces / --skip-profile-log.
 //
 // Readers parse the whole file before returning and throw InputError naming the line (CSV) or
 // JSON path and the field; nothing is returned for a malformed file, so nothing is imported.
@@ -34,6 +42,7 @@
 #include <utility>
 #include <vector>
 
+#include "db/profile_log.h"
 #include "db/records.h"
 #include "db/trace_store.h"
 
@@ -46,15 +55,24 @@ struct TraceRecords {
   std::vector<TraceKernel> kernels;
 };
 
+// The profiler's log entries of one run; `run` pairs with a run of Dump::runs as for traces.
+struct ProfileLogRecords {
+  RunRecord run;
+  std::vector<ProfileLogEntry> entries;
+};
+
 struct Dump {
   std::vector<DeviceRecord> devices;
   std::vector<std::pair<std::string, std::string>> aliases;  // (alias, device)
   std::vector<RunBatch> runs;
   std::vector<TraceRecords> traces;
+  std::vector<ProfileLogRecords> profile_logs;
   // Sorts everything into the stable order described above.
   void normalize();
   // Trace records over all runs.
   std::size_t trace_kernel_count() const;
+  // Profile log entries over all runs.
+  std::size_t profile_log_count() const;
 };
 
 // The JSON objects the export uses for one device and one run's provenance (CLI --json too).

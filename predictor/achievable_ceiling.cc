@@ -18,7 +18,8 @@ std::optional<double> gemm_ceiling(const std::vector<db::GemmRow>& rows, const D
     const double e = std::min(r.efficiency, 1.0);
     if (!(peak > 0) || !(flops > 0) || !(e > 0)) continue;
     // Compute-bound on the device's own achievable roofline (1 where a figure is unknown).
-    const double a_c = device.matmul_efficiency > 0 ? device.matmul_efficiency : 1.0;
+    const double a_c_known = device.matmul_efficiency_for(r.key.dtype);
+    const double a_c = a_c_known > 0 ? a_c_known : 1.0;
     const double a_m = device.memory_efficiency > 0 ? device.memory_efficiency : 1.0;
     const double compute_s = flops / (peak * a_c);
     const double memory_s = d.hbm_gb_s > 0 && bytes > 0 ? bytes / (d.hbm_bytes_per_s() * a_m) : 0.0;
@@ -44,10 +45,11 @@ DeviceProfile with_gemm_ceilings(DeviceProfile profile, const std::vector<db::Ru
 
 MatmulPair matmul_pair(const DeviceProfile& s, const DeviceProfile& t, DType dtype) {
   const double ceiling = s.matmul_ceiling[static_cast<int>(dtype)];
-  if (ceiling > 0 && t.matmul_efficiency > 0) {
-    return {ceiling, std::min(t.matmul_efficiency / kSystemMatmulShareOfMamf, 1.0), true};
+  const double target = t.matmul_efficiency_for(dtype);
+  if (ceiling > 0 && target > 0) {
+    return {ceiling, std::min(target / kSystemMatmulShareOfMamf, 1.0), true};
   }
-  return {s.matmul_efficiency, t.matmul_efficiency, false};
+  return {s.matmul_efficiency_for(dtype), target, false};
 }
 
 }  // namespace calisim::predictor

@@ -9,8 +9,10 @@
 // at the same fraction of their MAMF as every benchmark of the target, which the data contradict.
 // So when the source's rows show their own ceiling, a source row's work efficiency is read as a
 // fraction of that ceiling and mapped onto the target's MAMF: a_c,S = ceiling, a_c,T = MAMF_T =
-// efficiency.matmul / kSystemMatmulShareOfMamf. The prediction then answers "the target under
-// best-case benchmark conditions", the conditions of the published target figures (and of MAMF).
+// efficiency.matmul / kSystemMatmulShareOfMamf, per dtype: the GEMM's input dtype picks
+// efficiency.matmul_by_dtype where the system file gives one (FP8: the FP8 MAMF), else matmul.
+// The prediction then answers "the target under best-case benchmark conditions", the conditions
+// of the published target figures (and of MAMF).
 //
 // The ceiling: the kCeilingQuantile quantile (nearest rank) of the work efficiency (the fixed per-call
 // overhead t0 taken off, kernel_overhead.h) over the rows that are compute-bound on the source's own
@@ -42,7 +44,8 @@ std::optional<double> gemm_ceiling(const std::vector<db::GemmRow>& rows, const D
 DeviceProfile with_gemm_ceilings(DeviceProfile profile, const std::vector<db::RunBatch>& runs, double overhead_s);
 
 // The pair (a_c source, a_c target) of GEMM scaling for `dtype`: (ceiling, MAMF_T) when the source
-// has a ceiling and the target a matmul efficiency; else the system-file pair (0 = unknown).
+// has a ceiling and the target a matmul efficiency; else the system-file pair (0 = unknown). Both
+// system-file figures are the dtype's (DeviceProfile::matmul_efficiency_for).
 struct MatmulPair {
   double source = 0, target = 0;
   bool anchored = false;  // true: the source's ceiling against the target's MAMF

@@ -5,7 +5,8 @@
 // kernel_overhead.h taken off the source time and the target's added back:
 //   t_T = t0_T + (t_S − t0_S) · (T_T / T_S) · (Q_S / Q_T),
 //   T = max(F / (peak · a_c), B / (BW · a_m))   (the achievable roofline of each side)
-//   - a_c is the profile's matmul or attention efficiency, a_m its memory efficiency (GEMM: when
+//   - a_c is the profile's matmul (for the GEMM's input dtype) or attention efficiency, a_m its
+//     memory efficiency (GEMM: when
 //     the source's own rows show a ceiling, the pair is (that ceiling, the target's MAMF),
 //     achievable_ceiling.h); a pair
 //     (a_c or a_m) enters only when both sides know it, else 1 on both sides. For attention a_c is

@@ -17,6 +17,9 @@ DeviceProfile enrich_profile(DeviceProfile p, const DeviceProfile& system) {
   if (p.spec.memory_gb <= 0) p.spec.memory_gb = system.spec.memory_gb;
   if (p.spec.hbm_gb_s <= 0) p.spec.hbm_gb_s = system.spec.hbm_gb_s;
   if (p.matmul_efficiency <= 0) p.matmul_efficiency = system.matmul_efficiency;
+  for (int t = 0; t < kDTypeCount; ++t) {
+    if (p.matmul_efficiency_by_dtype[t] <= 0) p.matmul_efficiency_by_dtype[t] = system.matmul_efficiency_by_dtype[t];
+  }
   if (p.attention_efficiency <= 0) p.attention_efficiency = system.attention_efficiency;
   if (p.memory_efficiency <= 0) p.memory_efficiency = system.memory_efficiency;
   if (p.intra_node.gpu_gb_s <= 0) p.intra_node = system.intra_node;

@@ -33,6 +33,10 @@ struct DeviceProfile {
   // Typical achieved fraction of peak for compute-bound GEMMs and flash attention, and of HBM
   // bandwidth for bandwidth-bound kernels (a system file's "efficiency" block); 0 = unknown.
   double matmul_efficiency = 0, attention_efficiency = 0, memory_efficiency = 0;
+  // Per-input-dtype matmul efficiency (a system file's efficiency.matmul_by_dtype, a fraction of
+  // that dtype's peak); 0 = not given, matmul_efficiency applies. FP8 GEMMs reach a smaller share
+  // of their peak than BF16 ones, so an FP8 prediction must use the FP8 figure.
+  std::array<double, kDTypeCount> matmul_efficiency_by_dtype{};
   LinkSpec intra_node, inter_node;
   int ranks_per_node = 0;  // GPUs in one scale-up domain; 0 = unknown
   // Fixed cost of one GEMM / attention call (launch gap + prologue/epilogue), microseconds;
@@ -50,6 +54,11 @@ struct DeviceProfile {
   std::array<double, kDTypeCount> matmul_ceiling{};
 
   const LinkSpec& tier(db::LinkTier t) const { return t == db::LinkTier::intra_node ? intra_node : inter_node; }
+  // The matmul efficiency of GEMMs whose inputs are `dtype` (0 = unknown).
+  double matmul_efficiency_for(DType dtype) const {
+    const double e = matmul_efficiency_by_dtype[static_cast<int>(dtype)];
+    return e > 0 ? e : matmul_efficiency;
+  }
 };
 
 // The spec of a database device; efficiencies and links unknown.

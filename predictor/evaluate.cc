@@ -3,19 +3,17 @@
 #include <fmt/core.h>
 
 #include <algorithm>
-#include <array>
 #include <cmath>
 #include <map>
-#include <set>
 #include <type_traits>
 
-#include "db/published_import.h"
 #include "predictor/achievable_ceiling.h"
 #include "predictor/cross_device.h"
 #include "predictor/device_fit.h"
 #include "predictor/interpolating_model.h"
 #include "predictor/kernel_overhead.h"
 #include "predictor/scaled_model.h"
+#include "predictor/source_fit.h"
 
 namespace calisim::predictor {
 namespace {
@@ -53,16 +51,6 @@ std::string attention_family(const AttentionKey& k) {
 std::string collective_family(const CollectiveKey& k) { return "collective " + std::string(to_string(k.op)); }
 std::string memory_family(const MemoryOpKey& k) { return "memory " + k.kind; }
 
-template <class Row>
-std::vector<Row> without(const std::vector<Row>& rows, std::size_t i) {
-  std::vector<Row> out;
-  out.reserve(rows.size() - 1);
-  for (std::size_t j = 0; j < rows.size(); ++j) {
-    if (j != i) out.push_back(rows[j]);
-  }
-  return out;
-}
-
 // Leave-one-out over one group; `fit_predict(others, held_out)` returns the prediction.
 template <class Row, class FitPredict>
 void leave_one_out(const std::vector<Row>& group, std::size_t min_rows, const std::string& family, ErrorTable& table,
@@ -71,77 +59,6 @@ void leave_one_out(const std::vector<Row>& group, std::size_t min_rows, const st
   for (std::size_t i = 0; i < group.size(); ++i) {
     table.add(family, fit_predict(without(group, i), group[i]), std::min(group[i].efficiency, 1.0));
   }
-}
-
-bool eager_loop(const db::RunBatch& b) { return db::published_timing(b.run) == db::PublishedTiming::eager_loop; }
-
-// Time of a row's work at the device's dense peak (or HBM bandwidth): efficiency e takes work_s / e.
-double work_s(const GemmKey& k, const DeviceSpec& d) { return k.flops() / d.peak_flops_per_s(k.dtype); }
-double work_s(const AttentionKey& k, const DeviceSpec& d) { return k.flops() / d.peak_flops_per_s(k.dtype); }
-double work_s(const MemoryOpKey& k, const DeviceSpec& d) {
-  return static_cast<double>(std::max<std::int64_t>(k.bytes, 1)) / d.hbm_bytes_per_s();
-}
-
-// Efficiency of one iteration of a host-issued loop: the kernel's time, or the host's dispatch time
-// of one op when that is longer (the loop cannot issue faster).
-double host_bound(double kernel_efficiency, double work, double dispatch_s) {
-  if (!(dispatch_s > 0) || !(kernel_efficiency > 0)) return kernel_efficiency;
-  return work / std::max(work / kernel_efficiency, dispatch_s);
-}
-
-// Rows of one fit group with their timing and where they sit in the runs (run, row index).
-template <class Row>
-struct Tagged {
-  std::vector<Row> rows;
-  std::vector<bool> eager;
-  std::vector<std::pair<std::size_t, std::size_t>> at;
-};
-struct TaggedGroups {
-  std::array<Tagged<db::GemmRow>, kDTypeCount> gemm;
-  std::array<Tagged<db::AttentionRow>, 2 * kDTypeCount> attention;  // by attention_group
-};
-
-// The GEMM and attention groups of group_rows (predicted rows left out), with each row's timing.
-TaggedGroups tagged_groups(const std::vector<db::RunBatch>& runs) {
-  TaggedGroups g;
-  const auto push = [](auto& group, const auto& row, bool eager, std::size_t run, std::size_t i) {
-    group.rows.push_back(row);
-    group.eager.push_back(eager);
-    group.at.emplace_back(run, i);
-  };
-  for (std::size_t b = 0; b < runs.size(); ++b) {
-    if (runs[b].run.source == db::Source::predicted) continue;
-    const bool eager = eager_loop(runs[b]);
-    const auto& rows = runs[b].rows;
-    for (std::size_t i = 0; i < rows.gemm.size(); ++i) {
-      push(g.gemm[static_cast<int>(rows.gemm[i].key.dtype)], rows.gemm[i], eager, b, i);
-    }
-    for (std::size_t i = 0; i < rows.attention.size(); ++i) {
-      const auto& r = rows.attention[i];
-      push(g.attention[attention_group(r.key.dtype, r.key.direction)], r, eager, b, i);
-    }
-  }
-  return g;
-}
-
-// Which rows a kernel-efficiency fit must leave out: eager-loop rows whose kernel, as the fit of the
-// other rows of the group predicts it, is shorter than the host's dispatch time (their figure is the
-// host's pace and bounds the kernel time from above only). One pass: every row is judged against
-// all the others. Nothing is left out when fewer than kMinRowsPerFit rows would remain.
-template <class Row, class FitPredict>
-std::vector<bool> host_bound_rows(const Tagged<Row>& g, const DeviceSpec& spec, double dispatch_s,
-                                  FitPredict fit_predict) {
-  std::vector<bool> out(g.rows.size(), false);
-  if (!(dispatch_s > 0) || g.rows.size() <= kMinRowsPerFit) return out;
-  std::size_t left_out = 0;
-  for (std::size_t j = 0; j < g.rows.size(); ++j) {
-    if (!g.eager[j]) continue;
-    const double e = fit_predict(without(g.rows, j), g.rows[j].key);
-    out[j] = e > 0 && work_s(g.rows[j].key, spec) / e < dispatch_s;
-    left_out += out[j] ? 1 : 0;
-  }
-  if (g.rows.size() - left_out < kMinRowsPerFit) std::fill(out.begin(), out.end(), false);
-  return out;
 }
 
 template <class Row>
@@ -157,13 +74,13 @@ std::vector<Row> kept(const std::vector<Row>& rows, const std::vector<bool>& dro
 // out their host-bound rows, and an eager-loop held-out row is predicted as host_bound(kernel).
 // Returns how many eager-loop rows were scored.
 template <class Row, class FitPredict>
-std::size_t leave_one_out_timed(const Tagged<Row>& g, const std::string& family, ErrorTable& table,
-                                const DeviceSpec& spec, double dispatch_s, FitPredict fit_predict) {
+std::size_t leave_one_out_timed(const TimedGroup<Row>& g, const std::string& family, ErrorTable& table,
+                                const DeviceSpec& spec, double dispatch_s, double prior_s, FitPredict fit_predict) {
   if (g.rows.size() < kMinRowsPerFit + 1) return 0;
   std::size_t eager = 0;
   for (std::size_t i = 0; i < g.rows.size(); ++i) {
-    Tagged<Row> others{without(g.rows, i), without(g.eager, i), {}};
-    const std::vector<Row> fit_rows = kept(others.rows, host_bound_rows(others, spec, dispatch_s, fit_predict));
+    const TimedGroup<Row> others{without(g.rows, i), without(g.eager, i), {}};
+    const std::vector<Row> fit_rows = kept(others.rows, host_bound_rows(others, spec, dispatch_s, prior_s));
     const Row& r = g.rows[i];
     double predicted = fit_predict(fit_rows, r.key);
     if (g.eager[i]) {
@@ -186,7 +103,7 @@ void evaluate_leave_one_out(const DeviceData& d, double dispatch_s, std::vector<
   const DeviceSpec& spec = d.profile.spec;
   const double prior = kernel_overhead_s(d.profile);
   const GroupedRows g = group_rows(d.runs);
-  const TaggedGroups tg = tagged_groups(d.runs);
+  const TimedGroups tg = timed_groups(d.runs);
   const auto gemm_fp = [&](const std::vector<db::GemmRow>& rows, const GemmKey& k) {
     return predict_gemm(fit_gemm(rows, spec, prior), k, spec);
   };
@@ -199,13 +116,13 @@ void evaluate_leave_one_out(const DeviceData& d, double dispatch_s, std::vector<
     if (spec.peak_tflops[t] <= 0) continue;
     if (!tg.gemm[t].rows.empty()) {
       const std::string family = gemm_family(tg.gemm[t].rows.front().key);
-      eager_rows[family] += leave_one_out_timed(tg.gemm[t], family, table, spec, dispatch_s, gemm_fp);
+      eager_rows[family] += leave_one_out_timed(tg.gemm[t], family, table, spec, dispatch_s, prior, gemm_fp);
     }
     for (int dir = 0; dir < 2; ++dir) {
       const auto& group = tg.attention[t * 2 + dir];
       if (group.rows.empty()) continue;
       const std::string family = attention_family(group.rows.front().key);
-      eager_rows[family] += leave_one_out_timed(group, family, table, spec, dispatch_s, attention_fp);
+      eager_rows[family] += leave_one_out_timed(group, family, table, spec, dispatch_s, prior, attention_fp);
     }
   }
   for (const auto& [code, rows_c] : g.collective) {
@@ -229,54 +146,6 @@ void evaluate_leave_one_out(const DeviceData& d, double dispatch_s, std::vector<
       out[i].note = eager_note(it->second, dispatch_s);
     }
   }
-}
-
-// The runs a source device's fits are built from: its host-bound eager-loop GEMM and attention rows
-// (host_bound_rows) taken out. `left_out` counts them per kind (GEMM, attention).
-struct LeftOut {
-  std::size_t gemm = 0, attention = 0;
-};
-std::vector<db::RunBatch> kernel_runs(const std::vector<db::RunBatch>& runs, const DeviceProfile& profile,
-                                      double dispatch_s, LeftOut& left_out) {
-  left_out = {};
-  if (!(dispatch_s > 0)) return runs;
-  const DeviceSpec& spec = profile.spec;
-  const double prior = kernel_overhead_s(profile);
-  const TaggedGroups tg = tagged_groups(runs);
-  std::set<std::pair<std::size_t, std::size_t>> gemm_out, attention_out;
-  for (int t = 0; t < kDTypeCount; ++t) {
-    if (spec.peak_tflops[t] <= 0) continue;
-    const auto drop = host_bound_rows(tg.gemm[t], spec, dispatch_s, [&](const auto& rows, const GemmKey& k) {
-      return predict_gemm(fit_gemm(rows, spec, prior), k, spec);
-    });
-    for (std::size_t i = 0; i < drop.size(); ++i) {
-      if (drop[i]) gemm_out.insert(tg.gemm[t].at[i]);
-    }
-    for (int dir = 0; dir < 2; ++dir) {
-      const auto& group = tg.attention[t * 2 + dir];
-      const auto drop_a = host_bound_rows(group, spec, dispatch_s, [&](const auto& rows, const AttentionKey& k) {
-        return predict_attention(fit_attention(rows, spec, prior), k, spec);
-      });
-      for (std::size_t i = 0; i < drop_a.size(); ++i) {
-        if (drop_a[i]) attention_out.insert(group.at[i]);
-      }
-    }
-  }
-  left_out = {gemm_out.size(), attention_out.size()};
-  if (gemm_out.empty() && attention_out.empty()) return runs;
-  std::vector<db::RunBatch> out = runs;
-  for (std::size_t b = 0; b < out.size(); ++b) {
-    const auto filter = [b](auto& rows, const std::set<std::pair<std::size_t, std::size_t>>& gone) {
-      std::decay_t<decltype(rows)> keep;
-      for (std::size_t i = 0; i < rows.size(); ++i) {
-        if (!gone.count({b, i})) keep.push_back(rows[i]);
-      }
-      rows = std::move(keep);
-    };
-    filter(out[b].rows.gemm, gemm_out);
-    filter(out[b].rows.attention, attention_out);
-  }
-  return out;
 }
 
 std::string overhead_note(const DeviceProfile& source, bool fitted, const DeviceProfile& target) {
@@ -309,17 +178,11 @@ std::string attention_note(const DeviceProfile& s, const DeviceProfile& t, Atten
 
 void evaluate_pair(const DeviceData& from, double from_dispatch_s, const DeviceData& to, double to_dispatch_s,
                    std::vector<ErrorSummary>& out) {
-  LeftOut source_left_out;
-  const std::vector<db::RunBatch> from_runs = kernel_runs(from.runs, from.profile, from_dispatch_s, source_left_out);
-  DeviceProfile source = with_row_kernels(with_row_links(from.profile, from_runs), from_runs);
+  const SourceFit fitted = fit_source(from, from_dispatch_s);
+  const DeviceProfile& source = fitted.source.profile;
   // The target's rows are only scored: its overhead is its profile's (or the prior), never fitted here.
   const DeviceProfile target = with_row_kernels(with_row_links(to.profile, to.runs), to.runs);
-  const auto fit = std::make_shared<const DeviceFit>(source.spec, group_rows(from_runs), kernel_overhead_s(source));
-  const auto fitted = fit->fitted_overhead_s();
-  if (fitted) source.kernel_overhead_us = *fitted * 1e6;
-  source = with_gemm_ceilings(source, from_runs, kernel_overhead_s(source));
-  SourceDevice s{source, make_interpolating_model(fit, from.record, from_runs, no_data_model())};
-  const auto model = make_scaled_model({s}, target, no_data_model());
+  const auto model = make_scaled_model({fitted.source}, target, no_data_model());
   ErrorTable table;
   std::map<std::string, std::size_t> eager_rows;
   // An eager-loop row of the target is compared with its loop: host_bound of the predicted kernel.
@@ -352,15 +215,15 @@ void evaluate_pair(const DeviceData& from, double from_dispatch_s, const DeviceD
   table.append_to(out, from.record.name, to.record.name);
   for (std::size_t i = first; i < out.size(); ++i) {
     if (out[i].family.rfind("gemm", 0) == 0) {
-      out[i].note = overhead_note(source, fitted.has_value(), target) + "; " + matmul_note(source, target);
+      out[i].note = overhead_note(source, fitted.overhead_fitted, target) + "; " + matmul_note(source, target);
     }
     if (out[i].family.rfind("attention", 0) == 0) out[i].note = attention_note(source, target, target.attention_kernel);
     if (const auto it = eager_rows.find(out[i].family); it != eager_rows.end()) {
       out[i].note += "; " + eager_note(it->second, to_dispatch_s);
     }
     const bool gemm = out[i].family.rfind("gemm", 0) == 0;
-    const std::size_t skipped = gemm ? source_left_out.gemm
-                                     : (out[i].family.rfind("attention", 0) == 0 ? source_left_out.attention : 0);
+    const std::size_t skipped = gemm ? fitted.gemm_left_out
+                                     : (out[i].family.rfind("attention", 0) == 0 ? fitted.attention_left_out : 0);
     if (skipped > 0) out[i].note += fmt::format("; source fit skips {} host-bound eager-loop row(s)", skipped);
   }
 }

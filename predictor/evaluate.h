@@ -15,6 +15,7 @@
 // per-iteration throughput bound of the loop. The kernel-efficiency fits skip such a row when the
 // fit of the other rows of its group puts its kernel below the dispatch time (its figure then
 // bounds the kernel time from above only); rows timed at the kernel or `unknown` are always fitted.
+// Cross-device sources are built by source_fit.h's fit_source, as `calisim predict`'s rows are.
 // A device without a dispatch time (absent or 0) gets no host bound, and its eager rows are fitted
 // as kernel figures.
 // Errors are absolute percentage errors of efficiency (equivalently of time) against the stored

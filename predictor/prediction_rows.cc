@@ -12,6 +12,7 @@
 #include "predictor/interpolating_model.h"
 #include "predictor/kernel_overhead.h"
 #include "predictor/scaled_model.h"
+#include "predictor/source_fit.h"
 
 namespace calisim::predictor {
 namespace {
@@ -71,7 +72,8 @@ void for_each_new_key(const std::vector<DeviceData>& sources, std::vector<Row> d
 
 }  // namespace
 
-Prediction predict_target(const std::vector<DeviceData>& sources, const DeviceProfile& target) {
+Prediction predict_target(const std::vector<DeviceData>& sources, const DeviceProfile& target,
+                          const std::map<std::string, double>& op_dispatch_s) {
   if (sources.empty()) throw std::invalid_argument("predict_target: no source devices");
   std::vector<SourceDevice> models;
   std::vector<std::string> provenance, unknown_share;
@@ -81,15 +83,21 @@ Prediction predict_target(const std::vector<DeviceData>& sources, const DevicePr
       throw InputError("--to", "", "the target device '" + target.spec.name +
                                        "' is also a source; predict a device from other devices");
     }
-    DeviceProfile profile = with_row_kernels(with_row_links(s.profile, s.runs), s.runs);
-    const auto fit = std::make_shared<const DeviceFit>(profile.spec, group_rows(s.runs), kernel_overhead_s(profile));
-    const auto t0 = fit->fitted_overhead_s();
-    if (t0) profile.kernel_overhead_us = *t0 * 1e6;
-    profile = with_gemm_ceilings(profile, s.runs, kernel_overhead_s(profile));
-    models.push_back({profile, make_interpolating_model(fit, s.record, s.runs, no_data_model())});
+    const auto dispatch = op_dispatch_s.find(s.record.name);
+    const SourceFit fitted = fit_source(s, dispatch == op_dispatch_s.end() ? 0.0 : dispatch->second);
+    const DeviceProfile& profile = fitted.source.profile;
+    const bool t0 = fitted.overhead_fitted;
+    models.push_back(fitted.source);
     provenance.push_back(fmt::format("per-call overhead {:.1f} us on {} ({}) -> {:.1f} us on {}",
                                      kernel_overhead_s(profile) * 1e6, s.record.name, t0 ? "fitted" : "prior",
                                      kernel_overhead_s(target) * 1e6, target.spec.name));
+    if (fitted.gemm_left_out + fitted.attention_left_out > 0) {
+      provenance.push_back(fmt::format(
+          "fit of {} skips {} host-bound eager-loop row(s) ({} GEMM, {} attention): their kernel, as the fit of "
+          "the other rows predicts it, is shorter than the host's {:.1f} us op dispatch",
+          s.record.name, fitted.gemm_left_out + fitted.attention_left_out, fitted.gemm_left_out,
+          fitted.attention_left_out, dispatch->second * 1e6));
+    }
     if (profile.attention_kernel == AttentionKernel::flash2) {
       const auto share = attention_kernel_share(target.spec, AttentionKernel::flash2);
       provenance.push_back(fmt::format(

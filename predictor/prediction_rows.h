@@ -6,10 +6,14 @@
 // (GEMM/attention: TFLOP/s against the target's peak; memory: GB/s of its HBM; collectives:
 // busbw over the target tier's link). Size-independent memory and collective fits of the sources
 // are carried over with the same rules (bandwidth to the target's, efficiency scaled, latency by
-// the ratio of per-step latencies). The run's notes record the provenance: the source devices,
-// the model version, and which ratios were unknown and taken as 1.
+// the ratio of per-step latencies). Each source is fitted by source_fit.h's fit_source, the fit
+// `calisim predict --evaluate` scores: with a source's op dispatch time given, its host-bound
+// eager-loop published rows are left out of its kernel fits. The run's notes record the provenance:
+// the source devices, the model version, how many host-bound rows each source's fit skipped, and
+// which ratios were unknown and taken as 1.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -41,7 +45,10 @@ struct Prediction {
 };
 
 // Throws std::invalid_argument when `sources` is empty. The target's name must not be one of the
-// sources (InputError: predicting a device from itself is a user mistake).
-Prediction predict_target(const std::vector<DeviceData>& sources, const DeviceProfile& target);
+// sources (InputError: predicting a device from itself is a user mistake). op_dispatch_s: host time
+// of one eager op per source device name (its system's host.op_dispatch_us); a source not in the
+// map gets no host bound (its eager-loop rows are fitted as kernel figures).
+Prediction predict_target(const std::vector<DeviceData>& sources, const DeviceProfile& target,
+                          const std::map<std::string, double>& op_dispatch_s = {});
 
 }  // namespace calisim::predictor

@@ -7,24 +7,11 @@
 
 #include "core/error.h"
 #include "db/csv.h"
+#include "db/profile_log.h"
 #include "db/sqlite_handle.h"
 
 namespace calisim::profiler {
 namespace {
-
-constexpr const char* kLogSchema = R"sql(
-CREATE TABLE IF NOT EXISTS calisim_profile_log (
-  id INTEGER PRIMARY KEY,
-  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
-  device TEXT NOT NULL,
-  key TEXT NOT NULL,
-  status TEXT NOT NULL CHECK (status IN ('measured','skipped')),
-  reason TEXT NOT NULL DEFAULT '',
-  recorded_at TEXT NOT NULL,
-  details TEXT NOT NULL DEFAULT '{}'
-);
-CREATE INDEX IF NOT EXISTS calisim_profile_log_by_key ON calisim_profile_log(device, key);
-)sql";
 
 std::string hostname() {
   char buf[256] = {};
@@ -105,7 +92,7 @@ ProfileStore::ProfileStore(const std::string& db_path, const db::DeviceRecord& d
     const auto known = db_.find_device(cuda_name);
     if (!known) db_.add_alias(cuda_name, device.name);
   }
-  db_.connection().exec(kLogSchema);
+  db::ensure_profile_log_table(db_);
   if (!options_.csv_path.empty()) {
     const bool fresh = std::ifstream(options_.csv_path).peek() == std::ifstream::traits_type::eof();
     csv_.open(options_.csv_path, std::ios::app);
@@ -143,12 +130,9 @@ void ProfileStore::commit(const PlannedKernel& kernel, const Measurement& m, con
   {
     db::Transaction tx(db_.connection());
     if (rows.size() > 0) db_.append_rows(run, rows);
-    db::Statement st(db_.connection(),
-                     "INSERT INTO calisim_profile_log (run_id, device, key, status, reason, recorded_at, details) "
-                     "VALUES (?, ?, ?, ?, ?, ?, ?)");
-    st.bind(1, run).bind(2, device_).bind(3, kernel.key).bind(4, to_string(m.status)).bind(5, m.reason);
-    st.bind(6, db::now_utc_iso8601()).bind(7, details_json(m));
-    st.run();
+    db::append_profile_log(db_, run, device_,
+                           {{kernel.key, std::string(to_string(m.status)), m.reason, db::now_utc_iso8601(),
+                             details_json(m)}});
     tx.commit();
   }
   if (csv_.is_open()) csv_ << csv_line(device_, kernel, m, rows) << std::flush;

@@ -2,9 +2,9 @@
 //
 // Contract:
 //   - Every commit() is one transaction holding the measurement's row (db/ tables, through
-//     EfficiencyDb::append_rows) and its entry in the profiler's own table
-//     `calisim_profile_log` (status, skip reason, timer, algorithm, kernel names, clocks,
-//     throttling as JSON). A crash or Ctrl-C loses at most the measurement in flight.
+//     EfficiencyDb::append_rows) and its entry in the session log `calisim_profile_log`
+//     (db/profile_log.h: status, skip reason, and timer, algorithm, kernel names, clocks,
+//     throttling as JSON details). A crash or Ctrl-C loses at most the measurement in flight.
 //   - The run (db::RunRecord, source `measured`) is created at the first commit, so a rerun with
 //     nothing left to do adds no empty run.
 //   - done() says whether a key needs no new measurement: a `measured` row of this device for
@@ -12,9 +12,8 @@
 //     That is how a rerun resumes.
 //   - The device record is inserted when missing (never overwritten: its specs may have been
 //     curated) and the CUDA name is added as an alias.
-// The log table is created with IF NOT EXISTS beside the db/ schema; db/ code ignores it, and
-// `calisim db export` carries the measurement rows without it (the CSV mirror, if asked for,
-// keeps the details in text).
+// The log table is created with IF NOT EXISTS beside the db/ schema; lookups ignore it, and the
+// JSON export, import and `calisim db merge` carry it with its run (db/text_dump.h, db/merge.h).
 #pragma once
 
 #include <cstdint>

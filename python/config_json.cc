@@ -60,35 +60,44 @@ json tier_json(const NetworkTier& t) {
 json model_json(const ModelConfig& m) {
   const char* attention = m.attention_type == AttentionType::mla ? "mla"
                           : m.attention_type == AttentionType::gqa ? "gqa" : "mha";
-  return {{"model_name", m.model_name},
-          {"model_type", m.is_moe ? "moe" : "dense"},
-          {"hidden_size", m.hidden_size},
-          {"head_num", m.head_num},
-          {"kv_head_num", m.kv_head_num},
-          {"head_size", m.head_size},
-          {"intermediate_size", m.intermediate_size},
-          {"layer_num", m.layer_num},
-          {"vocab_size", m.vocab_size},
-          {"make_vocab_size_divisible_by", m.make_vocab_size_divisible_by},
-          {"use_swiglu", m.use_swiglu},
-          {"attention_type", attention},
-          {"norm_type", m.norm_type == NormType::rmsnorm ? "rmsnorm" : "layernorm"},
-          {"position_embedding_type", m.position_embedding_type == PositionEmbedding::rope ? "rope" : "learned_absolute"},
-          {"max_position_embeddings", m.max_position_embeddings},
-          {"untie_embeddings_and_output_weights", m.untie_embeddings_and_output_weights},
-          {"add_bias_linear", m.add_bias_linear},
-          {"expert_num", m.expert_num},
-          {"topk", m.topk},
-          {"moe_ffn_hidden_size", m.moe_ffn_hidden_size},
-          {"moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size},
-          {"dense_layers", m.dense_layers},
-          {"capacity", m.capacity},
-          {"moe_pad_expert_input_to_capacity", m.moe_pad_expert_input_to_capacity},
-          {"q_lora_rank", m.q_lora_rank},
-          {"kv_lora_rank", m.kv_lora_rank},
-          {"qk_head_dim", m.qk_head_dim},
-          {"qk_pos_emb_head_dim", m.qk_pos_emb_head_dim},
-          {"v_head_dim", m.v_head_dim}};
+  json j = {{"model_name", m.model_name},
+            {"model_type", m.is_moe ? "moe" : "dense"},
+            {"hidden_size", m.hidden_size},
+            {"head_num", m.head_num},
+            {"kv_head_num", m.kv_head_num},
+            {"head_size", m.head_size},
+            {"intermediate_size", m.intermediate_size},
+            {"layer_num", m.layer_num},
+            {"vocab_size", m.vocab_size},
+            {"make_vocab_size_divisible_by", m.make_vocab_size_divisible_by},
+            {"use_swiglu", m.use_swiglu},
+            {"attention_type", attention},
+            {"norm_type", m.norm_type == NormType::rmsnorm ? "rmsnorm" : "layernorm"},
+            {"position_embedding_type", m.position_embedding_type == PositionEmbedding::rope ? "rope" : "learned_absolute"},
+            {"max_position_embeddings", m.max_position_embeddings},
+            {"untie_embeddings_and_output_weights", m.untie_embeddings_and_output_weights},
+            {"add_bias_linear", m.add_bias_linear},
+            {"expert_num", m.expert_num},
+            {"topk", m.topk},
+            {"moe_ffn_hidden_size", m.moe_ffn_hidden_size},
+            {"moe_shared_expert_intermediate_size", m.moe_shared_expert_intermediate_size},
+            {"dense_layers", m.dense_layers},
+            {"capacity", m.capacity},
+            {"moe_pad_expert_input_to_capacity", m.moe_pad_expert_input_to_capacity},
+            {"q_lora_rank", m.q_lora_rank},
+            {"kv_lora_rank", m.kv_lora_rank},
+            {"qk_head_dim", m.qk_head_dim},
+            {"qk_pos_emb_head_dim", m.qk_pos_emb_head_dim},
+            {"v_head_dim", m.v_head_dim}};
+  // Sliding-window attention (model_config.h), the resolved per-layer pattern in the loader's list form.
+  j["attention_window_tokens"] = m.attention_window_tokens;
+  j["attention_sinks"] = m.attention_sinks;
+  if (m.attention_window_tokens > 0) {
+    json types = json::array();
+    for (bool w : m.window_layers) types.push_back(w ? "sliding_attention" : "full_attention");
+    j["attention_layer_types"] = types;
+  }
+  return j;
 }
 
 json strategy_json(const StrategyConfig& s, bool with_derived) {
@@ -153,6 +162,8 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"nccl_algo", allowed_names<CollAlgo>(s.nccl, kCollAlgoCount)},
             {"nccl_proto", allowed_names<CollProto>(s.nccl, kCollProtoCount)},
             {"not_modeled_fields", s.not_modeled_fields}};
+  // Only when set: the loader refuses a layout beside the first/last-stage counts it replaces.
+  if (!s.pipeline_layout.empty()) j["pipeline_layout"] = s.pipeline_layout;
   // Batch arithmetic: one of the two may be 0 until validate_layout derives it.
   if (with_derived || s.micro_batch_num > 0) j["micro_batch_num"] = s.micro_batch_num;
   if (with_derived || s.global_batch_size > 0) j["global_batch_size"] = s.global_batch_size;
@@ -170,6 +181,12 @@ json system_json(const SystemConfig& s) {
   for (int i = 0; i < kDTypeCount; ++i) {
     if (s.device.peak_tflops[i] > 0) peaks[std::string(to_string(static_cast<DType>(i)))] = s.device.peak_tflops[i];
   }
+  // efficiency.matmul_by_dtype: only the dtypes the system file overrides (the rest use matmul_efficiency).
+  json matmul_by_dtype = json::object();
+  for (int i = 0; i < kDTypeCount; ++i) {
+    const double e = s.matmul_efficiency_by_dtype[i];
+    if (e > 0) matmul_by_dtype[std::string(to_string(static_cast<DType>(i)))] = e;
+  }
   return {{"name", s.name},
           {"source", s.source},
           {"device",
@@ -180,6 +197,7 @@ json system_json(const SystemConfig& s) {
             {"sm_count", s.device.sm_count},
             {"l2_mb", s.device.l2_mb}}},
           {"matmul_efficiency", s.matmul_efficiency},
+          {"matmul_efficiency_by_dtype", matmul_by_dtype},
           {"attention_efficiency", s.attention_efficiency},
           {"attention_backward_ratio", s.attention_backward_ratio},
           {"attention_implementation", s.attention_implementation},

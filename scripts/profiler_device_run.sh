@@ -96,5 +96,7 @@ gpu_name=$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head 
 "$bin/calisim" db show "$out/trace.db" "$gpu_name" 2>&1 | tee -a "$out/trace.log"
 db="$out/calibration.db"
 "$bin/calisim" profile run --sweep "$mode" --db "$db" --csv "$out/details.csv" "$@" 2>&1 | tee "$out/run.log"
-"$bin/calisim" db export "$db" "$out/calibration.csv" 2>&1 | tee -a "$out/run.log"
+# JSON carries the session log (skipped shapes and why, timers, throttling): commit that one.
+"$bin/calisim" db export "$db" "$out/calibration.json" 2>&1 | tee -a "$out/run.log"
+"$bin/calisim" db export "$db" "$out/calibration.csv" --skip-profile-log 2>&1 | tee -a "$out/run.log"
 "$bin/calisim" db list "$db" 2>&1 | tee -a "$out/run.log"

@@ -68,4 +68,21 @@ double attention_shape_factor(const AttentionKey& key) {
   return seq_factor * head_dim_factor(std::max(key.head_dim_qk, key.head_dim_v));
 }
 
+WindowTiles window_tiles(std::int64_t seq, std::int64_t window, std::int64_t tile) {
+  WindowTiles w;
+  w.query_blocks = (seq + tile - 1) / tile;
+  for (std::int64_t i = 0; i < w.query_blocks; ++i) {
+    const std::int64_t first_key = std::max<std::int64_t>(0, i * tile - window);
+    w.kv_blocks += i - first_key / tile + 1;
+  }
+  w.kv_tokens = (w.kv_blocks * tile + w.query_blocks / 2) / w.query_blocks;
+  return w;
+}
+
+double window_mask_pairs(std::int64_t seq, std::int64_t window) {
+  const double s = static_cast<double>(seq), w = static_cast<double>(window);
+  if (seq <= window) return s * (s + 1) / 2;
+  return w * (w + 1) / 2 + (s - w) * w;
+}
+
 }  // namespace calisim

@@ -35,4 +35,27 @@ double attention_kernel_seq(const AttentionKey& key);
 // head_dim_qk and head_dim_v, log-interpolated between 64 and 256, clamped outside).
 double attention_shape_factor(const AttentionKey& key);
 
+// Sliding-window attention at the flash kernel's tile granularity (docs/simulator.md
+// "Sliding-window attention and sinks"). The kernel walks query blocks of `tile` rows; a block
+// whose rows attend keys i-W..i computes in full every KV block from the one holding its first
+// row's earliest key up to its diagonal block (partly masked blocks cost a whole block), so with
+// W = tile = 128 an interior query block computes 2 KV blocks. The windowed kernel is then
+// query_blocks independent problems of `tile` queries against kv_tokens keys (the mean over
+// query blocks, rounded to a token), non-causal: AttentionKey{b * query_blocks, .., tile,
+// kv_tokens, causal = false}. Its efficiency comes from the curves above at that short length
+// (sqrt(tile * kv_tokens), clamped to the shortest published length, 512).
+struct WindowTiles {
+  std::int64_t query_blocks = 0;  // ceil(seq / tile)
+  std::int64_t kv_blocks = 0;     // KV blocks computed, summed over query blocks
+  std::int64_t kv_tokens = 0;     // round(kv_blocks * tile / query_blocks)
+};
+// window: keys before the query (W); requires seq > W + 1 (otherwise the window covers the
+// whole causal prefix and the layer is plain causal attention), tile > 0.
+WindowTiles window_tiles(std::int64_t seq, std::int64_t window, std::int64_t tile);
+
+// Useful (unmasked) query-key pairs of one sequence under the window, Megatron-Bridge's count
+// (flop_utils attention_flops_calculator, is_swa): W(W+1)/2 + (s - W)·W for s > W, else the
+// causal s(s+1)/2. The model-FLOP (MFU) convention uses this; the kernel executes window_tiles.
+double window_mask_pairs(std::int64_t seq, std::int64_t window);
+
 }  // namespace calisim

@@ -8,6 +8,7 @@
 
 #include "core/error.h"
 #include "simulator/json_fields.h"
+#include "simulator/layer_placement.h"
 #include "simulator/rank_placement.h"
 
 namespace calisim {
@@ -28,6 +29,41 @@ nlohmann::json read_json_file(const std::string& path) {
       if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
     }
     throw InputError(path, fmt::format("line {}, column {}", line, col), "invalid JSON: " + std::string(e.what()));
+  }
+}
+
+// Sliding-window attention and sinks (model_config.h): attention_window_tokens W (Megatron
+// --window-size W,0), which layers are windowed (window_attn_skip_freq N: Megatron's 1-based
+// layer_number % N != 0 is windowed, so N = 2 windows layers 1, 3, 5, ... = 0-based 0, 2, 4, ...;
+// or attention_layer_types, Hugging Face's per-layer list; neither: every layer), attention_sinks.
+void read_attention_window(FieldReader& r, ModelConfig& m) {
+  m.attention_window_tokens = r.nonneg_int_or("attention_window_tokens", 0);
+  m.attention_sinks = r.bool_or("attention_sinks", false);
+  const std::optional<std::int64_t> freq = r.opt_int("window_attn_skip_freq");
+  const nlohmann::json* types = r.opt_array("attention_layer_types");
+  if (m.attention_window_tokens == 0) {
+    if (freq) r.fail("window_attn_skip_freq", "needs attention_window_tokens > 0 (no window is set)");
+    if (types) r.fail("attention_layer_types", "needs attention_window_tokens > 0 (no window is set)");
+    return;
+  }
+  if (freq && types) r.fail("attention_layer_types", "give either window_attn_skip_freq or attention_layer_types, not both");
+  const auto layers = static_cast<std::size_t>(m.layer_num);
+  m.window_layers.assign(layers, true);
+  if (freq) {
+    if (*freq < 1) r.fail("window_attn_skip_freq", fmt::format("expected an integer >= 1, got {}", *freq));
+    for (std::size_t l = 0; l < layers; ++l) m.window_layers[l] = static_cast<std::int64_t>(l + 1) % *freq != 0;
+  } else if (types) {
+    if (types->size() != layers) {
+      r.fail("attention_layer_types", fmt::format("expected one entry per layer (layer_num = {}), got {}", layers,
+                                                  types->size()));
+    }
+    for (std::size_t l = 0; l < layers; ++l) {
+      const nlohmann::json& t = (*types)[l];
+      if (t == "sliding_attention") m.window_layers[l] = true;
+      else if (t == "full_attention") m.window_layers[l] = false;
+      else r.fail(fmt::format("attention_layer_types[{}]", l),
+                  "expected \"sliding_attention\" or \"full_attention\", got " + describe_json(t));
+    }
   }
 }
 
@@ -61,6 +97,7 @@ ModelConfig parse_model(const nlohmann::json& doc, const std::string& file, std:
   m.add_bias_linear = r.bool_or("add_bias_linear", false);
   m.max_position_embeddings = r.nonneg_int_or("max_position_embeddings", 0);
   m.mtp_num_layers = r.nonneg_int_or("mtp_num_layers", 0);
+  read_attention_window(r, m);
 
   const std::string norm = r.string_or("norm_type", "rmsnorm");
   if (norm == "rmsnorm") m.norm_type = NormType::rmsnorm;
@@ -78,6 +115,9 @@ ModelConfig parse_model(const nlohmann::json& doc, const std::string& file, std:
   else if (attn == "mla") m.attention_type = AttentionType::mla;
   else r.fail("attention_type", "expected \"mha\", \"gqa\" or \"mla\", got \"" + attn + "\"");
 
+  // Documentation for readers (what the numbers are and where they come from), as in system files.
+  r.opt_string("description");
+  r.opt_string("source");
   // SimuMax bookkeeping fields that describe nothing we simulate differently.
   r.accept_not_modeled({"orig_vocab_size", "group_linear_mode"});
   auto nm = r.finish();
@@ -104,6 +144,9 @@ ModelConfig parse_model(const nlohmann::json& doc, const std::string& file, std:
     }
   } else if (m.expert_num > 1) {
     r.fail("expert_num", "expert_num > 1 requires model_type \"moe\"");
+  }
+  if (m.attention_type == AttentionType::mla && m.attention_window_tokens > 0) {
+    r.fail("attention_window_tokens", "sliding-window attention is modelled for MHA/GQA only, not MLA");
   }
   if (m.attention_type == AttentionType::mla) {
     if (m.kv_lora_rank <= 0) r.fail("kv_lora_rank", "MLA needs kv_lora_rank > 0");
@@ -145,6 +188,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.num_layers_in_last_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_last_pipeline_stage", 0));
   s.account_for_embedding_in_pipeline_split = r.bool_or("account_for_embedding_in_pipeline_split", false);
   s.account_for_loss_in_pipeline_split = r.bool_or("account_for_loss_in_pipeline_split", false);
+  s.pipeline_layout = r.string_or("pipeline_layout", "");
   s.zero_state = static_cast<int>(r.nonneg_int_or("zero_state", 1));
   if (s.zero_state > 3) {
     r.fail("zero_state", fmt::format("expected 0 (replicated optimizer), 1 (distributed optimizer), 2 (+ sharded "
@@ -485,6 +529,41 @@ void read_attention_implementation(FieldReader& e, SystemConfig& s) {
   }
   s.attention_implementation = chosen;
 }
+
+// efficiency.matmul_by_dtype: {"<dtype>": fraction of that dtype's peak}. "fp8" covers both FP8
+// formats (as device.peak_tflops.fp8 does); "fp8_e4m3" / "fp8_e5m2" set one and win over "fp8".
+// A dtype the device has no peak for is rejected: its figure could never be used.
+void read_matmul_by_dtype(FieldReader& e, SystemConfig& s) {
+  const nlohmann::json* by = e.opt_object("matmul_by_dtype");
+  if (!by) return;
+  FieldReader r(*by, e.file(), e.path_of("matmul_by_dtype"));
+  struct Name {
+    const char* key;
+    DType first, last;  // the dtypes the key sets (fp8: e4m3 and e5m2)
+  };
+  static constexpr Name kNames[] = {{"fp32", DType::fp32, DType::fp32},
+                                    {"tf32", DType::tf32, DType::tf32},
+                                    {"bf16", DType::bf16, DType::bf16},
+                                    {"fp16", DType::fp16, DType::fp16},
+                                    {"fp8", DType::fp8_e4m3, DType::fp8_e5m2},
+                                    {"fp8_e4m3", DType::fp8_e4m3, DType::fp8_e4m3},
+                                    {"fp8_e5m2", DType::fp8_e5m2, DType::fp8_e5m2}};
+  for (const Name& n : kNames) {  // "fp8" before the single formats, so they override it
+    const auto v = r.opt_number(n.key);
+    if (!v) continue;
+    if (*v <= 0 || *v > 1) {
+      r.fail(n.key, fmt::format("expected a fraction in (0, 1] of the {} peak, got {}", n.key, *v));
+    }
+    for (int t = static_cast<int>(n.first); t <= static_cast<int>(n.last); ++t) {
+      if (s.device.peak_tflops[t] <= 0) {
+        r.fail(n.key, fmt::format("the device has no {} peak (device.peak_tflops), so no {} GEMM is priced with it",
+                                  n.key, n.key));
+      }
+      s.matmul_efficiency_by_dtype[t] = *v;
+    }
+  }
+  r.finish();  // any other key: "unknown field", listing the dtype names above
+}
 }  // namespace
 
 SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
@@ -529,6 +608,7 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     const nlohmann::json& eff = r.req_object("efficiency");
     FieldReader e(eff, file, "efficiency");
     s.matmul_efficiency = e.fraction_or("matmul", s.matmul_efficiency);
+    read_matmul_by_dtype(e, s);
     s.attention_efficiency = e.fraction_or("attention", s.attention_efficiency);
     read_attention_implementation(e, s);
     s.memory_efficiency = e.fraction_or("memory_bound", s.memory_efficiency);
@@ -735,6 +815,15 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                                   s.cp_comm_type == CpCommType::p2p ? " (ring attention splits it into 2·cp chunks)" : ""));
     }
     if (!s.use_flash_sdp) fail("cp_size", "context parallelism needs use_flash_sdp: true (Megatron runs CP in TE's flash attention)");
+    // Ring CP hands each rank K/V chunks of the whole sequence; a window would need only the
+    // neighbour's last W keys, which the ring model does not describe. TE also has no backend for
+    // sinks under p2p CP (TransformerEngine issue 2541). Ulysses (a2a) attends the full sequence.
+    const bool ring = s.cp_comm_type == CpCommType::p2p || s.cp_mode == ContextParallelMode::two_d;
+    if (ring && (model.attention_window_tokens > 0 || model.attention_sinks)) {
+      fail("cp_comm_type", fmt::format("the model ({}) has {}; ring (p2p / 2D) context parallelism is not modelled "
+                                       "for it: use cp_comm_type \"a2a\" or cp_size 1",
+                                       mfile, model.attention_window_tokens > 0 ? "sliding-window attention" : "attention sinks"));
+    }
     if (s.cp_comm_type == CpCommType::a2a &&
         ((model.head_num / s.tp_size) % s.cp_size != 0 || (model.kv_head_num / s.tp_size) % s.cp_size != 0)) {
       fail("cp_comm_type", fmt::format("a2a (Ulysses) needs head_num/tp ({}) and kv_head_num/tp ({}) divisible by cp_size ({})",
@@ -802,12 +891,33 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                                         s.micro_batch_num, p));
   }
   int first = s.num_layers_in_first_pipeline_stage, last = s.num_layers_in_last_pipeline_stage;
-  if ((first || last) && p == 1) {
+  const bool emb = s.account_for_embedding_in_pipeline_split, loss = s.account_for_loss_in_pipeline_split;
+  if (!s.pipeline_layout.empty()) {
+    // Megatron's --pipeline-model-parallel-layout names every virtual stage's layers; it excludes
+    // the uneven-split and account_for_* knobs (Megatron asserts the same).
+    if (first || last || emb || loss) {
+      fail("pipeline_layout", "cannot be combined with num_layers_in_first/last_pipeline_stage or "
+                              "account_for_embedding/loss_in_pipeline_split (Megatron rejects both)");
+    }
+    std::vector<LayoutStage> stages;
+    try {
+      stages = parse_pipeline_layout(s.pipeline_layout);
+    } catch (const std::invalid_argument& e) {
+      fail("pipeline_layout", fmt::format("\"{}\": {}", s.pipeline_layout, e.what()));
+    }
+    const std::string bad = check_pipeline_layout(stages, p, v, L, static_cast<int>(model.mtp_num_layers));
+    if (!bad.empty()) {
+      const bool about_model = bad.find("the model's") != std::string::npos;
+      fail("pipeline_layout", fmt::format("\"{}\" {}{}", s.pipeline_layout, bad, about_model ? " (" + mfile + ")" : ""));
+    }
+    s.layers_per_chunk.clear();
+    for (const LayoutStage& st : stages) s.layers_per_chunk.push_back(st.decoder);
+  }
+  if (s.pipeline_layout.empty() && (first || last) && p == 1) {
     fail(first ? "num_layers_in_first_pipeline_stage" : "num_layers_in_last_pipeline_stage",
          "uneven pipeline stages need pp_size > 1");
   }
-  const bool emb = s.account_for_embedding_in_pipeline_split, loss = s.account_for_loss_in_pipeline_split;
-  if (emb || loss) {
+  if (s.pipeline_layout.empty() && (emb || loss)) {
     // Megatron: (layer_num + embedding + loss) / (pp·vpp) layers per virtual chunk, one fewer in
     // the first chunk (embedding) and the last chunk (loss); a chunk may be left with none.
     const char* field = emb ? "account_for_embedding_in_pipeline_split" : "account_for_loss_in_pipeline_split";
@@ -827,7 +937,8 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     }
   }
   std::vector<int> stage_layers(p, 0);
-  if (emb || loss) {
+  const bool chunks_set = emb || loss || !s.pipeline_layout.empty();
+  if (chunks_set) {
     // layers_per_chunk is set above.
   } else if (!first && !last) {
     if (L % p != 0) {
@@ -850,14 +961,14 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     if (first) stage_layers[0] = first;
     if (last) stage_layers[p - 1] = last;
   }
-  for (int i = 0; i < p && !(emb || loss); ++i) {
+  for (int i = 0; i < p && !chunks_set; ++i) {
     if (stage_layers[i] % v != 0) {
       fail("interleaving_size", fmt::format("pipeline stage {} has {} layers, not divisible into interleaving_size {} "
                                             "chunks",
                                             i, stage_layers[i], v));
     }
   }
-  if (!(emb || loss)) {
+  if (!chunks_set) {
     s.layers_per_chunk.assign(static_cast<std::size_t>(p) * v, 0);
     for (int c = 0; c < v; ++c) {
       for (int i = 0; i < p; ++i) s.layers_per_chunk[static_cast<std::size_t>(c) * p + i] = stage_layers[i] / v;

@@ -1,5 +1,6 @@
 // The roofline fallback EfficiencyModel: the system file's default efficiencies, source `roofline`
-// (attention shaped per kernel by simulator/attention_shape.h).
+// (GEMMs at the efficiency of their input dtype, attention shaped per kernel by
+// simulator/attention_shape.h).
 //
 // This is the answer when no database is given or a key is missing from it; it needs no CUDA and
 // no data, so every simulation can run.
@@ -16,7 +17,11 @@ namespace calisim {
 class DefaultEfficiencyModel final : public EfficiencyModel {
  public:
   explicit DefaultEfficiencyModel(const SystemConfig& system) : sys_(system) {}
-  Efficiency gemm(const GemmKey&) const override { return {sys_.matmul_efficiency, EfficiencySource::roofline}; }
+  // GEMMs: the system's matmul efficiency for the key's input dtype (efficiency.matmul_by_dtype,
+  // else efficiency.matmul), so FP8 GEMMs get the FP8 figure.
+  Efficiency gemm(const GemmKey& key) const override {
+    return {sys_.matmul_efficiency_for(key.dtype), EfficiencySource::roofline};
+  }
   // Attention: the system's fwd+bwd reference split by direction, then shaped by mask, kernel
   // sequence length and head dimension from published FlashAttention-2/3 and cuDNN figures
   // (simulator/attention_shape.h), capped at 1.

@@ -1,4 +1,5 @@
 // MHA/GQA attention (flash or unfused, with context parallelism) and the dense MLP.
+#include "simulator/attention_shape.h"
 #include "simulator/layer_ops_cp2d.h"
 #include "simulator/layer_ops_tp2d.h"
 #include "simulator/op_builders.h"
@@ -36,6 +37,28 @@ void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::
   }
   op.attn_bwd = op.attn_fwd;
   op.attn_bwd.direction = AttentionDirection::backward;
+}
+
+// The tile height and width of the flash kernels Megatron runs (cuDNN / FlashAttention BLOCK_M
+// and BLOCK_N of 128 for bf16 forward): the granularity at which a window's masked KV blocks
+// are still computed.
+constexpr std::int64_t kFlashTile = 128;
+
+// A windowed layer (model_config.h attention_window_tokens; the op lists describe a windowed
+// layer whenever it is set, cost_model mixes them with full-attention layers): the core becomes
+// query-block problems against the KV blocks their window touches (attention_shape.h
+// window_tiles), with the executed FLOPs of those blocks. Activations do not shrink: Q, K, V and
+// the log-sum-exp are kept for every token as before. Applied after Ulysses CP, whose kernel
+// attends the whole sequence with a/c heads; validate_layout refuses ring CP with a window.
+void apply_window(std::int64_t window, LayerOp& op) {
+  for (AttentionKey* k : {&op.attn_fwd, &op.attn_bwd}) {
+    if (k->seq_q <= window + 1) continue;  // the window covers the whole causal prefix
+    const WindowTiles w = window_tiles(k->seq_q, window, kFlashTile);
+    k->batch *= w.query_blocks;
+    k->seq_q = kFlashTile;
+    k->seq_kv = w.kv_tokens;
+    k->causal = false;
+  }
 }
 
 }  // namespace
@@ -77,6 +100,7 @@ void add_attention(const Dims& grid, const ModelConfig& m, const StrategyConfig&
     if (auto a2a = cp2d_head_all_to_all(d, a, g, hd, hd)) ops.push_back(*a2a);
     LayerOp core = flash_attention(d, st, a, g, hd, hd);
     apply_summa_attention(grid, d, g, hd, hd, core);
+    if (m.attention_window_tokens > 0) apply_window(m.attention_window_tokens, core);
     ops.push_back(std::move(core));
   } else {
     // Unfused ("math") attention: scores = Q·Kᵀ, softmax, dropout, context = P·V. K and V are

@@ -1,11 +1,15 @@
-// Which layers each model chunk holds (MODELING.md §3, Megatron's layer offsets).
+// Which layers each model chunk holds (MODELING.md §3, Megatron's layer offsets), and Megatron's
+// explicit pipeline layout (`--pipeline-model-parallel-layout`, JSON strategy.pipeline_layout).
 //
 // Virtual stage j = chunk·p + rank holds layers_per_chunk[j] consecutive layers; in Megatron's
 // numbering the virtual stages follow the model order (stage j's first layer is the sum of the
-// layers of stages 0..j−1, which is get_transformer_layer_offset for even and uneven splits).
+// layers of stages 0..j−1, which is get_transformer_layer_offset for even and uneven splits, and
+// PipelineParallelLayerLayout.get_layer_offset for an explicit layout).
 // A MoE model's first `dense_layers` layers keep a dense MLP, so they land on the first chunks.
 #pragma once
 
+#include <string>
+#include <string_view>
 #include <vector>
 
 #include "simulator/model_config.h"
@@ -22,5 +26,29 @@ struct ChunkLayers {
 
 // One entry per virtual stage, from strategy.layers_per_chunk (filled by validate_layout).
 std::vector<ChunkLayers> chunk_layers(const ModelConfig& model, const StrategyConfig& strategy);
+
+// One virtual stage of a pipeline layout string, in Megatron's characters: E embedding,
+// t transformer (decoder) layer, m MTP layer, L loss (LM head and cross-entropy).
+struct LayoutStage {
+  int decoder = 0;
+  int mtp = 0;
+  int embedding = 0;
+  int loss = 0;
+  std::string text;  // the stage's characters after expansion, for messages
+};
+
+// Parses Megatron's layout syntax (megatron/core/transformer/pipeline_parallel_layer_layout.py,
+// parse_str_to_list): commas are cosmetic, "(...)*n" repeats a group, "x*n" repeats one
+// character, '|' separates virtual stages listed in virtual-stage order (index chunk·p + rank).
+// Throws std::invalid_argument naming the offending character or repetition.
+std::vector<LayoutStage> parse_pipeline_layout(std::string_view text);
+
+// Checks a parsed layout against the model and the pipeline as Megatron's validate_layer_layout
+// does (exactly pp·vpp stages here, since calisim takes vpp from interleaving_size; one E, first;
+// one L, last; layer_num t; mtp_num_layers m, after every t, together in one rank's last chunk)
+// plus calisim's own placement rule: the MTP depths run on the last
+// virtual stage, with the loss. Returns "" when valid, else what is wrong.
+std::string check_pipeline_layout(const std::vector<LayoutStage>& stages, int pp_size, int interleaving_size,
+                                  int layer_num, int mtp_num_layers);
 
 }  // namespace calisim

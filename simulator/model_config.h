@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace calisim {
 
@@ -34,6 +35,28 @@ struct ModelConfig {
   std::int64_t max_position_embeddings = 0;  // learned positions only; 0 = seq_len
   bool untie_embeddings_and_output_weights = true;
   bool add_bias_linear = false;
+
+  // Sliding-window attention (Megatron --window-size W,0 with --window-attn-skip-freq; GPT-OSS):
+  // in a windowed layer the query at position i attends keys i-W..i (TransformerEngine's
+  // window_size (W, 0): W earlier tokens and itself), elsewhere the whole causal prefix.
+  // 0 = every layer attends to the whole causal prefix.
+  std::int64_t attention_window_tokens = 0;
+  // window_layers[l]: layer l (0-based) is windowed. layer_num entries when the window is set,
+  // empty otherwise (the loader fills it from window_attn_skip_freq or attention_layer_types).
+  std::vector<bool> window_layers;
+  // Attention sinks (Megatron softmax_type "learnable", GPT-OSS): one learned logit per head in
+  // every softmax denominator. a·(1) parameters and O(s·a) extra work: nothing a cost model sees
+  // while the fused kernel supports it (docs/simulator.md "Sliding-window attention and sinks").
+  bool attention_sinks = false;
+
+  // Windowed layers among layers [first, first + count).
+  std::int64_t windowed_layers_in(std::int64_t first, std::int64_t count) const {
+    std::int64_t n = 0;
+    for (std::int64_t l = first; l < first + count && l < static_cast<std::int64_t>(window_layers.size()); ++l) {
+      n += window_layers[static_cast<std::size_t>(l)] ? 1 : 0;
+    }
+    return attention_window_tokens > 0 ? n : 0;
+  }
 
   // MoE (model_type "moe"): routed experts, top-k, shared experts, leading dense layers, capacity.
   std::int64_t expert_num = 1;

@@ -166,10 +166,95 @@ void append_block(BlockCost& into, const BlockCost& b) {
   into.bwd_transient_bytes = std::max(into.bwd_transient_bytes, b.bwd_transient_bytes);
 }
 
+// One block kind's cost when a fraction w of its layers is windowed: per-layer times, FLOPs and
+// bytes are the layer-count-weighted mean of the two variants (exact for a stage holding the two
+// kinds in that ratio, e.g. an even run of GPT-OSS's alternating layers); transients the larger.
+BlockCost mix_blocks(const BlockCost& full, const BlockCost& win, double w) {
+  auto mix = [w](double a, double b) { return a * (1 - w) + b * w; };
+  BlockCost m = full;
+  m.fwd_s = mix(full.fwd_s, win.fwd_s);
+  m.bwd_s = mix(full.bwd_s, win.bwd_s);
+  m.tp_comm_fwd_s = mix(full.tp_comm_fwd_s, win.tp_comm_fwd_s);
+  m.tp_comm_bwd_s = mix(full.tp_comm_bwd_s, win.tp_comm_bwd_s);
+  m.cp_comm_fwd_s = mix(full.cp_comm_fwd_s, win.cp_comm_fwd_s);
+  m.cp_comm_bwd_s = mix(full.cp_comm_bwd_s, win.cp_comm_bwd_s);
+  m.ep_comm_fwd_s = mix(full.ep_comm_fwd_s, win.ep_comm_fwd_s);
+  m.ep_comm_bwd_s = mix(full.ep_comm_bwd_s, win.ep_comm_bwd_s);
+  m.recompute_fwd_s = mix(full.recompute_fwd_s, win.recompute_fwd_s);
+  m.fwd_flops = mix(full.fwd_flops, win.fwd_flops);
+  m.bwd_flops = mix(full.bwd_flops, win.bwd_flops);
+  m.recompute_flops = mix(full.recompute_flops, win.recompute_flops);
+  m.compute_fwd_s = mix(full.compute_fwd_s, win.compute_fwd_s);
+  m.compute_bwd_s = mix(full.compute_bwd_s, win.compute_bwd_s);
+  m.shared_expert_fwd_s = mix(full.shared_expert_fwd_s, win.shared_expert_fwd_s);
+  m.shared_expert_bwd_s = mix(full.shared_expert_bwd_s, win.shared_expert_bwd_s);
+  m.act_bytes = mix(full.act_bytes, win.act_bytes);
+  m.act_bytes_recomputed = mix(full.act_bytes_recomputed, win.act_bytes_recomputed);
+  m.fwd_transient_bytes = std::max(full.fwd_transient_bytes, win.fwd_transient_bytes);
+  m.bwd_transient_bytes = std::max(full.bwd_transient_bytes, win.bwd_transient_bytes);
+  m.host_fwd_s = mix(full.host_fwd_s, win.host_fwd_s);
+  m.host_bwd_s = mix(full.host_bwd_s, win.host_bwd_s);
+  m.host_exposed_fwd_s = mix(full.host_exposed_fwd_s, win.host_exposed_fwd_s);
+  m.host_exposed_bwd_s = mix(full.host_exposed_bwd_s, win.host_exposed_bwd_s);
+  return m;  // host_syncs_fwd: the two variants issue the same kernels
+}
+
+// One block per kind, every layer alike. attention_tally (optional) also counts the attention
+// kernels of the dense and MoE layer alone.
+ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
+                              const EfficiencyModel& eff, bool details, SourceTally* attention_tally = nullptr);
+
 }  // namespace
 
+// Sliding-window models (model_config.h): every layer of a block kind costs the same except its
+// core attention, so the windowed and the full-attention variant of each kind are costed once
+// each and mixed by the share of windowed layers of that kind; the pipeline then sees one mean
+// layer per kind (docs/simulator.md "Sliding-window attention and sinks"). The windowed
+// variant adds only its attention kernels to the tallies and, with details, its attention ops
+// under the scopes "layer_window" / "moe_layer_window".
 ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
                       const EfficiencyModel& eff, bool details) {
+  const std::int64_t n_moe = model.is_moe ? model.layer_num - model.dense_layers : 0;
+  const std::int64_t n_dense = model.layer_num - n_moe;
+  const std::int64_t w_dense = model.windowed_layers_in(0, n_dense), w_moe = model.windowed_layers_in(n_dense, n_moe);
+  if (w_dense == 0 && w_moe == 0) {
+    if (model.attention_window_tokens == 0) return cost_model_uniform(model, st, sys, eff, details);
+    ModelConfig full = model;  // a pattern without windowed layers
+    full.attention_window_tokens = 0;
+    return cost_model_uniform(full, st, sys, eff, details);
+  }
+  // Every layer windowed: the MTP layer too (below).
+  if (w_dense == n_dense && w_moe == n_moe) return cost_model_uniform(model, st, sys, eff, details);
+  ModelConfig full = model;
+  full.attention_window_tokens = 0;
+  ModelCosts mc = cost_model_uniform(full, st, sys, eff, details);
+  SourceTally win_attention;
+  const ModelCosts win = cost_model_uniform(model, st, sys, eff, details, &win_attention);
+  const double f_dense = n_dense > 0 ? static_cast<double>(w_dense) / static_cast<double>(n_dense) : 0.0;
+  const double f_moe = n_moe > 0 ? static_cast<double>(w_moe) / static_cast<double>(n_moe) : 0.0;
+  mc.layer = mix_blocks(mc.layer, win.layer, f_dense);
+  mc.moe_layer = mix_blocks(mc.moe_layer, win.moe_layer, f_moe);
+  // mc.mtp stays the full-attention variant: a pattern that leaves some layers full is taken to
+  // leave the MTP layer full too (named assumption; no shipped model has both).
+  for (std::size_t i = 0; i < mc.kernels_per_source.size(); ++i) mc.kernels_per_source[i] += win_attention.kernels[i];
+  for (std::size_t i = 0; i < mc.kernels_per_origin.size(); ++i) mc.kernels_per_origin[i] += win_attention.origins[i];
+  for (const OpReport& r : win.ops) {
+    if (r.kind != "attention" || (r.scope != "layer" && r.scope != "moe_layer")) continue;
+    if ((r.scope == "layer" && w_dense == 0) || (r.scope == "moe_layer" && w_moe == 0)) continue;
+    OpReport w = r;
+    w.scope += "_window";
+    mc.ops.push_back(std::move(w));
+  }
+  for (const std::string& k : win.roofline_keys) {
+    if (k.rfind("attn ", 0) == 0) mc.roofline_keys.push_back(k);
+  }
+  return mc;
+}
+
+namespace {
+
+ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
+                              const EfficiencyModel& eff, bool details, SourceTally* attention_tally) {
   if (st.fp8_enabled() && sys.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] <= 0) {
     throw InputError(sys.name, "device.peak_tflops.fp8", "the strategy enables fp8 but the device has no FP8 peak");
   }
@@ -207,11 +292,20 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
     append_block(mc.mtp, cost_block(ops.mtp_head, nullptr, coster, &tally, "mtp", report, host_for(ops.mtp_head, false)));
   }
   mc.p2p_bytes = ops.p2p_bytes;
+  if (attention_tally) {
+    for (const std::vector<LayerOp>* list : {&ops.layer, &ops.moe_layer}) {
+      for (const LayerOp& op : *list) {
+        if (op.kind == OpKind::attention) coster.cost(op, attention_tally);
+      }
+    }
+  }
   mc.kernels_per_source = tally.kernels;
   mc.kernels_per_origin = tally.origins;
   mc.roofline_keys = std::move(keys);
   return mc;
 }
+
+}  // namespace
 
 LayerCostKey layer_cost_key(const StrategyConfig& s) {
   LayerCostKey k;

@@ -1,5 +1,7 @@
 #include "simulator/model_stats.h"
 
+#include "simulator/attention_shape.h"
+
 namespace calisim {
 namespace {
 
@@ -133,7 +135,17 @@ ModelStats model_stats(const ModelConfig& m, std::int64_t seq_len) {
     dqk = static_cast<double>(m.qk_head_dim + m.qk_pos_emb_head_dim);
     dv = static_cast<double>(m.v_head_dim);
   }
-  const double attn = 6.0 * m.layer_num * static_cast<double>(seq_len) * m.head_num * (dqk + dv);
+  // Per layer, non-causal convention. A windowed layer counts twice its unmasked query-key pairs
+  // per token (Megatron-Bridge's GPT-OSS count, window_mask_pairs), so that halving gives the
+  // causal-style count as for full layers.
+  const double attn_full_layer = 6.0 * static_cast<double>(seq_len) * m.head_num * (dqk + dv);
+  const std::int64_t n_window = m.windowed_layers_in(0, m.layer_num);
+  const double attn_window_layer =
+      n_window > 0 && seq_len > m.attention_window_tokens
+          ? 6.0 * m.head_num * (dqk + dv) * 2.0 * window_mask_pairs(seq_len, m.attention_window_tokens) /
+                static_cast<double>(seq_len)
+          : attn_full_layer;
+  const double attn = attn_full_layer * static_cast<double>(m.layer_num - n_window) + attn_window_layer * n_window;
   s.model_flops_per_token = s.flops_6n_per_token + attn;
   s.model_flops_per_token_causal = s.flops_6n_per_token + 0.5 * attn;
 
@@ -147,7 +159,9 @@ ModelStats model_stats(const ModelConfig& m, std::int64_t seq_len) {
     s.active_params += s.mtp_active_params;
     // Each depth runs its layer, the projection and the shared LM head over every token; the
     // attention term follows the same (non-causal) convention as model_flops_per_token.
-    s.mtp_flops_per_token = D * (6.0 * (mtp.matmul_active + V * h) + attn / m.layer_num);
+    // (The MTP layer attends fully unless every layer is windowed, as in cost_model.)
+    s.mtp_flops_per_token =
+        D * (6.0 * (mtp.matmul_active + V * h) + (n_window == m.layer_num ? attn_window_layer : attn_full_layer));
   }
   return s;
 }

@@ -3,7 +3,9 @@
 // Conventions (MODELING.md §5): model_flops_per_token = 6 × (matmul parameters touched per token,
 // LM head included, embedding lookup excluded; MoE counts only top-k + shared experts)
 // + attention 6·L·s·a·(d_qk + d_v) (non-causal, Megatron's legacy count, = 12·L·s·a·d when
-// d_qk = d_v); the causal variant halves the attention term.
+// d_qk = d_v); the causal variant halves the attention term. A sliding-window layer
+// (model_config.h) counts 6·a·(d_qk + d_v)·2·P/s per token with P its unmasked query-key pairs
+// (attention_shape.h window_mask_pairs), so its causal-style count is 6·a·(d_qk + d_v)·P/s.
 #pragma once
 
 #include <cstdint>

@@ -151,7 +151,7 @@ void rank_bounds(const PipelineSpec& s, int r, double* start, double* busy, doub
 
 // Activation peaks from the unit order alone: +act on each forward, -act on each backward. A rank
 // whose chunks keep equal bytes peaks right after its warm-up plus one forward (1F1B and
-// interleaved alike), so only ranks with unequal chunks (embedding or LM head) are scanned.
+// interleaved alike), so only ranks with unequal chunks (embedding, LM head, uneven or explicit layouts) are scanned.
 void activation_peaks(const PipelineSpec& s, PipelineResult& res) {
   const bool track_act = !s.act_bytes.empty();
   for (int r = 0; r < s.p; ++r) {

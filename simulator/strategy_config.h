@@ -100,6 +100,9 @@ struct StrategyConfig {
   // one layer of the first (the last) virtual chunk when layer_num is split over pp·vpp chunks.
   bool account_for_embedding_in_pipeline_split = false;
   bool account_for_loss_in_pipeline_split = false;
+  // Megatron's --pipeline-model-parallel-layout, e.g. "Et*4|(t*4|)*14tmL" (simulator/layer_placement.h):
+  // the layers of every virtual stage; empty = the split above. Excludes the four fields above.
+  std::string pipeline_layout;
   int zero_state = 1;  // 0: replicated; 1: distributed optimizer; 2: + sharded grads; 3: + sharded params (FSDP)
   CpCommType cp_comm_type = CpCommType::p2p;
   // 2D tensor parallelism: rows · cols = tp_size (both 1 under one_d). Rank (i, j) of the TP group

@@ -31,6 +31,16 @@ struct SystemConfig {
   DeviceSpec device;
 
   double matmul_efficiency = 0.7;        // fraction of dense peak for GEMMs
+  // Per-input-dtype override of matmul_efficiency (`efficiency.matmul_by_dtype`), as a fraction of
+  // that dtype's own peak; 0 = not given, the GEMM uses matmul_efficiency. Why: the best FP8 shape
+  // reaches a smaller share of the (2x) FP8 peak than BF16 does of its peak (H100 SXM MAMF 70.9 %
+  // vs 80.3 %), so one figure for all dtypes prices FP8 GEMMs above any published benchmark.
+  std::array<double, kDTypeCount> matmul_efficiency_by_dtype{};
+  // The matmul efficiency a GEMM whose inputs are `dtype` is priced at.
+  double matmul_efficiency_for(DType dtype) const {
+    const double e = matmul_efficiency_by_dtype[static_cast<int>(dtype)];
+    return e > 0 ? e : matmul_efficiency;
+  }
   double attention_efficiency = 0.5;     // fraction of dense peak for flash attention
   // Backward / forward efficiency of the attention kernels at the reference shape (causal, head
   // dim 128, sequence 4k-8k); attention_efficiency is their combined fwd+bwd figure there

@@ -162,7 +162,7 @@ TEST(RunMapping, AttentionImplementationByFramework) {
 
 TEST(RunMapping, UnsupportedRowsGiveAReason) {
   const auto runs = parse(
-      "R1,s,GPT OSS,moe,36,2880,,64,8,64,201088,4096,swiglu,gqa; alternating full / sliding-window(128),B200,64,"
+      "R1,s,GPT OSS,moe,36,2880,,64,8,64,201088,4096,swiglu,gqa; sliding-window attention,B200,64,"
       "Megatron-Bridge,BF16,1,1,1,1,8,,0,,,4,512,,,8213,,,\n"
       "R2,s,X,dense,2,64,256,4,4,16,,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n"
       "R3,s,Y,dense,2,64,256,4,4,16,1000,128,gelu,mha,TPU v5p,8,MaxText,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n");

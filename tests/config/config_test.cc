@@ -237,7 +237,7 @@ TEST(ShippedConfigs, Models) {
   const std::set<std::string> expected = {"llama2-7b",    "llama2-13b",    "llama2-70b",   "llama3-8b",   "llama3-70b",
                                           "llama3-405b",  "gpt3-175b",     "megatron-22b", "megatron-530b",
                                           "megatron-1t",  "mixtral-8x7b",  "deepseek-v2",  "deepseek-v3",
-                                          "qwen3-30b-a3b"};
+                                          "qwen3-30b-a3b", "gpt-oss-120b", "gpt-oss-20b"};
   std::set<std::string> found;
   for (const auto& f : json_files(kConfigs + "/models")) {
     SCOPED_TRACE(f);
@@ -344,6 +344,7 @@ TEST(ShippedConfigs, StrategiesValidateAgainstTheirModels) {
       {"tp8_pp1_dp1_mbs1", {"llama3-8b", "llama3-70b", "llama2-70b", "llama2-13b", "mixtral-8x7b"}},
       {"ep8_pp1_dp8_mbs1", {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2", "deepseek-v3"}},
       {"deepseek-v3-1024gpu", {"deepseek-v3"}},
+      {"gpt-oss-120b-64gpu", {"gpt-oss-120b", "gpt-oss-20b"}},
       {"megatron-22b-korthikanti-full", {"megatron-22b"}},
       {"megatron-22b-korthikanti-selective", {"megatron-22b"}},
       {"gpt3-175b-korthikanti-full", {"gpt3-175b"}},

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -33,7 +34,7 @@ TEST(SimumaxImport, ReadsEveryTableOfTheA100File) {
   const MeasurementSet& s = imp.batch.rows;
   EXPECT_EQ(s.gemm.size(), 183u + 12u);  // matmul + group_matmul
   EXPECT_EQ(s.attention.size(), 24u);    // sdp_fwd + sdp_bwd
-  EXPECT_EQ(s.memory_fits.size(), 6u);   // default, permute_fwd, permute_bwd, ce + unpermute_fwd/_bwd
+  EXPECT_EQ(s.memory_fits.size(), 8u);   // default, permute_fwd/_bwd, ce + unpermute_fwd/_bwd, ce_fwd/_bwd
   EXPECT_EQ(s.collective_fits.size(), 20u);
   EXPECT_EQ(imp.warnings.size(), 3u);    // dp_fixed_bw (all_gather, reduce_scatter) not imported + the bridge
   EXPECT_EQ(imp.batch.run.source, Source::imported);
@@ -58,6 +59,25 @@ TEST(SimumaxImport, UnpermuteUsesThePermuteBandwidths) {
     EXPECT_DOUBLE_EQ(unpermute->bandwidth_gb_s, permute->bandwidth_gb_s);
     EXPECT_DOUBLE_EQ(unpermute->latency_us, permute->latency_us);
   }
+}
+
+// SimuMax prices its cross-entropy with the table's single `ce` bandwidth (0.808 of 1600 GiB/s on
+// this A100); calisim's cross_entropy op asks for ce_fwd / ce_bwd, which the import stores from it,
+// so the lookup finds that fit instead of falling to `default` (0.91).
+TEST(SimumaxImport, CrossEntropyUsesTheCeBandwidth) {
+  const SimumaxImport imp = read_simumax_system(a100(), kDevice);
+  const auto model = make_db_efficiency_model(imp.device, {imp.batch}, std::make_shared<testing::ConstantModel>());
+  const std::int64_t bytes = 1'000'000'000;
+  const double fit_s = 40e-6 + bytes / (0.808 * 1600 * 1.073741824e9);
+  const double hbm = imp.device.hbm_gb_s * 1e9;
+  for (const char* kind : {"ce_fwd", "ce_bwd"}) {
+    const Efficiency e = model->memory_op(MemoryOpKey{kind, bytes});
+    EXPECT_NEAR(e.value, bytes / fit_s / hbm, 1e-9) << kind;
+    EXPECT_EQ(e.source, EfficiencySource::interpolated) << kind;
+  }
+  // Another kind without a fit of its own still uses `default`.
+  const double default_s = 40e-6 + bytes / (0.91 * 1600 * 1.073741824e9);
+  EXPECT_NEAR(model->memory_op(MemoryOpKey{"rmsnorm_fwd", bytes}).value, bytes / default_s / hbm, 1e-9);
 }
 
 // dp_fixed_bw of intra_node_pcie_8x: reduce_scatter {2: 3.9, 4: 7} and all_gather {2: 4, 4: 7.65}

@@ -1,0 +1,82 @@
+// calibration/run_mapping.cc on the shipped Megatron-Bridge rows: DeepSeek-V3's recipe pipeline
+// layouts and Qwen3-235B's expert TP, both printed as inferred with their source.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+
+#include "calibration/measured_runs.h"
+#include "calibration/run_mapping.h"
+#include "core/error.h"
+#include "simulator/config_loader.h"
+
+namespace calisim::calibration {
+namespace {
+
+const ModelLoader kNoModels = [](const std::string& name) -> nlohmann::json {
+  throw InputError(name, "", "no shipped models in this test");
+};
+
+MeasuredRun shipped_row(const std::string& id) {
+  const auto runs = read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/measured_runs.csv");
+  const auto it = std::find_if(runs.begin(), runs.end(), [&](const MeasuredRun& r) { return r.run_id == id; });
+  if (it == runs.end()) throw std::runtime_error("no row " + id);
+  return *it;
+}
+
+bool contains(const std::vector<std::string>& v, const std::string& needle) {
+  return std::any_of(v.begin(), v.end(), [&](const std::string& s) { return s.find(needle) != std::string::npos; });
+}
+
+// The mapped documents load: the layout passes the loader's checks against the mapped model.
+StrategyConfig load(const MappedRun& m) {
+  const ModelConfig model = parse_model(m.model, "model", nullptr);
+  StrategyConfig st = parse_strategy(m.strategy, "strategy");
+  validate_layout(model, st, "strategy", "model");
+  return st;
+}
+
+// R0144: B200, pp 16 without interleaving, with MTP: the recipe's (16, 1) layout with "m".
+TEST(RunMappingLayout, DeepSeekV3WithMtpUsesTheRecipeLayout) {
+  const MappedRun m = map_run(shipped_row("R0144"), kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.strategy.at("pipeline_layout"), "Et*4|(t*4|)*14tmL");
+  EXPECT_EQ(m.model.at("mtp_num_layers"), 1);
+  EXPECT_TRUE(contains(m.inferred, "deepseek_v3.py recipe layout_map"));
+  EXPECT_FALSE(m.strategy.contains("account_for_loss_in_pipeline_split"));
+  const StrategyConfig st = load(m);
+  ASSERT_EQ(st.layers_per_chunk.size(), 16u);
+  EXPECT_EQ(st.layers_per_chunk.front(), 4);
+  EXPECT_EQ(st.layers_per_chunk.back(), 1);
+}
+
+// R0135: GB200, pp 4 · vpp 4, without MTP: the recipe's (4, 4) layout, no "m".
+TEST(RunMappingLayout, DeepSeekV3WithoutMtpDropsTheMtpLayer) {
+  const MappedRun m = map_run(shipped_row("R0135"), kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.strategy.at("pipeline_layout"), "Et*4|(t*4|)*14tL");
+  EXPECT_FALSE(m.model.contains("mtp_num_layers"));
+  EXPECT_EQ(load(m).layers_per_chunk.size(), 16u);
+}
+
+// R0126: GB300, pp 2 · vpp 4: no published layout, so not simulated, with the reason.
+TEST(RunMappingLayout, UncoveredPipelineStaysNotSimulated) {
+  const MappedRun m = map_run(shipped_row("R0126"), kNoModels);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.reason.find("pp 2 · vpp 4"), std::string::npos) << m.reason;
+  EXPECT_NE(m.reason.find("no pipeline layout"), std::string::npos) << m.reason;
+}
+
+// R0153: Qwen3-235B on 256 H100s, tp 2 pp 8 ep 32 with etp unstated: Megatron's default etp = tp
+// needs ep·etp·pp = 512 GPUs; Bridge's performance config sets expert_tensor_parallel_size 1.
+TEST(RunMappingLayout, Qwen3BridgeRowTakesTheConfigsExpertTp) {
+  const MappedRun m = map_run(shipped_row("R0153"), kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.strategy.at("etp_size"), 1);
+  EXPECT_TRUE(contains(m.inferred, "etp 1 (Megatron-Bridge performance config"));
+  const StrategyConfig st = load(m);
+  EXPECT_EQ(st.edp_size, 256 / (32 * 1 * 8));
+}
+
+}  // namespace
+}  // namespace calisim::calibration
