@@ -509,6 +509,17 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["recompute_layer_num"] = per_chunk;
   } else if (has(rc, "selective (op)")) {
     inf.push_back("torchtitan op-level selective AC modelled as no recompute (it reruns only cheap non-matmul ops)");
+  } else if (rc.empty() && bridge && key == "gpt_oss_120b" && sys.system != "b300") {
+    // Every version of Megatron-Bridge's GPT-OSS 120B performance presets recomputes the norms and
+    // the experts' activation on H100, B200 and GB200 (scripts/performance/configs/gpt_oss/
+    // gpt_oss_workload_base_configs.py: recompute_modules=["layernorm", "moe_act"]); the GB300 /
+    // B300 presets use TransformerEngine CUDA graphs instead and recompute nothing.
+    st["recompute_granularity"] = "selective_recompute";
+    st["recompute_layer_num"] = per_chunk;  // Megatron's recompute_modules apply to every layer
+    st["megatron_recompute"] = true;
+    st["megatron_recompute_modules"] = nlohmann::json::array({"layernorm", "moe_act"});
+    inf.push_back("recompute of layernorm and moe_act (Megatron-Bridge GPT-OSS 120B performance presets for H100, "
+                  "B200, GB200: recompute_modules [\"layernorm\", \"moe_act\"])");
   } else if (rc.empty()) {
     inf.push_back("no activation recompute (not stated; recipe default)");
   } else if (rc != "none") {

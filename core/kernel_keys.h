@@ -16,7 +16,9 @@
 namespace calisim {
 
 // cuBLAS-style operand layout of C[m,n] = op(A)[m,k] * op(B)[k,n], named as Megatron/TE name
-// their three GEMMs: forward "TN", data-gradient "NN", weight-gradient "NT".
+// their three GEMMs: forward "TN", data-gradient "NN", weight-gradient "NT". FP8 GEMMs are "TN" in
+// all three passes: TransformerEngine multiplies transposed FP8 copies (Hopper's cuBLASLt FP8
+// kernels take no other layout), so that is the kernel the key names.
 enum class GemmLayout : std::uint8_t { TN, NN, NT };
 std::string_view to_string(GemmLayout l);
 GemmLayout parse_gemm_layout(std::string_view s);

@@ -18,9 +18,11 @@ void add_linear(ProfilePlan& plan, std::int64_t tokens, std::int64_t in, std::in
   // fp8 weight gradients accumulate in bf16 outputs as TransformerEngine runs them; 16/32-bit
   // ones accumulate into fp32 main grads (Megatron's gradient-accumulation fusion).
   const bool accumulate = bytes_per_element(dt) >= 2;
+  // fp8: TN for all three, as the simulator keys them (TE's transposed FP8 copies; op_builders.cc).
+  const bool fp8 = dt == DType::fp8_e4m3 || dt == DType::fp8_e5m2;
   plan.add(GemmKey{tokens, out, in, 1, dt, GemmLayout::TN, false});
-  plan.add(GemmKey{tokens, in, out, 1, dt, GemmLayout::NN, false});
-  plan.add(GemmKey{out, in, tokens, 1, dt, GemmLayout::NT, accumulate});
+  plan.add(GemmKey{tokens, in, out, 1, dt, fp8 ? GemmLayout::TN : GemmLayout::NN, false});
+  plan.add(GemmKey{out, in, tokens, 1, dt, fp8 ? GemmLayout::TN : GemmLayout::NT, accumulate});
 }
 
 }  // namespace

@@ -81,9 +81,13 @@ LayerOp linear(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens
     fwd = DType::fp8_e4m3;
     bwd = (d.fp8 == Fp8Recipe::delayed || d.fp8 == Fp8Recipe::tensorwise) ? DType::fp8_e5m2 : DType::fp8_e4m3;
   }
+  // TE runs every FP8 GEMM as TN: it keeps a transposed (column-wise) FP8 copy of each operand,
+  // made by the cast-transpose priced beside the GEMM (push_gemm's fp8_cast), because Hopper's
+  // cuBLASLt FP8 kernels take no other layout. So the data- and weight-gradient keys of an FP8
+  // linear say TN, which is also what the profiler can measure; 16/32-bit ones keep NN / NT.
   op.gemm_fwd = GemmKey{tokens, out, in, 1, fwd, GemmLayout::TN, false};
-  op.gemm_dgrad = GemmKey{tokens, in, out, 1, bwd, GemmLayout::NN, false};
-  op.gemm_wgrad = GemmKey{out, in, tokens, 1, bwd, GemmLayout::NT, d.accumulate};
+  op.gemm_dgrad = GemmKey{tokens, in, out, 1, bwd, fp8 ? GemmLayout::TN : GemmLayout::NN, false};
+  op.gemm_wgrad = GemmKey{out, in, tokens, 1, bwd, fp8 ? GemmLayout::TN : GemmLayout::NT, d.accumulate};
   op.has_wgrad = true;
   // An FP8 GEMM saves its FP8 (column-wise) input for the weight gradient: one byte per element.
   op.act_bytes = static_cast<double>(tokens) * in * (fp8 ? 1.0 : d.e);

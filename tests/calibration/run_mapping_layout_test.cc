@@ -78,5 +78,23 @@ TEST(RunMappingLayout, Qwen3BridgeRowTakesTheConfigsExpertTp) {
   EXPECT_EQ(st.edp_size, 256 / (32 * 1 * 8));
 }
 
+// GPT-OSS 120B: the Bridge presets recompute the norms and the experts' activation on H100, B200
+// and GB200 (recompute_modules ["layernorm", "moe_act"]); the GB300 ones use CUDA graphs instead.
+TEST(RunMappingLayout, GptOssBridgeRowsRecomputeAsThePresetsDo) {
+  for (const char* id : {"R0151", "R0145", "R0137"}) {  // H100, B200, GB200
+    const MappedRun m = map_run(shipped_row(id), kNoModels);
+    ASSERT_TRUE(m.ok) << id << ": " << m.reason;
+    EXPECT_EQ(m.strategy.at("megatron_recompute"), true) << id;
+    EXPECT_EQ(m.strategy.at("megatron_recompute_modules"), nlohmann::json::array({"layernorm", "moe_act"})) << id;
+    EXPECT_TRUE(contains(m.inferred, "recompute of layernorm and moe_act")) << id;
+    const StrategyConfig st = load(m);
+    EXPECT_EQ(st.megatron_recompute_modules, kRecomputeLayernorm | kRecomputeMoeAct) << id;
+  }
+  const MappedRun gb300 = map_run(shipped_row("R0128"), kNoModels);
+  ASSERT_TRUE(gb300.ok) << gb300.reason;
+  EXPECT_FALSE(gb300.strategy.contains("megatron_recompute"));
+  EXPECT_TRUE(contains(gb300.inferred, "no activation recompute"));
+}
+
 }  // namespace
 }  // namespace calisim::calibration

@@ -65,6 +65,33 @@ TEST(KernelPlan, CoversEverythingTheSimulationAsksAbout) {
   EXPECT_GT(r.kernels_per_source[static_cast<int>(EfficiencySource::measured)], 0);
 }
 
+TEST(KernelPlan, Fp8GemmsAreTnInEveryPass) {
+  // TransformerEngine runs FP8 data- and weight-gradient GEMMs as TN on transposed FP8 copies
+  // (Hopper's cuBLASLt FP8 kernels take no other layout), so the plan asks the profiler for TN;
+  // the bf16 LM head and attention's batched GEMMs keep their NN / NT keys.
+  const ModelConfig model = shipped_model("llama3-8b");
+  const SystemConfig system = shipped_system("h100-sxm");
+  std::string fp8 = kTp2Pp2;
+  fp8.insert(fp8.rfind('}'), R"(, "fp8": true, "fp8_recipe": "delayed")");
+  const StrategyConfig st = strategy_from_json(fp8, model);
+  const KernelPlan plan = plan_kernels(model, st, system);
+  int fp8_keys = 0, bf16_nn = 0;
+  for (const GemmKey& k : plan.gemm) {
+    if (k.dtype == DType::fp8_e4m3 || k.dtype == DType::fp8_e5m2) {
+      ++fp8_keys;
+      EXPECT_EQ(k.layout, GemmLayout::TN) << to_string(k);
+    } else if (k.layout == GemmLayout::NN) {
+      ++bf16_nn;
+    }
+  }
+  EXPECT_GT(fp8_keys, 0);
+  EXPECT_GT(bf16_nn, 0);
+  const std::int64_t tokens = 4096, h = model.hidden_size;
+  const std::int64_t qkv = (model.head_num + 2 * model.kv_head_num) * model.head_size / 2;
+  auto has = [&](const GemmKey& k) { return std::find(plan.gemm.begin(), plan.gemm.end(), k) != plan.gemm.end(); };
+  EXPECT_TRUE(has({tokens, h, qkv, 1, DType::fp8_e5m2, GemmLayout::TN, false}));  // dgrad: e5m2 gradients
+}
+
 TEST(KernelPlan, MegatronGemmConventionAndCollectives) {
   const ModelConfig model = shipped_model("llama3-8b");
   const SystemConfig system = shipped_system("h100-sxm");

@@ -100,6 +100,17 @@ TEST(Sweeps, GemmSweepUsesMegatronLayoutsAndKeyConvention) {
                           [](const PlannedKernel& k) { return db::parse_gemm_key(k.key).batch > 1; }));
 }
 
+TEST(Sweeps, Fp8GemmSweepIsTnOnly) {
+  // The simulator keys every FP8 GEMM pass TN (TE's transposed FP8 copies), so the sweep measures
+  // the same keys: the bf16 sweep's shapes, each pass as TN.
+  const ProfilePlan p = gemm_sweep({DType::fp8_e4m3});
+  ASSERT_FALSE(p.kernels.empty());
+  for (const auto& k : p.kernels) EXPECT_EQ(db::parse_gemm_key(k.key).layout, GemmLayout::TN) << k.key;
+  std::set<std::string> keys;
+  for (const auto& k : p.kernels) keys.insert(k.key);
+  EXPECT_TRUE(keys.count(to_string(GemmKey{4096, 14336, 4096, 1, DType::fp8_e4m3, GemmLayout::TN, false})));
+}
+
 TEST(Sweeps, CollectiveSweepSpans1KiBTo4GiB) {
   const ProfilePlan p = collective_sweep(8, 8);
   EXPECT_EQ(p.kernels.size(), 5u * 12u);
