@@ -390,6 +390,14 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       st["moe_grouped_gemm"] = true;
       inf.push_back("MoE grouped GEMM on, all-to-all token dispatcher, no CUDA graphs (Megatron-Bridge/NeMo MoE "
                     "recipe defaults: moe_grouped_gemm True, cuda_graph_impl \"none\")");
+      if (bridge && key == "qwen3_235b_a22b" && sys.system == "h100-sxm") {
+        // Bridge's H100 presets for this model (the row's exact layout: 256 GPUs, tp 2, pp 8, vpp 4,
+        // ep 32) set moe_a2a_overlap=True: the EP all-to-all of one micro-batch hides behind the
+        // compute of another (Megatron's overlap_moe_expert_parallel_comm).
+        st["overlap_moe_expert_parallel_comm"] = true;
+        inf.push_back("EP all-to-all overlapped with compute (Megatron-Bridge Qwen3-235B H100 preset: "
+                      "moe_a2a_overlap=True, scripts/performance/configs/qwen/qwen3_workload_base_configs.py)");
+      }
     }
   } else if (ep > 1) {
     return fail(m, "ep > 1 on a dense model");

@@ -78,6 +78,18 @@ TEST(RunMappingLayout, Qwen3BridgeRowTakesTheConfigsExpertTp) {
   EXPECT_EQ(st.edp_size, 256 / (32 * 1 * 8));
 }
 
+// Qwen3-235B on H100 (R0153): the Bridge preset of that exact layout overlaps the EP all-to-all.
+TEST(RunMappingLayout, Qwen3H100RowOverlapsTheExpertAllToAll) {
+  const MappedRun m = map_run(shipped_row("R0153"), kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.strategy.at("overlap_moe_expert_parallel_comm"), true);
+  EXPECT_TRUE(contains(m.inferred, "moe_a2a_overlap=True"));
+  EXPECT_TRUE(load(m).overlap_moe_expert_parallel_comm);
+  const MappedRun b200 = map_run(shipped_row("R0147"), kNoModels);  // B200 presets: moe_a2a_overlap=False
+  ASSERT_TRUE(b200.ok) << b200.reason;
+  EXPECT_FALSE(b200.strategy.contains("overlap_moe_expert_parallel_comm"));
+}
+
 // GPT-OSS 120B: the Bridge presets recompute the norms and the experts' activation on H100, B200
 // and GB200 (recompute_modules ["layernorm", "moe_act"]); the GB300 ones use CUDA graphs instead.
 TEST(RunMappingLayout, GptOssBridgeRowsRecomputeAsThePresetsDo) {
