@@ -1,6 +1,7 @@
 #include "calibration/run_mapping.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cctype>
@@ -78,6 +79,23 @@ DeepSeekV3Layout deepseek_v3_bridge_layout(int pp, int vpp, long long layers, bo
                           "pipeline layout for this (pp, vpp) and the row states none; covered: (4,1) (8,1) (4,2) "
                           "(16,1) (8,2) (4,4) (8,4)",
                           pp, vpp)};
+}
+
+// Megatron-Bridge's DeepSeek-V3 performance presets whose layout is the row's own
+// (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py, V1): what they recompute
+// and which TransformerEngine CUDA-graph scopes they capture. Only exact matches (system, pp, vpp,
+// ep, precision) are used; empty modules: no preset matches. Their flex "hybridep" dispatcher is
+// not modelled (calisim's all-to-all dispatcher stands in for it).
+struct DeepSeekV3Preset {
+  std::vector<std::string> recompute_modules, cuda_graph_scope;
+};
+DeepSeekV3Preset deepseek_v3_bridge_preset(const std::string& system, int pp, int vpp, int ep,
+                                           const std::string& precision) {
+  if (system == "gb200-nvl72" && pp == 4 && vpp == 4 && ep == 64 && precision == "bf16") {
+    return {{"mla_up_proj"}, {"attn", "moe_router", "moe_preprocess"}};  // DEEPSEEK_V3_..._GB200_BF16_V1
+  }
+  if (system == "b200" && pp == 16 && vpp == 1 && ep == 8) return {{"mla_up_proj"}, {}};  // ..._B200_V1
+  return {};
 }
 
 // Sliding-window attention written as "alternating full / sliding-window(128) attention with
@@ -517,6 +535,21 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["recompute_layer_num"] = per_chunk;
   } else if (has(rc, "selective (op)")) {
     inf.push_back("torchtitan op-level selective AC modelled as no recompute (it reruns only cheap non-matmul ops)");
+  } else if (const DeepSeekV3Preset ds = bridge && key == "deepseek_v3" && rc.empty()
+                                             ? deepseek_v3_bridge_preset(sys.system, pp, vpp, ep, prec)
+                                             : DeepSeekV3Preset{};
+             !ds.recompute_modules.empty()) {
+    st["recompute_granularity"] = "selective_recompute";
+    st["recompute_layer_num"] = per_chunk;  // Megatron's recompute_modules apply to every layer
+    st["megatron_recompute"] = true;
+    st["megatron_recompute_modules"] = ds.recompute_modules;
+    if (!ds.cuda_graph_scope.empty()) st["cuda_graph_scope"] = ds.cuda_graph_scope;
+    inf.push_back(fmt::format("recompute of {}{} (Megatron-Bridge DeepSeek-V3 performance preset of this layout, "
+                              "deepseek_workload_base_configs.py; its hybridep dispatcher modelled as all-to-all)",
+                              fmt::join(ds.recompute_modules, ", "),
+                              ds.cuda_graph_scope.empty()
+                                  ? std::string()
+                                  : fmt::format(", CUDA graphs on {}", fmt::join(ds.cuda_graph_scope, ", "))));
   } else if (rc.empty() && bridge && key == "gpt_oss_120b" && sys.system != "b300") {
     // Every version of Megatron-Bridge's GPT-OSS 120B performance presets recomputes the norms and
     // the experts' activation on H100, B200 and GB200 (scripts/performance/configs/gpt_oss/

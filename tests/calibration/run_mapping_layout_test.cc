@@ -78,6 +78,24 @@ TEST(RunMappingLayout, Qwen3BridgeRowTakesTheConfigsExpertTp) {
   EXPECT_EQ(st.edp_size, 256 / (32 * 1 * 8));
 }
 
+// DeepSeek-V3 rows whose layout is a Bridge performance preset's take what it recomputes (and its
+// CUDA-graph scopes); a row no preset matches (R0136: GB200 FP8-MX pp 8 vpp 4 ep 32) keeps none.
+TEST(RunMappingLayout, DeepSeekV3RowsTakeTheirPresetsRecompute) {
+  const MappedRun gb200 = map_run(shipped_row("R0135"), kNoModels);  // GB200 BF16 pp 4 vpp 4 ep 64
+  ASSERT_TRUE(gb200.ok) << gb200.reason;
+  EXPECT_EQ(gb200.strategy.at("megatron_recompute_modules"), nlohmann::json::array({"mla_up_proj"}));
+  EXPECT_EQ(gb200.strategy.at("cuda_graph_scope"), nlohmann::json::array({"attn", "moe_router", "moe_preprocess"}));
+  EXPECT_TRUE(contains(gb200.inferred, "recompute of mla_up_proj, CUDA graphs on attn"));
+  EXPECT_EQ(load(gb200).megatron_recompute_modules, kRecomputeMlaUpProj);
+  const MappedRun b200 = map_run(shipped_row("R0144"), kNoModels);  // B200 pp 16 ep 8
+  ASSERT_TRUE(b200.ok) << b200.reason;
+  EXPECT_EQ(b200.strategy.at("megatron_recompute_modules"), nlohmann::json::array({"mla_up_proj"}));
+  EXPECT_FALSE(b200.strategy.contains("cuda_graph_scope"));
+  const MappedRun other = map_run(shipped_row("R0136"), kNoModels);
+  ASSERT_TRUE(other.ok) << other.reason;
+  EXPECT_FALSE(other.strategy.contains("megatron_recompute"));
+}
+
 // Qwen3-235B on H100 (R0153): the Bridge preset of that exact layout overlaps the EP all-to-all.
 TEST(RunMappingLayout, Qwen3H100RowOverlapsTheExpertAllToAll) {
   const MappedRun m = map_run(shipped_row("R0153"), kNoModels);
