@@ -16,6 +16,7 @@
 #include "predictor/evaluate.h"
 #include "predictor/interpolating_model.h"
 #include "simulator/comm_model.h"
+#include "simulator/default_efficiency.h"
 
 namespace calisim::calibration {
 namespace {
@@ -247,9 +248,16 @@ FittedValue memory_default(const KernelPlan& plan, const SystemConfig& sys, cons
 
 // ---- GEMM / attention --------------------------------------------------------------------------
 
-template <class Key, class Ask>
+// The system-file figure that makes the roofline default reproduce the planned kernels' total
+// time: the default model prices key k at figure · shape(k) (GEMMs: wave/tile utilization;
+// attention: forward/backward split and shape curves; simulator/default_efficiency.h), so with
+// measured or fitted efficiencies e_k the figure is Σ t_k/shape(k) / Σ t_k/e_k, t_k the key's
+// time at peak. Dividing the shape back out keeps a calibrated figure from counting the
+// quantization loss twice (once in the rows, once in the default model).
+template <class Key, class Ask, class Shape>
 FittedValue compute_default(const char* field, double datasheet, const char* what, const std::vector<Key>& keys,
-                            const SystemConfig& sys, const std::unordered_set<std::string>& exact, Ask ask) {
+                            const SystemConfig& sys, const std::unordered_set<std::string>& exact, Ask ask,
+                            Shape shape) {
   FittedValue v{field, datasheet, {}, ""};
   double ideal = 0, actual = 0;
   std::size_t from_rows = 0, from_fit = 0;
@@ -258,7 +266,7 @@ FittedValue compute_default(const char* field, double datasheet, const char* wha
     const Efficiency e = ask(k);
     if (e.source == EfficiencySource::roofline || !(e.value > 0)) continue;
     const double t_ideal = k.flops() / sys.device.peak_flops_per_s(k.dtype);
-    ideal += t_ideal;
+    ideal += t_ideal / shape(k);
     actual += t_ideal / e.value;
     ++(exact.count(to_string(k)) ? from_rows : from_fit);
   }
@@ -268,8 +276,9 @@ FittedValue compute_default(const char* field, double datasheet, const char* wha
     return v;
   }
   v.fitted = ideal / actual;
-  v.basis = fmt::format("time-weighted over {} of {} planned {}: {} exact rows, {} from the predictor's fit", from_rows + from_fit,
-                        keys.size(), what, from_rows, from_fit);
+  v.basis = fmt::format("time-weighted over {} of {} planned {}: {} exact rows, {} from the predictor's fit; "
+                        "the default model's per-shape factor divided out",
+                        from_rows + from_fit, keys.size(), what, from_rows, from_fit);
   return v;
 }
 
@@ -389,17 +398,25 @@ Calibration calibrate(const KernelPlan& plan, const SystemConfig& system, const 
     (k.dtype == DType::fp8_e4m3 || k.dtype == DType::fp8_e5m2 ? gemm_fp8 : gemm_other).push_back(k);
   }
   const auto ask_gemm = [&](const GemmKey& k) { return own(fit_model->gemm(k)); };
+  const DefaultEfficiencyModel roofline(system);
+  const auto gemm_shape = [&](const GemmKey& k) {
+    return roofline.gemm(k).value / system.matmul_efficiency_for(k.dtype);
+  };
+  const auto attention_shape = [&](const AttentionKey& k) {
+    return roofline.attention(k).value / system.attention_efficiency;
+  };
   c.defaults.push_back(compute_default("efficiency.matmul", system.matmul_efficiency,
                                        gemm_fp8.empty() ? "GEMMs" : "non-FP8 GEMMs", gemm_other, system, exact,
-                                       ask_gemm));
+                                       ask_gemm, gemm_shape));
   if (!gemm_fp8.empty()) {
     c.defaults.push_back(compute_default("efficiency.matmul_by_dtype.fp8",
                                          system.matmul_efficiency_for(DType::fp8_e4m3), "FP8 GEMMs", gemm_fp8, system,
-                                         exact, ask_gemm));
+                                         exact, ask_gemm, gemm_shape));
   }
   c.defaults.push_back(compute_default("efficiency.attention", system.attention_efficiency, "attention kernels",
                                        plan.attention, system, exact,
-                                       [&](const AttentionKey& k) { return own(fit_model->attention(k)); }));
+                                       [&](const AttentionKey& k) { return own(fit_model->attention(k)); },
+                                       attention_shape));
   c.defaults.push_back(memory_default(plan, system, memory));
   collective_defaults(best, system, c.defaults);
   step(3);

@@ -1,12 +1,8 @@
 // Shape features of GEMM and attention kernels: what the per-device fits regress efficiency on,
-// and the wave/tile quantization terms that cross-device scaling recomputes for a target GPU.
+// and the wave/tile quantization terms (core/tile_quantization.h) that cross-device scaling
+// recomputes for a target GPU.
 //
-// Pure functions of a key and a device spec. Quantization follows NVIDIA's "Matrix
-// Multiplication Background" guide (profiling_notes.md §5): a grid of ceil(M/tm)·ceil(N/tn)
-// tiles runs in ceil(tiles / SMs) waves, and the last wave's idle SMs are lost. Modern libraries
-// choose among tile shapes (and Stream-K on sm90+), so the model takes the best of a small tile
-// set rather than assuming one; that makes it an upper bound on the loss, as the notes advise.
-// A device with sm_count 0 (unknown) has no wave loss (utilization 1).
+// Pure functions of a key and a device spec.
 #pragma once
 
 #include <array>
@@ -14,22 +10,16 @@
 
 #include "core/device_spec.h"
 #include "core/kernel_keys.h"
+#include "core/tile_quantization.h"
 
 namespace calisim::predictor {
 
-// tiles / (waves · sm_count) with waves = ceil(tiles / sm_count); 1 when either is <= 0.
-double wave_utilization(double tiles, int sm_count);
-
-// Useful fraction of the padded tile grid: m·n / (ceil(m/tm)·tm · ceil(n/tn)·tn), in (0, 1].
-double tile_utilization(std::int64_t m, std::int64_t n, int tile_m, int tile_n);
-
-// Best tile·wave utilization over the tile shapes cuBLAS-class libraries pick from
-// (64x128, 128x128, 128x256, 256x128), for `batch` independent m x n outputs.
-double gemm_quantization(std::int64_t m, std::int64_t n, std::int64_t batch, int sm_count);
-
-// Flash-attention CTAs = batch · heads_q · ceil(seq_q / 128) (one 128-row query block per CTA),
-// spread over the SMs: wave utilization of that grid.
-double attention_quantization(const AttentionKey& key, int sm_count);
+// The quantization terms live in core/tile_quantization.h (the simulator's roofline default uses
+// them too); they are named here so predictor code keeps calling them unqualified.
+using calisim::attention_quantization;
+using calisim::gemm_quantization;
+using calisim::tile_utilization;
+using calisim::wave_utilization;
 
 // The fraction of the dense peak the roofline allows: min(1, intensity / ridge) =
 // (flops/peak) / max(flops/peak, bytes/bandwidth). 1 when the device has no bandwidth figure.

@@ -679,30 +679,33 @@ Measurement AttentionBench::measure(const AttentionKey& key) {
     Tensors t(key, nullptr);
     check_cuda(cudaDeviceSynchronize(), "attention input fill");
     if (backward) run_forward_for(handle_, key, t, nullptr);
-    // Autotune over the heuristics' first candidates, as the GEMM benchmark does.
+    // Autotune over the heuristics' first candidates, as the GEMM benchmark does. Only the fastest
+    // executor so far stays alive (at most two at a time): each holds its own workspace, and keeping
+    // every candidate's would turn a long-sequence backward into a spurious out-of-memory skip.
     double best_s = INFINITY;
     std::size_t best = built.plans.size();
+    std::unique_ptr<Executor> chosen_ex;
     std::string last_error;
-    std::vector<std::unique_ptr<Executor>> execs(built.plans.size());
     for (std::size_t i = 0; i < built.plans.size(); ++i) {
       try {
-        execs[i] = std::make_unique<Executor>(handle_, built.plans[i], *built.g, t);
-        Executor& ex = *execs[i];
-        ex.run(nullptr);  // untimed: may fail for this shape
-        const double time_s = loop_.quick_median_s([&](cudaStream_t s) { ex.run(s); }, 5);
+        auto ex = std::make_unique<Executor>(handle_, built.plans[i], *built.g, t);
+        ex->run(nullptr);  // untimed: may fail for this shape
+        const double time_s = loop_.quick_median_s([&](cudaStream_t s) { ex->run(s); }, 5);
         if (time_s < best_s) {
           best_s = time_s;
           best = i;
+          chosen_ex = std::move(ex);
         }
       } catch (const GpuError& e) {
-        execs[i].reset();
+        // A candidate that fails (its workspace does not fit, the engine rejects the shape) is
+        // left out; a sticky CUDA error would surface again at the next call and end the run.
         last_error = e.what();
       }
     }
-    if (best == built.plans.size()) {
+    if (!chosen_ex) {
       return Measurement::skipped_because("every cuDNN SDPA engine failed; last: " + last_error);
     }
-    Executor& chosen = *execs[best];
+    Executor& chosen = *chosen_ex;
     Measurement m = loop_.measure([&](cudaStream_t s) { chosen.run(s); });
     m.algorithm = fmt::format("cudnn sdpa {} engine {} workspace {} B (fastest of {})", built.variant,
                               built.plans[best].engine, built.plans[best].workspace_bytes, built.plans.size());

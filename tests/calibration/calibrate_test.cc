@@ -10,6 +10,7 @@
 #include "calibration/calibrate.h"
 #include "calibration/calibrated_system.h"
 #include "core/error.h"
+#include "core/tile_quantization.h"
 #include "db/db_efficiency_model.h"
 #include "db/efficiency_db.h"
 #include "db/simumax_import.h"
@@ -264,6 +265,51 @@ TEST_F(Calibrate, SlowDeviceGivesASlowerCalibratedSimulationThatLoadsFromTheWrit
   EXPECT_GT(after.kernels_per_source[static_cast<int>(EfficiencySource::measured)] +
                 after.kernels_per_source[static_cast<int>(EfficiencySource::interpolated)],
             0);
+}
+
+// Every planned GEMM measured at 0.6 x its tile/wave utilization: the fitted efficiency.matmul is
+// 0.6, not the lower time-weighted mean of the rows, because the roofline default multiplies the
+// figure by that utilization again (the loss would otherwise be counted twice), and the calibrated
+// default then prices each planned GEMM exactly as its row does.
+TEST_F(Calibrate, MatmulFigureDividesOutTheDefaultModelsTileAndWaveUtilization) {
+  const Configs cfg = load("llama3-8b", "tp2_pp2_dp2_mbs1", "a100-pcie-80g");
+  const KernelPlan plan = plan_kernels(cfg.model, cfg.strategy, cfg.system);
+  const std::string p = path("quantized.db");
+  {
+    auto db = db::EfficiencyDb::open(p, db::OpenMode::create);
+    db::DeviceRecord d;
+    d.name = cfg.system.device.name;
+    d.sm_count = cfg.system.device.sm_count;
+    d.peak_tflops = cfg.system.device.peak_tflops;
+    d.hbm_gb_s = cfg.system.device.hbm_gb_s;
+    d.memory_gb = cfg.system.device.memory_gb;
+    db.add_device_if_missing(d);
+    db::RunBatch b;
+    b.run.device = d.name;
+    b.run.source = db::Source::measured;
+    b.run.started_at = "2026-01-01T00:00:00Z";
+    b.run.notes = "hand-made test rows: 0.6 x tile/wave utilization";
+    for (const GemmKey& k : plan.gemm) {
+      const double peak = cfg.system.device.peak_tflops[static_cast<int>(k.dtype)];
+      const double q = gemm_quantization(k.m, k.n, k.batch, cfg.system.device.sm_count);
+      b.rows.gemm.push_back(db::row_from_tflops<db::GemmRow>(k, 0.6 * q * peak, peak));
+    }
+    db.insert_run(b);
+  }
+  const Calibration c = calibrate(plan, cfg.system, load_device_rows(p, cfg.system.device.name));
+  const FittedValue& mm = field(c, "efficiency.matmul");
+  ASSERT_TRUE(mm.fitted);
+  EXPECT_NEAR(*mm.fitted, 0.6, 1e-9) << mm.basis;
+  bool some_gemm_loses = false;
+  SystemConfig calibrated = cfg.system;
+  calibrated.matmul_efficiency = *mm.fitted;
+  const DefaultEfficiencyModel roofline(calibrated);
+  for (const GemmKey& k : plan.gemm) {
+    const double q = gemm_quantization(k.m, k.n, k.batch, cfg.system.device.sm_count);
+    some_gemm_loses = some_gemm_loses || q < 0.99;
+    EXPECT_NEAR(roofline.gemm(k).value, 0.6 * q, 1e-9) << to_string(k);
+  }
+  EXPECT_TRUE(some_gemm_loses) << "the plan must hold a GEMM with a wave loss for this test to mean anything";
 }
 
 TEST_F(Calibrate, DatabaseWithoutTheDeviceIsAnInputErrorListingWhatItHolds) {

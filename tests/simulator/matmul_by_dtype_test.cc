@@ -1,5 +1,6 @@
 // efficiency.matmul_by_dtype: the loader reads and validates it, the roofline model prices each
-// GEMM at the figure of its input dtype, and only FP8 runs change.
+// GEMM at the figure of its input dtype, and only FP8 runs change. Also the roofline GEMM's
+// tile/wave utilization factor.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -8,6 +9,7 @@
 #include <string_view>
 
 #include "core/error.h"
+#include "core/tile_quantization.h"
 #include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/layer_ops.h"
@@ -61,16 +63,38 @@ TEST(MatmulByDtype, ShippedH100UsesTheFp8MamfForFp8GemmsOnly) {
     if (std::string_view(op.name) == "fc1") fc1 = &op;
   }
   ASSERT_NE(fc1, nullptr);
-  EXPECT_DOUBLE_EQ(eff.gemm(fc1->gemm_fwd).value, 0.638);    // e4m3
-  EXPECT_DOUBLE_EQ(eff.gemm(fc1->gemm_dgrad).value, 0.638);  // e5m2 gradient
+  // Each at its dtype's figure times the GEMM's tile/wave utilization on 132 SMs.
+  const auto q = [&](const GemmKey& k) { return gemm_quantization(k.m, k.n, k.batch, s.device.sm_count); };
+  EXPECT_DOUBLE_EQ(eff.gemm(fc1->gemm_fwd).value, 0.638 * q(fc1->gemm_fwd));      // e4m3
+  EXPECT_DOUBLE_EQ(eff.gemm(fc1->gemm_dgrad).value, 0.638 * q(fc1->gemm_dgrad));  // e5m2 gradient
   int heads = 0;
   for (const LayerOp& op : ops.head) {
     if (std::string_view(op.name) != "lm_head") continue;
     ++heads;
     EXPECT_EQ(op.gemm_fwd.dtype, DType::bf16);
-    EXPECT_DOUBLE_EQ(eff.gemm(op.gemm_fwd).value, 0.72);
+    EXPECT_DOUBLE_EQ(eff.gemm(op.gemm_fwd).value, 0.72 * q(op.gemm_fwd));
   }
   EXPECT_EQ(heads, 1);
+}
+
+TEST(RooflineGemm, ATailWaveTakesAsLongAsAFullOne) {
+  const SystemConfig s = shipped_system("h100-sxm");  // 132 SMs
+  const DefaultEfficiencyModel eff(s);
+  // 12 x 11 tiles of 128 x 128 = 132: one full wave, no padding, so the best-shape figure itself.
+  const GemmKey full{128 * 12, 128 * 11, 8192, 1, DType::bf16, GemmLayout::TN, false};
+  EXPECT_DOUBLE_EQ(eff.gemm(full).value, 0.72);
+  // One more output column: every tile shape of the set now needs a partly empty extra wave or a
+  // padded extra tile column; the best (64 x 128: 288 tiles, three waves of 132, 1409/1536 of the
+  // last column used) keeps 288/396 x 1409/1536 of it.
+  GemmKey wider = full;
+  wider.n += 1;
+  EXPECT_NEAR(eff.gemm(wider).value, 0.72 * (288.0 / 396.0) * (1409.0 / 1536.0), 1e-12);
+  const auto time_s = [&](const GemmKey& k) { return k.flops() / (s.device.peak_flops_per_s(k.dtype) * eff.gemm(k).value); };
+  EXPECT_GT(time_s(wider), 1.4 * time_s(full));
+  // Large training GEMMs lose little: 8192 x 8192 stays within 3 % of the figure.
+  const GemmKey big{8192, 8192, 8192, 1, DType::bf16, GemmLayout::TN, false};
+  EXPECT_GT(eff.gemm(big).value, 0.97 * 0.72);
+  EXPECT_LE(eff.gemm(big).value, 0.72);
 }
 
 TEST(MatmulByDtype, SystemsWithoutAnFp8FigureKeepMatmul) {
