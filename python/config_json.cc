@@ -20,6 +20,7 @@ const char* granularity_name(RecomputeGranularity g) {
     case RecomputeGranularity::attn_only: return "attn_only";
     case RecomputeGranularity::mlp_only: return "mlp_only";
     case RecomputeGranularity::sdp_only: return "sdp_only";
+    case RecomputeGranularity::selective_op: return "selective_op";
   }
   return nullptr;
 }

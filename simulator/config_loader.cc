@@ -395,10 +395,11 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   else if (gran == "attn_only") s.recompute_granularity = RecomputeGranularity::attn_only;
   else if (gran == "mlp_only") s.recompute_granularity = RecomputeGranularity::mlp_only;
   else if (gran == "sdp_only" || gran == "core_attn") s.recompute_granularity = RecomputeGranularity::sdp_only;
+  else if (gran == "selective_op") s.recompute_granularity = RecomputeGranularity::selective_op;
   else {
     r.fail("recompute_granularity",
-           "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\" "
-           "(or null), got \"" + gran + "\"");
+           "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\", "
+           "\"selective_op\" (or null), got \"" + gran + "\"");
   }
   s.recompute_layer_num = static_cast<int>(r.nonneg_int_or("recompute_layer_num", 0));
   s.attn_recompute = r.bool_or("attn_recompute", false);
@@ -832,6 +833,21 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
   }
   if (s.tp_mode == TensorParallelMode::two_d) validate_tp_2d(model, s, sfile, mfile);
   if (s.cp_mode == ContextParallelMode::two_d) validate_cp_2d(model, s, sfile, mfile);
+  if (s.recompute_granularity == RecomputeGranularity::selective_op) {
+    // The op-level policy is defined on the matmul order of torchtitan's Llama block (q, k, v, o,
+    // w1, w3, w2); other layer kinds have no such published order.
+    std::string why;
+    if (model.is_moe) why = "a MoE model";
+    else if (model.attention_type == AttentionType::mla) why = "MLA attention";
+    else if (model.mtp_num_layers > 0) why = "multi-token prediction layers";
+    else if (!s.use_flash_sdp) why = "unfused attention (use_flash_sdp false)";
+    if (!why.empty()) {
+      fail("recompute_granularity",
+           fmt::format("\"selective_op\" (torchtitan's op-level selective checkpointing) is modelled for dense MHA/GQA "
+                       "layers with flash attention; the model ({}) has {}: use another recompute_granularity",
+                       mfile, why));
+    }
+  }
   if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
     fail("tp_comm_overlap", "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");
   }

@@ -125,7 +125,68 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
   return out;
 }
 
+namespace {
+
+bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
+
+// torchtitan's op-level selective checkpointing (torchtitan/parallelisms/parallelize_llama.py,
+// Dec 2024). Inside each checkpointed block PyTorch saves the outputs of the 1st, 3rd, 5th, ...
+// aten.mm call (every other one, counted per block), of SDPA and of max, and reruns everything
+// else when backward first needs one of the block's tensors. The block's matmuls run in the
+// order q, k, v, o, w1, w3, w2 (GeLU MLP: q, k, v, o, w1, w2), so k, o and w3 (GeLU: w2) are
+// rerun; calisim's fused QKV and gate|up FC1 are rerun in those shares. torchao's Float8Linear
+// multiplies with aten._scaled_mm, which the policy does not save: under FP8 every linear reruns.
+// The block input is the checkpoint's input and stays. validate_layout admits only dense
+// MHA/GQA layers with flash attention (no MoE, MLA, MTP), whose op lists this walks.
+RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
+  RecomputePlan plan;
+  const std::size_t n = layer.size();
+  plan.recomputed.assign(n, false);
+  plan.keeps_input.assign(n, false);
+  plan.rerun.assign(n, 1.0);
+  plan.kept_bytes.assign(n, 0.0);
+  double k_share = 1.0 / 3.0;  // K's share of the fused QKV output (MHA); GQA from the core's heads
+  const LayerOp* fc1 = nullptr;
+  const LayerOp* fc2 = nullptr;
+  for (const LayerOp& op : layer) {
+    if (op.kind == OpKind::attention) {
+      const double a = static_cast<double>(op.attn_fwd.heads_q), g = static_cast<double>(op.attn_fwd.heads_kv);
+      k_share = g * op.attn_fwd.head_dim_qk / (a * op.attn_fwd.head_dim_qk + g * (op.attn_fwd.head_dim_qk + op.attn_fwd.head_dim_v));
+    }
+    if (op.kind == OpKind::gemm && op.unit == OpUnit::mlp) (fc1 ? fc2 : fc1) = &op;
+  }
+  // Gated MLP: FC1 computes gate and up (2f outputs) for an FC2 of f inputs.
+  const bool gated = fc1 && fc2 && fc1->gemm_fwd.n == 2 * fc2->gemm_fwd.k;
+  for (std::size_t i = 0; i < n; ++i) {
+    const LayerOp& op = layer[i];
+    double& rerun = plan.rerun[i];
+    double& kept = plan.kept_bytes[i];
+    if (op.kind == OpKind::attention) {
+      const AttentionKey& k = op.attn_fwd;
+      const double rows = static_cast<double>(k.batch) * k.heads_q * k.seq_q;
+      rerun = 0;
+      kept = rows * k.head_dim_v * bytes_per_element(k.dtype) + rows * 4.0;  // output and fp32 log-sum-exp
+    } else if (op.kind == OpKind::gemm && !is_fp8(op.gemm_fwd.dtype)) {
+      const GemmKey& g = op.gemm_fwd;
+      const double out = static_cast<double>(g.m) * g.n * g.batch * bytes_per_element(g.dtype);
+      double saved_share = 0;  // share of the output the policy saves (the rest is rerun)
+      if (op.unit == OpUnit::qkv) saved_share = 1 - k_share;          // q, v saved; k rerun
+      else if (&op == fc1) saved_share = gated ? 0.5 : 1.0;           // w1 saved (w3 rerun)
+      else if (&op == fc2) saved_share = gated ? 1.0 : 0.0;           // w2: 7th mm saved, 6th rerun
+      rerun = 1 - saved_share;                                        // out_proj: 4th mm, rerun
+      kept = saved_share * out;
+    }
+    if (i == 0) kept += op.act_bytes;  // the block input (the input norm's saved input)
+    plan.recomputed[i] = rerun > 0;
+    plan.keeps_input[i] = i == 0;
+  }
+  return plan;
+}
+
+}  // namespace
+
 RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyConfig& st) {
+  if (st.recompute_granularity == RecomputeGranularity::selective_op) return selective_op_plan(layer);
   RecomputePlan plan;
   plan.recomputed.assign(layer.size(), false);
   plan.keeps_input.assign(layer.size(), false);
@@ -145,6 +206,7 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
       case RecomputeGranularity::attn_only:
         return u == OpUnit::qkv_down || u == OpUnit::qkv || u == OpUnit::attention_core || u == OpUnit::out_proj;
       case RecomputeGranularity::sdp_only: return u == OpUnit::attention_core;
+      case RecomputeGranularity::selective_op: return false;  // selective_op_plan
       case RecomputeGranularity::mlp_only:
         return u == OpUnit::mlp || u == OpUnit::expert || u == OpUnit::expert_act;
       case RecomputeGranularity::selective:
@@ -162,6 +224,13 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
   for (std::size_t i = 0; i < layer.size(); ++i) {
     plan.recomputed[i] = in_plan(layer[i].unit);
     plan.keeps_input[i] = plan.recomputed[i] && (i == 0 || !plan.recomputed[i - 1]);
+  }
+  plan.rerun.assign(layer.size(), 0.0);
+  plan.kept_bytes.assign(layer.size(), 0.0);
+  for (std::size_t i = 0; i < layer.size(); ++i) {
+    const bool last_of_run = i + 1 == layer.size() || !plan.recomputed[i + 1];
+    if (plan.recomputed[i] && !(plan.skip_last_forward && last_of_run)) plan.rerun[i] = 1;
+    if (!plan.recomputed[i] || plan.keeps_input[i]) plan.kept_bytes[i] = layer[i].act_bytes;
   }
   return plan;
 }

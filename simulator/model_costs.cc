@@ -84,13 +84,10 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
     b.act_bytes += op.act_bytes;
     b.bwd_transient_bytes = std::max(b.bwd_transient_bytes, op.transient_bytes + 2 * op.act_bytes);
     const bool rc = plan && plan->recomputed[i];
-    if (!rc || plan->keeps_input[i]) b.act_bytes_recomputed += op.act_bytes;
-    if (rc) {
-      const bool last_of_run = i + 1 == ops.size() || !plan->recomputed[i + 1];
-      if (!(plan->skip_last_forward && last_of_run)) {
-        b.recompute_fwd_s += t.fwd_s();
-        b.recompute_flops += op.fwd_flops();
-      }
+    b.act_bytes_recomputed += plan ? plan->kept_bytes[i] : op.act_bytes;
+    if (plan && plan->rerun[i] > 0) {
+      b.recompute_fwd_s += plan->rerun[i] * t.fwd_s();
+      b.recompute_flops += plan->rerun[i] * op.fwd_flops();
     }
     if (report) {
       OpReport r;

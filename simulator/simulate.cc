@@ -28,6 +28,8 @@ std::string recompute_description(const StrategyConfig& s) {
     case RecomputeGranularity::attn_only: return fmt::format("attn_only, {} layer(s) per chunk", s.recompute_layer_num);
     case RecomputeGranularity::mlp_only: return fmt::format("mlp_only, {} layer(s) per chunk", s.recompute_layer_num);
     case RecomputeGranularity::sdp_only: return fmt::format("sdp_only, {} layer(s) per chunk", s.recompute_layer_num);
+    case RecomputeGranularity::selective_op:
+      return fmt::format("selective_op (torchtitan op-level), {} layer(s) per chunk", s.recompute_layer_num);
     case RecomputeGranularity::selective: {
       std::string parts;
       auto add = [&](bool on, const char* n) {

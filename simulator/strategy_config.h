@@ -17,8 +17,12 @@ namespace calisim {
 
 // full_block: whole layers; selective: SimuMax's attn/mla_rms/mlp/mlp_rms switches; attn_only:
 // the attention block; mlp_only: the MLP; sdp_only: core attention alone (Megatron's
-// `--recompute-granularity selective`, Korthikanti et al.'s selective recompute).
-enum class RecomputeGranularity : std::uint8_t { none, full_block, selective, attn_only, mlp_only, sdp_only };
+// `--recompute-granularity selective`, Korthikanti et al.'s selective recompute); selective_op:
+// PyTorch's op-level selective activation checkpointing as torchtitan applies it to each block
+// (`--activation_checkpoint.mode selective --activation_checkpoint.selective_ac_option op`:
+// the outputs of SDPA and of every other matmul are saved, everything else is rerun; dense
+// MHA/GQA layers only).
+enum class RecomputeGranularity : std::uint8_t { none, full_block, selective, attn_only, mlp_only, sdp_only, selective_op };
 
 // Megatron 0.14's output-discarding recompute (`--recompute-modules`), SimuMax's
 // `megatron_recompute_modules`: one bit per module name.

@@ -142,6 +142,19 @@ TEST(RunMapping, StatedSettingsAreNotInferred) {
   EXPECT_EQ(t.strategy["global_batch_size"], 16);
 }
 
+// torchtitan's "selective (op)" is its op-level policy, mapped to selective_op on every block
+// and printed as inferred (it reruns matmuls, not only element-wise ops).
+TEST(RunMapping, TorchtitanOpLevelCheckpointingIsSelectiveOp) {
+  const auto runs = parse(
+      "R287,torchtitan,Llama 3.1 8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,H100-SXM 96GB HBM2e @500W,8,"
+      "torchtitan,bf16,1,1,,1,,,8,,selective (op),2,16,,,5762,,82.4,\n");
+  const MappedRun t = map_run(runs[0], kNoModels);
+  ASSERT_TRUE(t.ok) << t.reason;
+  EXPECT_EQ(t.strategy["recompute_granularity"], "selective_op");
+  EXPECT_EQ(t.strategy["recompute_layer_num"], 32);
+  EXPECT_TRUE(contains(t.inferred, "selective_op"));
+}
+
 // Attention implementation by framework (docs/validation.md): torchtitan's SDPA and llm-foundry
 // run FlashAttention-2, selected through the system patch; NVIDIA recipes keep the system default.
 TEST(RunMapping, AttentionImplementationByFramework) {

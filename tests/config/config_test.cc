@@ -923,7 +923,8 @@ TEST(Validation, RejectedStrategyValues) {
       {"pp_schedule", "zero_bubble",
        "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled"},
       {"recompute_granularity", "everything",
-       "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\" "
+       "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\", "
+       "\"selective_op\" "
        "(or null), got \"everything\""},
       {"use_math_sdp", true, "use_flash_sdp and use_math_sdp cannot both be true"},
   };

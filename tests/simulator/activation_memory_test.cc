@@ -91,6 +91,74 @@ TEST(ActivationMemory, SelectiveAttentionRecomputeDropsScoresOnly) {
   EXPECT_NEAR(kept / (34.0 * sbh / 8), 1.0, 0.02);
 }
 
+// torchtitan's op-level selective checkpointing (selective_op) on a Llama block (GQA 32/8 heads,
+// SwiGLU): matmuls q, k, v, o, w1, w3, w2 in that order, the 1st, 3rd, 5th and 7th outputs saved.
+TEST(ActivationMemory, SelectiveOpKeepsTheSavedOutputsAndRerunsTheRest) {
+  ModelConfig m = gpt_model(4096, 32, 4, 32000);
+  m.use_swiglu = true;
+  m.intermediate_size = 14336;
+  m.kv_head_num = 8;
+  m.attention_type = AttentionType::gqa;
+  StrategyConfig s = korthikanti_strategy(m, 1, false, true);
+  s.enable_dropout = false;
+  s.recompute_granularity = RecomputeGranularity::selective_op;
+  s.recompute_layer_num = 4;
+  const ModelOps ops = build_model_ops(m, s, 8);
+  const RecomputePlan plan = recompute_plan(ops.layer, s);
+  ASSERT_EQ(plan.rerun.size(), ops.layer.size());
+  const double T = 2048.0 * 2, e = 2;  // tokens, fp16 bytes
+  double kept = 0;
+  int gemms = 0;
+  for (std::size_t i = 0; i < ops.layer.size(); ++i) {
+    const LayerOp& op = ops.layer[i];
+    const std::string name = op.name;
+    kept += plan.kept_bytes[i];
+    if (op.kind == OpKind::attention) {
+      EXPECT_EQ(plan.rerun[i], 0.0);
+      EXPECT_DOUBLE_EQ(plan.kept_bytes[i], T * 32 * 128 * e + T * 32 * 4.0);  // output and log-sum-exp
+    } else if (op.kind == OpKind::gemm) {
+      ++gemms;
+      if (name == "qkv_proj") {
+        EXPECT_DOUBLE_EQ(plan.rerun[i], 8.0 / 48.0) << "k of q|k|v = 32|8|8 heads";
+      } else if (name == "out_proj") {
+        EXPECT_EQ(plan.rerun[i], 1.0);
+      } else if (op.unit == OpUnit::mlp && op.gemm_fwd.n == 2 * 14336) {
+        EXPECT_EQ(plan.rerun[i], 0.5) << "w3 of w1|w3";
+      } else if (op.unit == OpUnit::mlp) {
+        EXPECT_EQ(plan.rerun[i], 0.0) << "w2, the 7th matmul";
+      } else {
+        ADD_FAILURE() << "unexpected GEMM " << name;
+      }
+    } else {
+      EXPECT_EQ(plan.rerun[i], 1.0) << name << ": element-wise ops are rerun";
+    }
+    EXPECT_EQ(plan.recomputed[i], plan.rerun[i] > 0) << name;
+  }
+  EXPECT_EQ(gemms, 4);
+  // Kept per token: the block input (its norm's saved input, h plus the fp32 rstd), q and v
+  // (4096 + 1024), the attention output and log-sum-exp, w1's output (14336) and w2's (4096).
+  const double expected = ops.layer.front().act_bytes + T * e * (4096 + 1024) + T * (32 * 128 * e + 32 * 4.0) +
+                          T * e * 14336 + T * e * 4096;
+  EXPECT_DOUBLE_EQ(kept, expected);
+  // Between no recompute and full recompute.
+  EXPECT_LT(kept, layer_act(ops));
+  EXPECT_GT(kept, ops.layer_input_bytes);
+
+  // Float8 linears (torchao _scaled_mm is not on the save list): every linear reruns, only the
+  // block input and the attention output stay.
+  s.fp8 = Fp8Recipe::tensorwise;
+  const ModelOps f8 = build_model_ops(m, s, 8);
+  const RecomputePlan p8 = recompute_plan(f8.layer, s);
+  double kept8 = 0;
+  for (std::size_t i = 0; i < f8.layer.size(); ++i) {
+    kept8 += p8.kept_bytes[i];
+    if (f8.layer[i].kind == OpKind::gemm) {
+      EXPECT_EQ(p8.rerun[i], 1.0) << f8.layer[i].name;
+    }
+  }
+  EXPECT_DOUBLE_EQ(kept8, f8.layer.front().act_bytes + T * (32 * 128 * e + 32 * 4.0));
+}
+
 TEST(ActivationMemory, SwiGluAndGqaChangeTheCount) {
   ModelConfig m = gpt_model(4096, 32, 4, 32000);
   ModelConfig llama = m;
