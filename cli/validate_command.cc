@@ -1,6 +1,7 @@
 // `calisim validate`: simulate published measured runs and report the error per row, per source
 // and per GPU (calibration/). Rows that cannot be simulated are listed with the reason.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cmath>
 #include <filesystem>
@@ -27,6 +28,7 @@ using namespace calisim::calibration;
 
 struct ValidateArgs {
   std::string runs, db, report, source, dump_dir;
+  std::vector<std::string> overrides;  // --set section.key=value, applied to every mapped row
   bool json = false;
 };
 
@@ -38,12 +40,25 @@ struct SystemEntry {
 
 std::string pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
 
-// Writes the row's mapped inputs as DIR/<run>.{model,strategy,system}.json, so that
-// `calisim simulate --model DIR/S03.model.json ...` reproduces the row with the per-op table.
-void dump_inputs(const std::string& run_id, const MappedRun& m, const std::string& dir) {
-  std::filesystem::create_directories(dir);
+// The row's system document: the shipped file of its mapped system with the row's patch and the
+// --set overrides (which were applied to m.model and m.strategy when the row was mapped).
+nlohmann::json system_doc(const MappedRun& m, const std::vector<std::string>& overrides) {
   nlohmann::json system = read_json_file(resolve_config(ConfigKind::system, m.system));
   system.merge_patch(m.system_patch);
+  nlohmann::json unused_model = nlohmann::json::object(), unused_strategy = nlohmann::json::object();
+  for (const auto& o : overrides) {
+    if (o.rfind("system.", 0) == 0) apply_override(o, unused_model, unused_strategy, system);
+  }
+  return system;
+}
+
+// Writes the row's mapped inputs as DIR/<run>.{model,strategy,system}.json, so that
+// `calisim simulate --model DIR/S03.model.json ...` reproduces the row with the per-op table
+// (overrides included).
+void dump_inputs(const std::string& run_id, const MappedRun& m, const std::vector<std::string>& overrides,
+                 const std::string& dir) {
+  std::filesystem::create_directories(dir);
+  const nlohmann::json system = system_doc(m, overrides);
   const std::pair<const char*, const nlohmann::json*> docs[] = {
       {"model", &m.model}, {"strategy", &m.strategy}, {"system", &system}};
   for (const auto& [kind, doc] : docs) {
@@ -64,16 +79,20 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     return not_simulated(run, m, e.what());
   }
   if (!m.ok) return not_simulated(run, m, m.reason);
-  if (!a.dump_dir.empty()) dump_inputs(run.run_id, m, a.dump_dir);
+  // --set applies to every row after the mapping, so it overrides inferred and stated settings.
+  nlohmann::json unused_system = nlohmann::json::object();
+  for (const auto& o : a.overrides) {
+    if (o.rfind("system.", 0) != 0) apply_override(o, m.model, m.strategy, unused_system);
+  }
+  if (!a.dump_dir.empty()) dump_inputs(run.run_id, m, a.overrides, a.dump_dir);
+  const std::string with_set = a.overrides.empty() ? "" : " with --set overrides";
   try {
     const std::string key = m.system + "|" + m.system_patch.dump();
     auto it = systems.find(key);
     if (it == systems.end()) {
       SystemEntry e;
       const std::string file = resolve_config(ConfigKind::system, m.system);
-      nlohmann::json doc = read_json_file(file);
-      doc.merge_patch(m.system_patch);
-      e.config = parse_system(doc, file);
+      e.config = parse_system(system_doc(m, a.overrides), file + with_set);
       try {
         const EfficiencyChoice c = make_efficiency_source(e.config, file, a.db);
         e.efficiency = c.model;
@@ -86,7 +105,7 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
       it = systems.emplace(key, std::move(e)).first;
     }
     const SystemEntry& sys = it->second;
-    const std::string where = "row " + run.run_id;
+    const std::string where = "row " + run.run_id + with_set;
     std::vector<std::string> not_modeled;
     const ModelConfig model = parse_model(m.model, where + " (model)", &not_modeled);
     StrategyConfig strategy = parse_strategy(m.strategy, where + " (strategy)");
@@ -152,6 +171,11 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
 }
 
 void run(const ValidateArgs& a) {
+  // A malformed --set is the user's error, not a row's: refuse it before reading any row.
+  for (const auto& o : a.overrides) {
+    nlohmann::json m = nlohmann::json::object(), s = nlohmann::json::object(), y = nlohmann::json::object();
+    apply_override(o, m, s, y);
+  }
   std::vector<MeasuredRun> runs = read_measured_runs(a.runs);
   if (!a.source.empty()) {
     std::erase_if(runs, [&](const MeasuredRun& r) { return r.source.find(a.source) == std::string::npos; });
@@ -165,11 +189,14 @@ void run(const ValidateArgs& a) {
   if (!a.report.empty()) {
     std::ofstream out(a.report);
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
-    out << html_report(rows, s, "calisim validate: " + std::filesystem::path(a.runs).filename().string());
+    std::string title = "calisim validate: " + std::filesystem::path(a.runs).filename().string();
+    if (!a.overrides.empty()) title += fmt::format(" (--set {})", fmt::join(a.overrides, " "));
+    out << html_report(rows, s, title);
   }
   if (a.json) {
     nlohmann::json j;
     j["runs_file"] = a.runs;
+    j["overrides"] = a.overrides;
     j["database"] = a.db.empty() ? nlohmann::json() : nlohmann::json(a.db);
     j["error_convention"] = "(simulated - measured) / measured, on step time";
     j["flop_convention"] = "6*N (active matmul params) + non-causal attention per token; MFU against the dense peak "
@@ -188,6 +215,7 @@ void run(const ValidateArgs& a) {
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", render(rows, s, a.runs));
+    if (!a.overrides.empty()) fmt::print("overrides applied to every row (--set): {}\n", fmt::join(a.overrides, " "));
     for (const auto& [k, e] : systems) {
       if (!e.note.empty()) fmt::print("note: {}: {}\n", k.substr(0, k.find('|')), e.note);
       else if (!e.database.empty()) fmt::print("efficiencies for {}: database {}\n", k.substr(0, k.find('|')), e.database);
@@ -209,6 +237,9 @@ void register_validate(CLI::App& app) {
   sub->add_flag("--json", args->json, "print one JSON document instead of tables");
   sub->add_option("--report", args->report, "write a self-contained HTML report (inline SVG) to FILE");
   sub->add_option("--source", args->source, "only rows whose source contains SUBSTRING");
+  sub->add_option("--set", args->overrides,
+                  "override a field of every mapped row: section.key=value (section model|strategy|system), "
+                  "repeatable; e.g. system.efficiency.attention_implementation=flash2 for a what-if over a source");
   sub->add_option("--dump-inputs", args->dump_dir,
                   "write each mapped row's model, strategy and system JSON to DIR (for calisim simulate)");
   sub->callback([args] { run(*args); });

@@ -110,4 +110,38 @@ TEST(ValidateCli, DumpedInputsReproduceTheRow) {
   EXPECT_GT(checked, 0);
 }
 
+// --set overrides a field of every mapped row (here the system's matmul efficiency and the
+// strategy's recompute), shows in the JSON and in the dumped inputs; a malformed one is refused
+// before any row is read.
+TEST(ValidateCli, SetOverridesEveryMappedRow) {
+  const auto step = [](const std::string& text) {
+    const nlohmann::json doc = nlohmann::json::parse(text);
+    for (const auto& row : doc["rows"]) {
+      if (row["run_id"] == "R0021") return row["simulated_step_s"].get<double>();
+    }
+    return 0.0;
+  };
+  const Out base = calisim("validate --runs " + kFixture + " --json --source Korthikanti", false);
+  ASSERT_EQ(base.code, 0) << base.text;
+  const Out slow =
+      calisim("validate --runs " + kFixture + " --json --source Korthikanti --set system.efficiency.matmul=0.36", false);
+  ASSERT_EQ(slow.code, 0) << slow.text;
+  EXPECT_GT(step(slow.text), 1.3 * step(base.text));
+  EXPECT_EQ(nlohmann::json::parse(slow.text)["overrides"][0], "system.efficiency.matmul=0.36");
+
+  const std::string dir = ::testing::TempDir() + "validate_set_dump";
+  const Out full = calisim("validate --runs " + kFixture +
+                               " --json --source Korthikanti --set strategy.recompute_granularity=full_block"
+                               " --dump-inputs " + dir,
+                           false);
+  ASSERT_EQ(full.code, 0) << full.text;
+  EXPECT_GT(step(full.text), step(base.text));
+  std::ifstream dumped(dir + "/R0021.strategy.json");
+  EXPECT_EQ(nlohmann::json::parse(dumped)["recompute_granularity"], "full_block");
+
+  const Out bad = calisim("validate --runs " + kFixture + " --set nonsense");
+  EXPECT_EQ(bad.code, 2) << bad.text;
+  EXPECT_NE(bad.text.find("--set nonsense"), std::string::npos) << bad.text;
+}
+
 }  // namespace
