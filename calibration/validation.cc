@@ -60,8 +60,15 @@ RowResult score_run(const MeasuredRun& run, const MappedRun& mapped, const Simul
     r.measured_step_s = res.all_tokens_per_iter / (*run.number("tokens_per_sec_per_gpu") * res.world_size);
     r.measured_from = "tokens_per_sec_per_gpu";
   } else if (run.number("tflops_per_gpu") && res.tflops_per_gpu > 0) {
-    r.measured_step_s = sim * res.tflops_per_gpu / *run.number("tflops_per_gpu");
-    r.measured_from = "tflops_per_gpu (Megatron model FLOPs, non-causal attention)";
+    // A row that publishes HFU and no MFU counts hardware FLOPs: Narayanan et al. 2021's
+    // 96·B·s·l·h²(1 + s/6h + V/16lh) includes the recomputed forward of every layer (4 passes,
+    // the LM head 3), which is calisim's HFU count (model FLOPs + recomputed forward FLOPs).
+    const bool hardware_flops = run.number("hfu_pct") && !run.number("mfu_pct") && res.mfu > 0;
+    const double sim_tflops = hardware_flops ? res.tflops_per_gpu * res.hfu / res.mfu : res.tflops_per_gpu;
+    r.measured_step_s = sim * sim_tflops / *run.number("tflops_per_gpu");
+    r.measured_from = hardware_flops
+                          ? "tflops_per_gpu (hardware FLOPs: recomputed forward included, non-causal attention)"
+                          : "tflops_per_gpu (Megatron model FLOPs, non-causal attention)";
   } else {
     throw std::invalid_argument("no step time, tokens/s/GPU or TFLOP/s/GPU to compare with");
   }

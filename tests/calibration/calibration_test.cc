@@ -246,6 +246,30 @@ TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
   EXPECT_NEAR(r.mfu_measured_pct, 40 * 2.0 / 2.2, 1e-9);
 }
 
+// TFLOP/s rows: a row that publishes HFU and no MFU (Narayanan et al. 2021, whose FLOP count
+// includes the recomputed forward) is converted with calisim's HFU count, the others with its
+// model FLOPs.
+TEST(Scoring, TflopsWithHfuAndNoMfuCountTheRecomputedForward) {
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",tflops_per_gpu,hfu_pct\n";
+  const auto runs = parse_measured_runs(
+      header +
+          "R10,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,A100,8,Megatron-LM,fp16,1,1,,,,,,,full,1,8,,,,,,,137,44\n"
+          "R11,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,A100,8,Megatron-LM,fp16,1,1,,,,,,,full,1,8,,,,41,,,137,\n",
+      "t.csv");
+  ASSERT_EQ(runs.size(), 2u);
+  SimulationResult res;
+  res.duration_time_per_iter_s = 2.0;
+  res.tflops_per_gpu = 100;  // model FLOPs
+  res.mfu = 0.3;
+  res.hfu = 0.4;  // a third more FLOPs with the recomputed forward
+  const RowResult hw = score_run(runs[0], MappedRun{}, res);
+  EXPECT_NEAR(hw.measured_step_s, 2.0 * (100 * 0.4 / 0.3) / 137, 1e-12);
+  EXPECT_NE(hw.measured_from.find("hardware FLOPs"), std::string::npos) << hw.measured_from;
+  const RowResult model = score_run(runs[1], MappedRun{}, res);
+  EXPECT_NEAR(model.measured_step_s, 2.0 * 100 / 137, 1e-12);
+  EXPECT_NE(model.measured_from.find("model FLOPs"), std::string::npos) << model.measured_from;
+}
+
 TEST(RunMapping, SimuMaxMoeRowsGatherParametersTwice) {
   // Megatron v0.12's chained dense + expert optimizers each all-gather every parameter when
   // overlap_param_gather is off (Megatron-LM issue #1527): MoE rows only, said as inferred.
