@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
 #include <regex>
 
 namespace calisim::calibration {
@@ -27,6 +28,27 @@ Framework framework_of(const MeasuredRun& r) {
   if (has(fw, "llm-foundry") || has(fw, "composer")) return Framework::foundry;
   if (has(fw, "maxtext")) return Framework::maxtext;
   return Framework::other;
+}
+
+// NeMo 2 (NeMo-Run recipes, GPTConfig) or Megatron-Bridge: the framework's release is 24.09 or
+// later ("25.04", "v25.04.01", "NeMo 24.09"), or the framework is Megatron-Bridge. Their model
+// configs default cross_entropy_loss_fusion to True (NeMo's GPTConfig, Megatron-Bridge's
+// GPTModelProvider), where Megatron-LM's own flag and NeMo 1's recipes leave it off.
+bool nemo2_or_bridge(const MeasuredRun& r) {
+  const std::string fw = lower(r.text("framework"));
+  if (has(fw, "bridge")) return true;
+  if (!has(fw, "nemo")) return false;
+  for (const std::string& v : {r.text("framework_version"), r.text("version_or_date")}) {
+    for (std::size_t i = 0; i + 4 < v.size() + 1; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(v[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(v[i - 1]))))
+        continue;
+      int yy = 0, mm = 0;
+      if (std::sscanf(v.c_str() + i, "%2d.%2d", &yy, &mm) == 2 && yy >= 20 && yy < 100 && mm >= 1 && mm <= 12) {
+        return yy > 24 || (yy == 24 && mm >= 9);
+      }
+    }
+  }
+  return false;
 }
 
 MappedRun fail(MappedRun m, std::string reason) {
@@ -200,8 +222,10 @@ SystemChoice system_for_gpu(const std::string& gpu_type) {
     } else {
       c.system = "h100-sxm";
       if (has(g, "96gb")) {
-        c.patch = {{"device", {{"memory_gb", 96}}}};
-        c.note = "96 GB HBM2e H100 (500 W) simulated as h100-sxm with memory_gb 96; same peaks and bandwidths assumed";
+        // 96 GiB of HBM2e less the driver's share on the 80 GiB part (81920 - 81559 MiB): 97943 MiB.
+        c.patch = {{"device", {{"memory_gb", 102.7}}}};
+        c.note = "96 GB HBM2e H100 (500 W) simulated as h100-sxm with memory_gb 102.7 (96 GiB less the driver's "
+                 "share, as the 80 GB part reports 81559 MiB); same peaks and bandwidths assumed";
       } else if (!has(g, "sxm")) {
         c.note = "H100 form factor not stated: SXM 80GB assumed (h100-sxm)";
       } else if (has(g, "assumed")) {
@@ -508,10 +532,21 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       inf.push_back(tp > 1 ? "overlap_grad_reduce, overlap_param_gather and tp_comm_overlap on (NVIDIA tuned recipe)"
                            : "overlap_grad_reduce and overlap_param_gather on (NVIDIA tuned recipe)");
     }
+    if (nemo2_or_bridge(r)) {
+      st["cross_entropy_loss_fusion"] = true;
+      inf.push_back("fused cross-entropy (cross_entropy_loss_fusion: the default of NeMo 2's GPTConfig and "
+                    "Megatron-Bridge's GPTModelProvider)");
+    }
   } else {
     grad_overlap = true;  // FSDP / DDP prefetch and bucketed reduce-scatter behind compute
     inf.push_back("gradient reduce and parameter gather overlapped with compute (FSDP/DDP default)");
     tp_overlap = has(notes, "asynctp") && tp > 1;
+    if (fw == Framework::foundry) {
+      // llm-foundry's models default loss_fn to 'fused_crossentropy' (flash-attn's cross-entropy
+      // kernel), which its gpu-flash2 install provides; torchtitan upcasts the logits (unfused).
+      st["cross_entropy_loss_fusion"] = true;
+      inf.push_back("fused cross-entropy (llm-foundry's default loss_fn fused_crossentropy, flash-attn's kernel)");
+    }
   }
   if (has(notes, "tp comm overlap off") || has(notes, "no tp comm overlap")) tp_overlap = false;
   st["overlap_grad_reduce"] = grad_overlap;
@@ -564,6 +599,11 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["megatron_recompute_modules"] = nlohmann::json::array({"layernorm", "moe_act"});
     inf.push_back("recompute of layernorm and moe_act (Megatron-Bridge GPT-OSS 120B performance presets for H100, "
                   "B200, GB200: recompute_modules [\"layernorm\", \"moe_act\"])");
+  } else if (rc.empty() && fw == Framework::maxtext) {
+    // MaxText's base.yml defaults remat_policy to 'full' (every decoder layer rematerialised).
+    st["recompute_granularity"] = "full_block";
+    st["recompute_layer_num"] = per_chunk;
+    inf.push_back("full recompute of every layer (not stated; MaxText's default remat_policy 'full')");
   } else if (rc.empty()) {
     inf.push_back("no activation recompute (not stated; recipe default)");
   } else if (rc != "none") {

@@ -157,6 +157,7 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
     by_source[r.source].emplace_back(r.run_id, r.step_error);
     by_gpu[r.system].emplace_back(r.run_id, r.step_error);
     out.worst.push_back(&r);
+    if (!r.fits_in_memory) out.not_fitting.push_back(&r);
   }
   out.all = error_stats("all", all);
   out.all_throughput = error_stats("all (throughput)", tput);

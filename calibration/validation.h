@@ -64,6 +64,9 @@ struct ValidationSummary {
   ErrorStats all, all_throughput, memory;
   std::vector<ErrorStats> by_source, by_gpu;  // step-time errors
   std::vector<const RowResult*> worst;        // up to 10, largest |step error| first
+  // Memory feasibility: every measured run ran, so a simulated row that does not fit in its GPU's
+  // memory is a false "does not fit" (the memory model, or the inferred settings, too large).
+  std::vector<const RowResult*> not_fitting;
 };
 ValidationSummary summarize(const std::vector<RowResult>& rows);
 

@@ -164,6 +164,14 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
   Table w({"10 worst rows", "model", "layout", "error", "measured from"});
   for (const RowResult* r : s.worst) w.add_row({r->run_id, r->model, r->layout, pct(r->step_error), r->measured_from});
   out += w.render();
+  if (s.all.count > 0) {
+    // Every measured run ran: a row the simulation says does not fit is a false negative.
+    std::string ids;
+    for (const RowResult* r : s.not_fitting) ids += (ids.empty() ? "" : " ") + r->run_id;
+    out += fmt::format("\nmemory fit check: {} of {} simulated rows do not fit their GPU's memory in the simulation, "
+                       "although every measured run ran{}{}\n",
+                       s.not_fitting.size(), s.all.count, s.not_fitting.empty() ? "" : ": ", ids);
+  }
   out += "\nFLOP convention: calisim's MFU counts 6·N + non-causal attention per token against the dense peak of the\n"
          "training dtype (bf16/fp16, also for FP8 runs); measured MFU is recomputed from the measured step time with\n"
          "that convention (--json: mfu.measured_pct, mfu.measured_causal_pct). See docs/validation.md.\n";
@@ -208,6 +216,9 @@ void run(const ValidateArgs& a) {
     for (const auto& e : s.by_gpu) j["summary"]["by_gpu"].push_back(to_json(e));
     j["summary"]["worst"] = nlohmann::json::array();
     for (const RowResult* r : s.worst) j["summary"]["worst"].push_back(r->run_id);
+    nlohmann::json nf = nlohmann::json::array();
+    for (const RowResult* r : s.not_fitting) nf.push_back(r->run_id);
+    j["summary"]["fit_check"] = {{"simulated", s.all.count}, {"predicted_not_to_fit", nf.size()}, {"runs", nf}};
     std::vector<std::string> notes;
     for (const auto& [k, e] : systems)
       if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);

@@ -134,7 +134,7 @@ TEST(RunMapping, StatedSettingsAreNotInferred) {
   const MappedRun t = map_run(runs[1], kNoModels);
   ASSERT_TRUE(t.ok) << t.reason;
   EXPECT_EQ(t.system, "h100-sxm");
-  EXPECT_EQ(t.system_patch["device"]["memory_gb"], 96);
+  EXPECT_DOUBLE_EQ(t.system_patch["device"]["memory_gb"].get<double>(), 102.7);
   EXPECT_TRUE(contains(t.inferred, "96 GB"));
   EXPECT_EQ(t.strategy["zero_state"], 3);
   EXPECT_EQ(t.strategy["fp8_recipe"], "tensorwise");
@@ -318,6 +318,7 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
     rows[i].source = i < 6 ? std::string("A") : std::string("B");
     rows[i].system = i % 2 ? "h100-sxm" : "b200";
     rows[i].simulated = i != 11;
+    rows[i].fits_in_memory = i != 3 && i != 11;  // R11 is not simulated: not counted
     rows[i].step_error = 0.01 * i * (i % 2 ? -1 : 1);
     rows[i].measured_step_s = 1;
     rows[i].simulated_step_s = 1 + rows[i].step_error;
@@ -328,6 +329,8 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
   EXPECT_EQ(s.by_source[1].count, 5);
   ASSERT_EQ(s.worst.size(), 10u);
   EXPECT_EQ(s.worst.front()->run_id, "R10");
+  ASSERT_EQ(s.not_fitting.size(), 1u);  // every measured run ran: R3 is a false "does not fit"
+  EXPECT_EQ(s.not_fitting.front()->run_id, "R3");
   const std::string html = html_report(rows, s, "t <&> \"q\"");
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("t &lt;&amp;&gt; &quot;q&quot;"), std::string::npos);

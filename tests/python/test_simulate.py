@@ -54,7 +54,7 @@ def test_config_objects_and_edits():
     assert model.layer_num == 32 and model.make_vocab_size_divisible_by == 128  # default filled in
     strategy = calisim.StrategyConfig.init_from_config_file("llama3-8b-8gpu")
     system = calisim.SystemConfig.init_from_config_file("a100-pcie-80g")
-    assert system.sys_name == system.name and system.device.memory_gb == 80
+    assert system.sys_name == system.name and system.device.memory_gb == 85.89
     # Defaults the file does not set are readable: rank order, 1D grids, NCCL choices, topology.
     assert strategy.order == "tp-cp-ep-dp-pp" and strategy.tensor_parallel_mode == "1d"
     assert strategy.context_parallel_mode == "1d" and "ring" in strategy.nccl_algo
