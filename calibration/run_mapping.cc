@@ -536,6 +536,13 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       st["cross_entropy_loss_fusion"] = true;
       inf.push_back("fused cross-entropy (cross_entropy_loss_fusion: the default of NeMo 2's GPTConfig and "
                     "Megatron-Bridge's GPTModelProvider)");
+      if (!has(lower(r.text("framework")), "bridge")) {
+        // NeMo 2's performance scripts build the recipe with performance_mode=True and set
+        // trainer.plugins.grad_reduce_in_fp32 = False: bf16 main gradients, reduced in bf16.
+        st["use_fp32_accum_grad"] = false;
+        st["grad_reduce_in_bf16"] = true;
+        inf.push_back("bf16 main gradients, reduced in bf16 (NeMo 2 performance recipes: grad_reduce_in_fp32 False)");
+      }
     }
   } else {
     grad_overlap = true;  // FSDP / DDP prefetch and bucketed reduce-scatter behind compute

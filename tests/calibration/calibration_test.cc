@@ -246,6 +246,44 @@ TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
   EXPECT_NEAR(r.mfu_measured_pct, 40 * 2.0 / 2.2, 1e-9);
 }
 
+// Framework defaults the rows leave unstated: fused cross-entropy (Megatron-Bridge, NeMo 2,
+// llm-foundry), bf16 main gradients (NeMo 2 performance scripts), MaxText's full remat; NeMo 1
+// (24.07) and Megatron-LM keep the unfused loss and fp32 gradients.
+TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",framework_version\n";
+  const std::string body = "s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,";
+  const auto runs = parse_measured_runs(header +
+                                            "R1," + body + "NeMo (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.04\n"
+                                            "R2," + body + "NeMo (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,24.07\n"
+                                            "R3," + body + "Megatron-Bridge (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.11\n"
+                                            "R4," + body + "llm-foundry / Composer,bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
+                                            "R5," + body + "MaxText (JAX),bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
+                                            "R6," + body + "Megatron-LM,bf16,1,1,,,,,,,,1,8,,1.0,,,,,2025\n",
+                                        "t.csv");
+  ASSERT_EQ(runs.size(), 6u);
+  std::vector<MappedRun> m;
+  for (const auto& r : runs) {
+    m.push_back(map_run(r, kNoModels));
+    ASSERT_TRUE(m.back().ok) << r.run_id << ": " << m.back().reason;
+  }
+  const auto fused = [](const MappedRun& x) { return x.strategy.value("cross_entropy_loss_fusion", false); };
+  const auto fp32_grads = [](const MappedRun& x) { return x.strategy.value("use_fp32_accum_grad", true); };
+  EXPECT_TRUE(fused(m[0]));  // NeMo 25.04
+  EXPECT_FALSE(fp32_grads(m[0]));
+  EXPECT_TRUE(m[0].strategy.value("grad_reduce_in_bf16", false));
+  EXPECT_TRUE(contains(m[0].inferred, "grad_reduce_in_fp32 False"));
+  EXPECT_FALSE(fused(m[1]));  // NeMo 24.07: NeMo 1
+  EXPECT_TRUE(fp32_grads(m[1]));
+  EXPECT_TRUE(fused(m[2]));  // Megatron-Bridge: fused loss, fp32 gradients
+  EXPECT_TRUE(fp32_grads(m[2]));
+  EXPECT_EQ(m[3].strategy.value("zero_state", -1), 3);  // FSDP column
+  EXPECT_TRUE(fused(m[3]));  // llm-foundry: fused_crossentropy
+  EXPECT_TRUE(contains(m[3].inferred, "fused_crossentropy"));
+  EXPECT_EQ(m[4].strategy.value("recompute_granularity", ""), "full_block");  // MaxText remat 'full'
+  EXPECT_TRUE(contains(m[4].inferred, "remat_policy 'full'"));
+  EXPECT_FALSE(fused(m[5]));  // Megatron-LM's own flag defaults off
+}
+
 // TFLOP/s rows: a row that publishes HFU and no MFU (Narayanan et al. 2021, whose FLOP count
 // includes the recomputed forward) is converted with calisim's HFU count, the others with its
 // model FLOPs.
