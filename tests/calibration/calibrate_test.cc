@@ -75,9 +75,8 @@ class Calibrate : public ::testing::Test {
 
   // A device with the a100-pcie-80g specs whose GEMMs reach 45 % of peak, a stored memory fit
   // at half the HBM bandwidth, and 8-GPU all-reduce rows of exactly 20 us + wire bytes / 10 GB/s.
-  std::string slow_db(const SystemConfig& sys) const {
-    const std::string p = path("slow.db");
-    auto db = db::EfficiencyDb::open(p, db::OpenMode::create);
+  // A database holding `sys`'s device, and a measured run on it to fill with rows.
+  static db::RunBatch measured_run_on(db::EfficiencyDb& db, const SystemConfig& sys, const std::string& notes) {
     db::DeviceRecord d;
     d.name = sys.device.name;
     d.sm_count = sys.device.sm_count;
@@ -89,7 +88,14 @@ class Calibrate : public ::testing::Test {
     b.run.device = d.name;
     b.run.source = db::Source::measured;
     b.run.started_at = "2026-01-01T00:00:00Z";
-    b.run.notes = "hand-made test rows";
+    b.run.notes = notes;
+    return b;
+  }
+
+  std::string slow_db(const SystemConfig& sys) const {
+    const std::string p = path("slow.db");
+    auto db = db::EfficiencyDb::open(p, db::OpenMode::create);
+    db::RunBatch b = measured_run_on(db, sys, "hand-made test rows");
     const double peak = sys.device.peak_tflops[static_cast<int>(DType::bf16)];
     for (std::int64_t m : {2048, 4096, 8192, 16384}) {
       for (std::int64_t n : {4096, 14336}) {
@@ -277,18 +283,7 @@ TEST_F(Calibrate, MatmulFigureDividesOutTheDefaultModelsTileAndWaveUtilization) 
   const std::string p = path("quantized.db");
   {
     auto db = db::EfficiencyDb::open(p, db::OpenMode::create);
-    db::DeviceRecord d;
-    d.name = cfg.system.device.name;
-    d.sm_count = cfg.system.device.sm_count;
-    d.peak_tflops = cfg.system.device.peak_tflops;
-    d.hbm_gb_s = cfg.system.device.hbm_gb_s;
-    d.memory_gb = cfg.system.device.memory_gb;
-    db.add_device_if_missing(d);
-    db::RunBatch b;
-    b.run.device = d.name;
-    b.run.source = db::Source::measured;
-    b.run.started_at = "2026-01-01T00:00:00Z";
-    b.run.notes = "hand-made test rows: 0.6 x tile/wave utilization";
+    db::RunBatch b = measured_run_on(db, cfg.system, "hand-made test rows: 0.6 x tile/wave utilization");
     for (const GemmKey& k : plan.gemm) {
       const double peak = cfg.system.device.peak_tflops[static_cast<int>(k.dtype)];
       const double q = gemm_quantization(k.m, k.n, k.batch, cfg.system.device.sm_count);
