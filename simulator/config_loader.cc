@@ -837,15 +837,15 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     // The op-level policy is defined on the matmul order of torchtitan's Llama block (q, k, v, o,
     // w1, w3, w2); other layer kinds have no such published order.
     std::string why;
-    if (model.is_moe) why = "a MoE model";
-    else if (model.attention_type == AttentionType::mla) why = "MLA attention";
-    else if (model.mtp_num_layers > 0) why = "multi-token prediction layers";
-    else if (!s.use_flash_sdp) why = "unfused attention (use_flash_sdp false)";
+    if (model.is_moe) why = fmt::format("the model ({}) is a MoE model", mfile);
+    else if (model.attention_type == AttentionType::mla) why = fmt::format("the model ({}) uses MLA attention", mfile);
+    else if (model.mtp_num_layers > 0) why = fmt::format("the model ({}) has multi-token prediction layers", mfile);
+    else if (!s.use_flash_sdp) why = "the strategy runs unfused attention (use_flash_sdp false)";
     if (!why.empty()) {
       fail("recompute_granularity",
            fmt::format("\"selective_op\" (torchtitan's op-level selective checkpointing) is modelled for dense MHA/GQA "
-                       "layers with flash attention; the model ({}) has {}: use another recompute_granularity",
-                       mfile, why));
+                       "layers with flash attention; {}: use another recompute_granularity",
+                       why));
     }
   }
   if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
