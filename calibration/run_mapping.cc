@@ -120,6 +120,39 @@ DeepSeekV3Preset deepseek_v3_bridge_preset(const std::string& system, int pp, in
   return {};
 }
 
+// Megatron-Bridge's Llama 3 performance presets (scripts/performance/configs/llama3/
+// workload_base_configs.py; two versions agree on these): what a preset adds beyond the layout
+// the row states — activation offload of whole layers for the Megatron-FSDP 70B presets, local
+// full-iteration CUDA graphs for the 8B (and one 70B) presets. Applied only when the row's layout
+// is the preset's (tp 1, pp 1, cp 1, FSDP, and the preset's micro-batch size; the B200 BF16 70B
+// preset: tp 2, pp 4, cp 2, vpp 5); `gpu` is "gb300", "gb200", "b200" or "" (no preset).
+struct Llama3Preset {
+  int cpu_offloading_num_layers = 0;
+  bool full_iteration_graph = false;
+};
+Llama3Preset llama3_bridge_preset(const std::string& gpu, const std::string& key, const std::string& precision,
+                                  int tp, int pp, int vpp, int cp, long long mbs, bool fsdp) {
+  const bool bf16 = !has(precision, "fp8"), cs = has(precision, "fp8-cs"), mx = has(precision, "fp8-mx");
+  const bool flat = tp == 1 && pp == 1 && cp == 1;
+  if (key == "llama3_70b") {
+    if (flat && fsdp) {
+      if (gpu == "gb300" && mbs == 2 && bf16) return {30, false};
+      if (gpu == "gb300" && mbs == 2 && cs) return {20, false};
+      if (gpu == "gb200" && mbs == 1 && bf16) return {20, false};
+      if (gpu == "gb200" && mbs == 2 && cs) return {40, false};
+      if (gpu == "b200" && mbs == 1 && cs) return {5, false};
+    }
+    if (gpu == "b200" && bf16 && tp == 2 && pp == 4 && cp == 2 && vpp == 5) return {0, true};
+    return {};
+  }
+  if (key == "llama3_8b" && flat && !fsdp) {
+    if (gpu == "gb300" && mbs == 4) return {0, true};
+    if (gpu == "gb200" && mbs == 2 && (bf16 || mx)) return {0, true};
+    if (gpu == "b200" && mbs == 2) return {0, true};
+  }
+  return {};
+}
+
 // Sliding-window attention written as "alternating full / sliding-window(128) attention with
 // sinks" (GPT-OSS): the window in tokens, Megatron's window_attn_skip_freq 2 for "alternating"
 // (the first layer windowed, as Megatron-Bridge's GPTOSSProvider), sinks when named. Returns
@@ -615,6 +648,30 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     inf.push_back("no activation recompute (not stated; recipe default)");
   } else if (rc != "none") {
     return fail(m, fmt::format("recompute '{}' not recognised", r.text("recompute")));
+  }
+
+  // ---- Megatron-Bridge Llama 3 presets: activation offload and full-iteration CUDA graphs.
+  if (bridge && (key == "llama3_70b" || key == "llama3_8b")) {
+    const std::string g = lower(r.text("gpu_type"));
+    const std::string gpu = has(g, "gb300") ? "gb300" : has(g, "gb200") ? "gb200" : has(g, "b200") ? "b200" : "";
+    const Llama3Preset p = llama3_bridge_preset(gpu, key, prec, tp, pp, vpp, cp, mbs, st.value("zero_state", 1) == 3);
+    if (p.cpu_offloading_num_layers > 0) {
+      st["cpu_offloading_num_layers"] = p.cpu_offloading_num_layers;
+      if (gpu == "gb300") {
+        // The b300 file's host link is PCIe; a GB300 superchip reaches its Grace over NVLink-C2C,
+        // as the gb200-nvl72 file describes it.
+        m.system_patch["host"]["link"] = "NVLink-C2C to Grace";
+        m.system_patch["host"]["link_gb_s"] = 450;
+      }
+      inf.push_back(fmt::format("activations of {} layers offloaded to the host (Megatron-Bridge Llama 3 70B {} preset of "
+                                "this layout, cpu_offloading_num_layers {})",
+                                p.cpu_offloading_num_layers, gpu, p.cpu_offloading_num_layers));
+    }
+    if (p.full_iteration_graph) {
+      st["cuda_graph_scope"] = "full_iteration";
+      inf.push_back(fmt::format("full-iteration CUDA graph (Megatron-Bridge Llama 3 {} preset of this layout: "
+                                "cuda_graph_impl local, scope full_iteration)", gpu));
+    }
   }
 
   // ---- Attention implementation (efficiency.attention_implementations; docs/validation.md).

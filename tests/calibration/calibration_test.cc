@@ -284,6 +284,32 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_FALSE(fused(m[5]));  // Megatron-LM's own flag defaults off
 }
 
+// Megatron-Bridge Llama 3 presets: applied only where the row's layout is the preset's.
+TEST(RunMapping, BridgeLlama3PresetsOffloadAndGraphs) {
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_key\n";
+  const std::string l70 = "LLAMA3_70B,dense,80,8192,28672,64,8,128,128256,8192,swiglu,gqa,";
+  const std::string l8 = "LLAMA3_8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,";
+  const std::string bridge = "Megatron-Bridge (Megatron-Core),";
+  const auto runs = parse_measured_runs(
+      header + "R1,s," + l70 + "GB200,64," + bridge + "FP8-CS,1,1,1,1,,,64,,,2,256,,,4312,,,,llama3_70b\n" +
+          "R2,s," + l70 + "GB300,64," + bridge + "FP8-CS,1,1,1,1,,,64,,,2,256,,,4520,,,,llama3_70b\n" +
+          "R3,s," + l8 + "B200,8," + bridge + "FP8-CS,1,1,1,1,,,0,,,2,128,,,30624,,,,llama3_8b\n" +
+          "R4,s," + l8 + "GB300,8," + bridge + "FP8-CS,1,1,1,1,,,0,,,2,128,,,37556,,,,llama3_8b\n",
+      "t.csv");
+  ASSERT_EQ(runs.size(), 4u);
+  std::vector<MappedRun> m;
+  for (const auto& r : runs) {
+    m.push_back(map_run(r, kNoModels));
+    ASSERT_TRUE(m.back().ok) << r.run_id << ": " << m.back().reason;
+  }
+  EXPECT_EQ(m[0].strategy.value("cpu_offloading_num_layers", 0), 40);  // GB200 FP8-CS preset
+  EXPECT_EQ(m[1].strategy.value("cpu_offloading_num_layers", 0), 20);  // GB300 FP8-CS preset
+  EXPECT_EQ(m[1].system_patch["host"]["link_gb_s"], 450);               // GB300's Grace C2C, not PCIe
+  EXPECT_EQ(m[2].strategy.value("cuda_graph_scope", ""), "full_iteration");
+  EXPECT_TRUE(contains(m[2].inferred, "full-iteration CUDA graph"));
+  EXPECT_FALSE(m[3].strategy.contains("cuda_graph_scope"));  // the GB300 8B preset runs mbs 4, the row 2
+}
+
 // TFLOP/s rows: a row that publishes HFU and no MFU (Narayanan et al. 2021, whose FLOP count
 // includes the recomputed forward) is converted with calisim's HFU count, the others with its
 // model FLOPs.
