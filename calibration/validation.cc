@@ -322,6 +322,11 @@ std::string html_report(const std::vector<RowResult>& rows, const ValidationSumm
                    "bias {} ({}). Error = (simulated − measured) / measured.</p>\n",
                    rows.size(), rows.size() - skipped, skipped, 100 * sum.all.mape, 100 * sum.all.median,
                    pct(sum.all.worst), html_escape(sum.all.worst_run), pct(sum.all.bias), bias_label(sum.all.bias));
+  std::string not_fitting;
+  for (const RowResult* r : sum.not_fitting) not_fitting += (not_fitting.empty() ? "" : ", ") + html_escape(r->run_id);
+  h += fmt::format("<p>Memory fit check: {} of {} simulated rows do not fit their GPU's memory in the simulation, although "
+                   "every measured run ran{}{}.</p>\n",
+                   sum.not_fitting.size(), sum.all.count, not_fitting.empty() ? "" : ": ", not_fitting);
   h += "<h2>Simulated vs measured step time</h2>\n" + scatter_svg(rows) + "\n";
   h += "<h2>Error distribution</h2>\n" + histogram_svg(rows) + "\n";
   h += stats_table("Per source", sum.by_source);

@@ -398,6 +398,7 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
   const std::string html = html_report(rows, s, "t <&> \"q\"");
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("t &lt;&amp;&gt; &quot;q&quot;"), std::string::npos);
+  EXPECT_NE(html.find("Memory fit check: 1 of 11 simulated rows do not fit"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);  // nothing fetched from the network
   EXPECT_EQ(html.find(" src="), std::string::npos);
