@@ -24,13 +24,23 @@ double tile_utilization(std::int64_t m, std::int64_t n, int tile_m, int tile_n) 
 }
 
 double gemm_quantization(std::int64_t m, std::int64_t n, std::int64_t batch, int sm_count) {
-  static constexpr std::array<std::array<int, 2>, 4> kTiles{{{64, 128}, {128, 128}, {128, 256}, {256, 128}}};
+  // On the simulator's hot path (every roofline GEMM lookup): the tile sides are powers of two,
+  // so the tile counts are shifts; one division per tile shape is left, for the waves.
+  m = std::max<std::int64_t>(m, 1);
+  n = std::max<std::int64_t>(n, 1);
+  batch = std::max<std::int64_t>(batch, 1);
+  struct Shape {
+    int log2_m, log2_n;
+  };
+  static constexpr std::array<Shape, 4> kTiles{{{6, 7}, {7, 7}, {7, 8}, {8, 7}}};  // 64x128 ... 256x128
+  const double useful = static_cast<double>(m) * static_cast<double>(n);
   double best = 0;
-  for (const auto& [tm, tn] : kTiles) {
-    const double tiles = static_cast<double>(ceil_div(std::max<std::int64_t>(m, 1), tm) *
-                                             ceil_div(std::max<std::int64_t>(n, 1), tn)) *
-                         static_cast<double>(std::max<std::int64_t>(batch, 1));
-    best = std::max(best, tile_utilization(m, n, tm, tn) * wave_utilization(tiles, sm_count));
+  for (const Shape& t : kTiles) {
+    const std::int64_t tiles_m = (m + (std::int64_t{1} << t.log2_m) - 1) >> t.log2_m;
+    const std::int64_t tiles_n = (n + (std::int64_t{1} << t.log2_n) - 1) >> t.log2_n;
+    const double padded = static_cast<double>(tiles_m << t.log2_m) * static_cast<double>(tiles_n << t.log2_n);
+    const double tiles = static_cast<double>(tiles_m * tiles_n) * static_cast<double>(batch);
+    best = std::max(best, useful / padded * wave_utilization(tiles, sm_count));
   }
   return best;
 }
