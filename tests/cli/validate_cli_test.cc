@@ -47,6 +47,13 @@ TEST(ValidateCli, JsonRowsAndNotSimulatedReason) {
   EXPECT_EQ(by_id["R0287"]["memory"]["kind"], "reserved");
   EXPECT_FALSE(by_id["R0287"]["inferred"].empty());
   EXPECT_EQ(j["summary"]["all"]["count"], 2);
+  // Every measured run ran: the fit check lists the simulated rows predicted not to fit.
+  ASSERT_TRUE(j["summary"].contains("fit_check")) << j["summary"].dump();
+  EXPECT_EQ(j["summary"]["fit_check"]["simulated"], 2);
+  std::size_t not_fitting = 0;
+  for (const auto& row : j["rows"]) not_fitting += row.value("simulated", false) && !row.value("fits_in_memory", true);
+  EXPECT_EQ(j["summary"]["fit_check"]["predicted_not_to_fit"].get<std::size_t>(), not_fitting);
+  EXPECT_EQ(j["summary"]["fit_check"]["runs"].size(), not_fitting);
   EXPECT_GE(j["summary"]["all"]["mape"].get<double>(), 0);
 }
 
