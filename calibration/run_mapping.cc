@@ -239,9 +239,12 @@ SystemChoice system_for_gpu(const std::string& gpu_type) {
     if (has(g, "gb300")) {
       // GB300 NVL72: the B300's NVLink 5 (900 GB/s per GPU) over a 72-GPU domain, trays of 4 GPUs
       // with one 800 Gb/s NIC each (the b300 file's per-GPU NIC share), as gb200-nvl72 lays it out.
-      c.patch = {{"network", {{"scale_up", {{"domain_size", 72}}}, {"scale_out", {{"gpus_per_node", 4}, {"nics_per_node", 4}}}}}};
-      c.note = "GB300 NVL72 simulated as the shipped b300 system with a 72-GPU NVLink domain of 4-GPU trays (no GB300 "
-               "file)";
+      // Its Grace CPU is reached over NVLink-C2C, as the gb200-nvl72 file describes it (the b300
+      // file's host link is PCIe).
+      c.patch = {{"network", {{"scale_up", {{"domain_size", 72}}}, {"scale_out", {{"gpus_per_node", 4}, {"nics_per_node", 4}}}}},
+                 {"host", {{"link", "NVLink-C2C to Grace"}, {"link_gb_s", 450}}}};
+      c.note = "GB300 NVL72 simulated as the shipped b300 system with a 72-GPU NVLink domain of 4-GPU trays and "
+               "Grace's NVLink-C2C host link (no GB300 file)";
     }
   } else if (has(g, "gb200")) {
     c.system = "gb200-nvl72";
@@ -657,12 +660,6 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     const Llama3Preset p = llama3_bridge_preset(gpu, key, prec, tp, pp, vpp, cp, mbs, st.value("zero_state", 1) == 3);
     if (p.cpu_offloading_num_layers > 0) {
       st["cpu_offloading_num_layers"] = p.cpu_offloading_num_layers;
-      if (gpu == "gb300") {
-        // The b300 file's host link is PCIe; a GB300 superchip reaches its Grace over NVLink-C2C,
-        // as the gb200-nvl72 file describes it.
-        m.system_patch["host"]["link"] = "NVLink-C2C to Grace";
-        m.system_patch["host"]["link_gb_s"] = 450;
-      }
       inf.push_back(fmt::format("activations of {} layers offloaded to the host (Megatron-Bridge Llama 3 70B {} preset of "
                                 "this layout, cpu_offloading_num_layers {})",
                                 p.cpu_offloading_num_layers, gpu, p.cpu_offloading_num_layers));

@@ -141,13 +141,11 @@ Source source_from(const std::string& s, const std::string& file, const std::str
 void Dump::normalize() {
   std::sort(devices.begin(), devices.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
   std::sort(aliases.begin(), aliases.end());
-  std::stable_sort(runs.begin(), runs.end(),
-                   [](const RunBatch& a, const RunBatch& b) { return run_order(a.run) < run_order(b.run); });
-  std::stable_sort(traces.begin(), traces.end(),
-                   [](const TraceRecords& a, const TraceRecords& b) { return run_order(a.run) < run_order(b.run); });
-  std::stable_sort(profile_logs.begin(), profile_logs.end(), [](const ProfileLogRecords& a, const ProfileLogRecords& b) {
-    return run_order(a.run) < run_order(b.run);
-  });
+  // Runs, traces and profile logs all carry a RunRecord: one order for the three.
+  const auto by_run = [](const auto& a, const auto& b) { return run_order(a.run) < run_order(b.run); };
+  std::stable_sort(runs.begin(), runs.end(), by_run);
+  std::stable_sort(traces.begin(), traces.end(), by_run);
+  std::stable_sort(profile_logs.begin(), profile_logs.end(), by_run);
 }
 
 namespace {
