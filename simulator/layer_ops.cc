@@ -142,7 +142,6 @@ RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
   RecomputePlan plan;
   const std::size_t n = layer.size();
   plan.recomputed.assign(n, false);
-  plan.keeps_input.assign(n, false);
   plan.rerun.assign(n, 1.0);
   plan.kept_bytes.assign(n, 0.0);
   double k_share = 1.0 / 3.0;  // K's share of the fused QKV output (MHA); GQA from the core's heads
@@ -178,7 +177,6 @@ RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
     }
     if (i == 0) kept += op.act_bytes;  // the block input (the input norm's saved input)
     plan.recomputed[i] = rerun > 0;
-    plan.keeps_input[i] = i == 0;
   }
   return plan;
 }
@@ -189,8 +187,9 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
   if (st.recompute_granularity == RecomputeGranularity::selective_op) return selective_op_plan(layer);
   RecomputePlan plan;
   plan.recomputed.assign(layer.size(), false);
-  plan.keeps_input.assign(layer.size(), false);
-  plan.skip_last_forward = st.recompute_variance && st.recompute_granularity != RecomputeGranularity::full_block;
+  // recompute_variance: the last op of each recomputed run is not rerun.
+  const bool skip_last_forward =
+      st.recompute_variance && st.recompute_granularity != RecomputeGranularity::full_block;
   auto megatron_module = [&](OpUnit u) {
     const std::uint8_t mods = st.megatron_recompute_modules;
     return ((mods & kRecomputeLayernorm) && (u == OpUnit::input_norm || u == OpUnit::post_norm)) ||
@@ -221,16 +220,14 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
     }
     return false;
   };
-  for (std::size_t i = 0; i < layer.size(); ++i) {
-    plan.recomputed[i] = in_plan(layer[i].unit);
-    plan.keeps_input[i] = plan.recomputed[i] && (i == 0 || !plan.recomputed[i - 1]);
-  }
+  for (std::size_t i = 0; i < layer.size(); ++i) plan.recomputed[i] = in_plan(layer[i].unit);
   plan.rerun.assign(layer.size(), 0.0);
   plan.kept_bytes.assign(layer.size(), 0.0);
   for (std::size_t i = 0; i < layer.size(); ++i) {
+    const bool first_of_run = plan.recomputed[i] && (i == 0 || !plan.recomputed[i - 1]);  // the checkpoint input
     const bool last_of_run = i + 1 == layer.size() || !plan.recomputed[i + 1];
-    if (plan.recomputed[i] && !(plan.skip_last_forward && last_of_run)) plan.rerun[i] = 1;
-    if (!plan.recomputed[i] || plan.keeps_input[i]) plan.kept_bytes[i] = layer[i].act_bytes;
+    if (plan.recomputed[i] && !(skip_last_forward && last_of_run)) plan.rerun[i] = 1;
+    if (!plan.recomputed[i] || first_of_run) plan.kept_bytes[i] = layer[i].act_bytes;
   }
   return plan;
 }

@@ -101,16 +101,14 @@ struct ModelOps {
 // a MoE model also gets `moe_layer` (router, dispatch, grouped GEMMs, shared experts, combine).
 ModelOps build_model_ops(const ModelConfig& model, const StrategyConfig& strategy, int scale_up_domain_size);
 
-// Recompute plan for one layer. Run-based granularities: recomputed[i] says op i is rerun before
-// its backward and keeps no activation except the first op of each contiguous recomputed run
-// (the checkpoint input). selective_op (torchtitan's op-level policy) saves outputs instead, so it
+// Recompute plan for one layer. Run-based granularities: a recomputed op is rerun before its
+// backward and keeps no activation except the first op of each contiguous recomputed run (the
+// checkpoint input). selective_op (torchtitan's op-level policy) saves outputs instead, so it
 // gives each op the share of its forward that is rerun (part of a fused GEMM: the K third of QKV,
 // the up half of a SwiGLU FC1) and the bytes kept for it. rerun[i] and kept_bytes[i] hold the
-// answer for every granularity; the cost model reads only those two.
+// answer for every granularity; the cost model reads those two.
 struct RecomputePlan {
-  std::vector<bool> recomputed;    // any of op i's forward is rerun
-  std::vector<bool> keeps_input;   // the op whose saved input is the checkpoint
-  bool skip_last_forward = false;  // recompute_variance: the last op of a run is not rerun
+  std::vector<bool> recomputed;    // any of op i's forward is rerun (the per-op report's mark)
   std::vector<double> rerun;       // share of op i's forward time and FLOPs rerun, in [0, 1]
   std::vector<double> kept_bytes;  // activation bytes op i keeps from forward to backward
 };

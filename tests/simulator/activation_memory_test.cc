@@ -66,10 +66,7 @@ TEST(ActivationMemory, FullRecomputeKeepsOnlyTheLayerInput) {
   s.recompute_layer_num = 8;
   const ModelOps ops = build_model_ops(m, s, 8);
   const RecomputePlan plan = recompute_plan(ops.layer, s);
-  double kept = 0;
-  for (std::size_t i = 0; i < ops.layer.size(); ++i) {
-    if (!plan.recomputed[i] || plan.keeps_input[i]) kept += ops.layer[i].act_bytes;
-  }
+  const double kept = std::accumulate(plan.kept_bytes.begin(), plan.kept_bytes.end(), 0.0);
   EXPECT_DOUBLE_EQ(kept, 2048.0 * 2 * 4096 * 2 / 4);  // 2·s·b·h/t bytes
   EXPECT_DOUBLE_EQ(kept, ops.layer_input_bytes);
 }
@@ -83,10 +80,7 @@ TEST(ActivationMemory, SelectiveAttentionRecomputeDropsScoresOnly) {
   s.recompute_layer_num = 48;
   const ModelOps ops = build_model_ops(m, s, 8);
   const RecomputePlan plan = recompute_plan(ops.layer, s);
-  double kept = 0;
-  for (std::size_t i = 0; i < ops.layer.size(); ++i) {
-    if (!plan.recomputed[i] || plan.keeps_input[i]) kept += ops.layer[i].act_bytes;
-  }
+  const double kept = std::accumulate(plan.kept_bytes.begin(), plan.kept_bytes.end(), 0.0);
   const double sbh = 2048.0 * 2 * 6144;
   EXPECT_NEAR(kept / (34.0 * sbh / 8), 1.0, 0.02);
 }
