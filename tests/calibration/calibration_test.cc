@@ -246,6 +246,13 @@ TEST(RunMapping, SimuMaxRowsUseShippedModelsCutToTheirLayers) {
   EXPECT_NEAR(r.mfu_measured_pct, 40 * 2.0 / 2.2, 1e-9);
 }
 
+// Every row mapped, in order.
+std::vector<MappedRun> map_all(const std::vector<MeasuredRun>& runs) {
+  std::vector<MappedRun> out;
+  for (const auto& r : runs) out.push_back(map_run(r, kNoModels));
+  return out;
+}
+
 // Framework defaults the rows leave unstated: fused cross-entropy (Megatron-Bridge, NeMo 2,
 // llm-foundry), bf16 main gradients (NeMo 2 performance scripts), MaxText's full remat; NeMo 1
 // (24.07) and Megatron-LM keep the unfused loss and fp32 gradients.
@@ -261,11 +268,8 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
                                             "R6," + body + "Megatron-LM,bf16,1,1,,,,,,,,1,8,,1.0,,,,,2025\n",
                                         "t.csv");
   ASSERT_EQ(runs.size(), 6u);
-  std::vector<MappedRun> m;
-  for (const auto& r : runs) {
-    m.push_back(map_run(r, kNoModels));
-    ASSERT_TRUE(m.back().ok) << r.run_id << ": " << m.back().reason;
-  }
+  const std::vector<MappedRun> m = map_all(runs);
+  for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
   const auto fused = [](const MappedRun& x) { return x.strategy.value("cross_entropy_loss_fusion", false); };
   const auto fp32_grads = [](const MappedRun& x) { return x.strategy.value("use_fp32_accum_grad", true); };
   EXPECT_TRUE(fused(m[0]));  // NeMo 25.04
@@ -297,11 +301,8 @@ TEST(RunMapping, BridgeLlama3PresetsOffloadAndGraphs) {
           "R4,s," + l8 + "GB300,8," + bridge + "FP8-CS,1,1,1,1,,,0,,,2,128,,,37556,,,,llama3_8b\n",
       "t.csv");
   ASSERT_EQ(runs.size(), 4u);
-  std::vector<MappedRun> m;
-  for (const auto& r : runs) {
-    m.push_back(map_run(r, kNoModels));
-    ASSERT_TRUE(m.back().ok) << r.run_id << ": " << m.back().reason;
-  }
+  const std::vector<MappedRun> m = map_all(runs);
+  for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
   EXPECT_EQ(m[0].strategy.value("cpu_offloading_num_layers", 0), 40);  // GB200 FP8-CS preset
   EXPECT_EQ(m[1].strategy.value("cpu_offloading_num_layers", 0), 20);  // GB300 FP8-CS preset
   EXPECT_EQ(m[1].system_patch["host"]["link_gb_s"], 450);               // GB300's Grace C2C, not PCIe
