@@ -517,13 +517,27 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       inf.push_back("FP8 recipe delayed (the source names none; Megatron/TE default)");
     }
     st["fp8_recipe"] = recipe;
+    if (has(prec, "torchao")) {
+      // torchao's Float8Linear (torchtitan's float8 converter): dynamic per-tensor scaling,
+      // high-precision inputs kept for backward, weights cast on every call.
+      st["fp8_implementation"] = "torchao";
+      inf.push_back("FP8 linears by torchao's Float8Linear (high-precision inputs saved, no FP8 weight cache)");
+    }
   }
 
   // ---- Sharding and optimizer.
   const std::string fsdp = lower(r.text("fsdp")), dopt = lower(r.text("distributed_optimizer"));
   const bool is_fsdp = !fsdp.empty() && fsdp != "0";
   int zero = 1;
-  if (is_fsdp) {
+  if (is_fsdp && fw == Framework::torchtitan && pp > 1) {
+    // torch.distributed.pipelining runs an FSDP2 stage's backward with gradient sync and
+    // resharding off until the last micro-batch (one reduce-scatter per step), and torchtitan
+    // sets reshard_after_forward False under PP: parameters stay gathered through the step and
+    // fp32 unsharded gradients accumulate; only the optimizer state and master stay sharded.
+    zero = 1;
+    inf.push_back("FSDP under pipeline parallelism as ZeRO-1 (torchtitan / torch.distributed.pipelining keep the "
+                  "stage's parameters and gradients unsharded until the last micro-batch)");
+  } else if (is_fsdp) {
     zero = 3;
   } else if (dopt.rfind("no", 0) == 0) {
     zero = 0;
@@ -568,6 +582,8 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       inf.push_back(tp > 1 ? "overlap_grad_reduce, overlap_param_gather and tp_comm_overlap on (NVIDIA tuned recipe)"
                            : "overlap_grad_reduce and overlap_param_gather on (NVIDIA tuned recipe)");
     }
+    const std::string fp8_recipe = st.value("fp8_recipe", "");
+    const bool fp8_scaled = st.value("fp8", false) && (fp8_recipe == "delayed" || fp8_recipe == "tensorwise");
     if (nemo2_or_bridge(r)) {
       st["cross_entropy_loss_fusion"] = true;
       inf.push_back("fused cross-entropy (cross_entropy_loss_fusion: the default of NeMo 2's GPTConfig and "
@@ -579,6 +595,35 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
         st["grad_reduce_in_bf16"] = true;
         inf.push_back("bf16 main gradients, reduced in bf16 (NeMo 2 performance recipes: grad_reduce_in_fp32 False)");
       }
+      // NeMo 2's bf16_with_fp8_mixed / bf16_with_fp8_current_scaling_mixed and Megatron-Bridge's
+      // bf16_with_fp8_{delayed,current}_scaling_mixed set fp8_param_gather = True; the
+      // performance scripts keep it (they only turn the current-scaling recipe's BF16 first/last
+      // layers off). MXFP8 (the recipes' versions disagree) and blockwise (False) are left off.
+      if (fp8_scaled) {
+        st["fp8_param_gather"] = true;
+        inf.push_back("FP8 parameters, gathered in FP8 (fp8_param_gather: the framework's FP8 " + fp8_recipe +
+                      " precision recipe; its performance scripts keep the first/last layers in FP8)");
+      }
+    } else if (has(lower(r.text("framework")), "nemo")) {
+      // NeMo 1 (releases before 24.09): Apex distributed_fused_adam with a contiguous gradient
+      // buffer in grad_sync_dtype, which NeMo-Framework-Launcher's performance configs
+      // (gpt3/*_performance.yaml) and its H100 examples (examples/training/*/h100/*.sh) set to bf16.
+      st["use_fp32_accum_grad"] = false;
+      st["grad_reduce_in_bf16"] = true;
+      inf.push_back("bf16 gradient buffer, reduced in bf16 (NeMo 1 performance configs: distributed_fused_adam "
+                    "with grad_sync_dtype bf16)");
+    } else if (has(lower(r.text("source_ref")), "examples/llama")) {
+      // Megatron-LM's examples/llama scripts (train_llama3_8b_h100_fp8.sh): --grad-reduce-in-bf16,
+      // --cross-entropy-loss-fusion and, for FP8, --fp8-param-gather.
+      st["use_fp32_accum_grad"] = false;
+      st["grad_reduce_in_bf16"] = true;
+      st["cross_entropy_loss_fusion"] = true;
+      std::string what = "--grad-reduce-in-bf16, --cross-entropy-loss-fusion";
+      if (fp8_scaled) {
+        st["fp8_param_gather"] = true;
+        what += ", --fp8-param-gather";
+      }
+      inf.push_back("Megatron-LM examples/llama script flags: " + what);
     }
   } else {
     grad_overlap = true;  // FSDP / DDP prefetch and bucketed reduce-scatter behind compute
@@ -589,6 +634,10 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       // kernel), which its gpu-flash2 install provides; torchtitan upcasts the logits (unfused).
       st["cross_entropy_loss_fusion"] = true;
       inf.push_back("fused cross-entropy (llm-foundry's default loss_fn fused_crossentropy, flash-attn's kernel)");
+    } else if (fw == Framework::torchtitan) {
+      // torchtitan's loss (train.py at the benchmark's commits): F.cross_entropy(pred.float(), labels), eager.
+      st["cross_entropy_implementation"] = "pytorch";
+      inf.push_back("PyTorch cross-entropy on an fp32 copy of the logits (torchtitan's loss, eager)");
     }
   }
   if (has(notes, "tp comm overlap off") || has(notes, "no tp comm overlap")) tp_overlap = false;

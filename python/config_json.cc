@@ -124,6 +124,8 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm},
             {"fp8", s.fp8_enabled()},
             {"fp8_recipe", or_null(fp8_name(s.fp8))},
+            {"fp8_param_gather", s.fp8_param_gather},
+            {"fp8_implementation", s.fp8_impl == Fp8Implementation::torchao ? "torchao" : "transformer_engine"},
             {"overlap_grad_reduce", s.overlap_grad_reduce},
             {"overlap_param_gather", s.overlap_param_gather},
             {"moe_double_param_gather", s.moe_double_param_gather},
@@ -165,6 +167,16 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"not_modeled_fields", s.not_modeled_fields}};
   // Only when set: the loader refuses a layout beside the first/last-stage counts it replaces.
   if (!s.pipeline_layout.empty()) j["pipeline_layout"] = s.pipeline_layout;
+  // Only for the unfused loss: the loader refuses it beside cross_entropy_loss_fusion.
+  if (!s.cross_entropy_loss_fusion) {
+    j["cross_entropy_implementation"] = s.cross_entropy_impl == CrossEntropyImpl::pytorch ? "pytorch" : "megatron";
+  }
+  // Only when set: the loader refuses the counts without the switch (and the switch without fp8).
+  if (s.has_bf16_layers()) {
+    j["first_last_layers_bf16"] = true;
+    j["num_layers_at_start_in_bf16"] = s.num_layers_at_start_in_bf16;
+    j["num_layers_at_end_in_bf16"] = s.num_layers_at_end_in_bf16;
+  }
   // Batch arithmetic: one of the two may be 0 until validate_layout derives it.
   if (with_derived || s.micro_batch_num > 0) j["micro_batch_num"] = s.micro_batch_num;
   if (with_derived || s.global_batch_size > 0) j["global_batch_size"] = s.global_batch_size;

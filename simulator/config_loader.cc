@@ -335,6 +335,49 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
             : recipe == "blockwise"                  ? Fp8Recipe::blockwise
                                                      : Fp8Recipe::mxfp8;
   }
+  if (const auto impl = r.opt_string("fp8_implementation")) {
+    if (*impl != "transformer_engine" && *impl != "torchao") {
+      r.fail("fp8_implementation", "expected \"transformer_engine\" or \"torchao\", got \"" + *impl + "\"");
+    }
+    if (*impl == "torchao") {
+      if (!fp8) r.fail("fp8_implementation", "\"torchao\" needs \"fp8\": true");
+      if (s.fp8 != Fp8Recipe::tensorwise) {
+        r.fail("fp8_implementation", "\"torchao\" is modelled with fp8_recipe \"tensorwise\" (Float8Linear's dynamic "
+                                     "per-tensor scaling), got \"" + recipe + "\"");
+      }
+      s.fp8_impl = Fp8Implementation::torchao;
+    }
+  }
+  // FP8 model parameters and training-dtype first/last layers (Megatron's flags): both need fp8.
+  s.fp8_param_gather = r.bool_or("fp8_param_gather", false);
+  if (s.fp8_param_gather && !fp8) r.fail("fp8_param_gather", "needs \"fp8\": true (FP8 parameters of FP8 layers)");
+  if (s.fp8_param_gather && s.fp8_impl == Fp8Implementation::torchao) {
+    r.fail("fp8_param_gather", "is TransformerEngine's FP8 parameters; not modelled with fp8_implementation \"torchao\" "
+                               "(its FSDP float8 all-gather keeps high-precision shards)");
+  }
+  const bool first_last = r.bool_or("first_last_layers_bf16", false);
+  auto opt_count = [&r](const char* key) {
+    const auto v = r.opt_int(key);
+    if (v && *v < 0) r.fail(key, "expected a non-negative integer, got " + std::to_string(*v));
+    return v;
+  };
+  const auto start_bf16 = opt_count("num_layers_at_start_in_bf16");
+  const auto end_bf16 = opt_count("num_layers_at_end_in_bf16");
+  if (!first_last && (start_bf16 || end_bf16)) {
+    r.fail(start_bf16 ? "num_layers_at_start_in_bf16" : "num_layers_at_end_in_bf16",
+           "takes effect only with \"first_last_layers_bf16\": true (as Megatron's flag); set it or drop this field");
+  }
+  if (first_last) {
+    if (!fp8) r.fail("first_last_layers_bf16", "needs \"fp8\": true (it keeps some layers out of FP8)");
+    if (s.fp8 == Fp8Recipe::delayed) {
+      r.fail("first_last_layers_bf16", "is not supported with fp8_recipe \"delayed\" (Megatron asserts: per-layer FP8 "
+                                       "contexts break the delayed-scaling amax reduction); use \"tensorwise\", "
+                                       "\"blockwise\" or \"mxfp8\"");
+    }
+    // Megatron's defaults for the two counts are 1.
+    s.num_layers_at_start_in_bf16 = static_cast<int>(start_bf16.value_or(1));
+    s.num_layers_at_end_in_bf16 = static_cast<int>(end_bf16.value_or(1));
+  }
 
   // Overlap switches, named as Megatron's flags.
   s.overlap_grad_reduce = r.bool_or("overlap_grad_reduce", false);
@@ -386,6 +429,15 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   }
   s.grad_reduce_in_bf16 = r.bool_or("grad_reduce_in_bf16", false);
   s.cross_entropy_loss_fusion = r.bool_or("cross_entropy_loss_fusion", false);
+  if (const auto ce = r.opt_string("cross_entropy_implementation")) {
+    if (*ce != "megatron" && *ce != "pytorch") {
+      r.fail("cross_entropy_implementation", "expected \"megatron\" or \"pytorch\", got \"" + *ce + "\"");
+    }
+    if (s.cross_entropy_loss_fusion) {
+      r.fail("cross_entropy_implementation", "describes the unfused loss; cross_entropy_loss_fusion is true (drop one)");
+    }
+    s.cross_entropy_impl = *ce == "pytorch" ? CrossEntropyImpl::pytorch : CrossEntropyImpl::megatron;
+  }
 
   s.enable_recompute = r.bool_or("enable_recompute", true);
   const std::string gran = r.string_or("recompute_granularity", "");
@@ -989,6 +1041,11 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     for (int c = 0; c < v; ++c) {
       for (int i = 0; i < p; ++i) s.layers_per_chunk[static_cast<std::size_t>(c) * p + i] = stage_layers[i] / v;
     }
+  }
+  if (s.num_layers_at_start_in_bf16 + s.num_layers_at_end_in_bf16 > L) {
+    fail("num_layers_at_start_in_bf16",
+         fmt::format("num_layers_at_start_in_bf16 + num_layers_at_end_in_bf16 ({} + {}) exceeds the model's {} layers ({})",
+                     s.num_layers_at_start_in_bf16, s.num_layers_at_end_in_bf16, L, mfile));
   }
   if (s.cpu_offloading_num_layers > 0) {
     int fewest = L;

@@ -43,17 +43,23 @@ double bucket_params(const StrategyConfig& st) {
   return st.bucket_size > 0 ? static_cast<double>(st.bucket_size) : std::max(4e7, 1e6 * st.dp_size);
 }
 
-StaticMemory static_memory(const RankParams& p, double largest_layer, double bucket, const StrategyConfig& st,
-                           const DpGroups& g) {
+StaticMemory static_memory(const RankParams& p, const RankParams& fp8, double largest_layer, double bucket,
+                           const StrategyConfig& st, const DpGroups& g) {
   StaticMemory m;
   const double e = bytes_per_element(st.dtype);
   const double grad_e = st.use_fp32_accum_grad ? 4.0 : e;
   const double shard = p.dense / g.dense_ranks + p.expert / g.expert_ranks;
+  const double total = p.total(), fp8_total = st.fp8_enabled() ? std::min(fp8.total(), total) : 0.0;
+  // Bytes of the model copy per parameter, averaged over FP8-layer and other parameters.
+  const double fp8_e = st.fp8_param_gather ? 1.0 : e;
+  const double mean_e = total > 0 ? ((total - fp8_total) * e + fp8_total * fp8_e) / total : e;
   // ZeRO-3 keeps its shard plus the layer being run and the prefetched next one, gathered.
-  m.weight_bytes = (st.zero_state >= 3 ? shard + std::min(p.total(), 2 * largest_layer) : p.total()) * e;
-  // TransformerEngine caches FP8 copies of the weights (row-wise and transposed) across
-  // micro-batches: two bytes per parameter of the layers it holds.
-  if (st.fp8_enabled()) m.weight_bytes += 2.0 * (st.zero_state >= 3 ? 2 * largest_layer : p.total());
+  m.weight_bytes = (st.zero_state >= 3 ? shard + std::min(total, 2 * largest_layer) : total) * mean_e;
+  // TransformerEngine caches FP8 copies of an FP8 layer's weights across micro-batches: row-wise
+  // and column-wise (transposed), 2 bytes per parameter; with FP8 parameters the row-wise copy is
+  // the parameter itself, so 1 byte.
+  const double cache_e = st.fp8_impl == Fp8Implementation::torchao ? 0.0 : st.fp8_param_gather ? 1.0 : 2.0;
+  m.weight_bytes += cache_e * (st.zero_state >= 3 ? std::min(fp8_total, 2 * largest_layer) : fp8_total);
   // ZeRO-2/3 keep their gradient shard plus one bucket of unreduced gradients.
   m.grad_bytes = (st.zero_state >= 2 ? shard + std::min(p.total(), bucket) : p.total()) * grad_e;
   const double opt_params = st.zero_state >= 1 ? shard : p.total();
@@ -90,9 +96,15 @@ double grad_reduce_s(const RankParams& p, const StrategyConfig& st, const DpGrou
   return over_groups(p, reduce_e, op, st, g, coster, tally);
 }
 
-double param_gather_s(const RankParams& p, const StrategyConfig& st, const DpGroups& g, const OpCoster& coster,
-                      SourceTally* tally) {
-  return over_groups(p, bytes_per_element(st.dtype), CollectiveOp::all_gather, st, g, coster, tally);
+double param_gather_s(const RankParams& p, const RankParams& fp8_p, const StrategyConfig& st, const DpGroups& g,
+                      const OpCoster& coster, SourceTally* tally) {
+  const double e = bytes_per_element(st.dtype);
+  if (!st.fp8_param_gather || fp8_p.total() <= 0) return over_groups(p, e, CollectiveOp::all_gather, st, g, coster, tally);
+  // One bucketed gather per group: its bytes are e per parameter, 1 per FP8 parameter. over_groups
+  // takes bytes per parameter, so each group gets its own mean.
+  auto mean = [e](double n, double n8) { return n > 0 ? (e * (n - std::min(n8, n)) + std::min(n8, n)) / n : e; };
+  return over_groups({p.dense, 0.0}, mean(p.dense, fp8_p.dense), CollectiveOp::all_gather, st, g, coster, tally) +
+         over_groups({0.0, p.expert}, mean(p.expert, fp8_p.expert), CollectiveOp::all_gather, st, g, coster, tally);
 }
 
 }  // namespace calisim

@@ -30,10 +30,15 @@ struct StaticMemory {
   double weight_bytes = 0, grad_bytes = 0, optimizer_bytes = 0;
   double total() const { return weight_bytes + grad_bytes + optimizer_bytes; }
 };
-// params: all parameters of this rank's chunks; largest_layer: the biggest layer's parameters on
-// this rank (ZeRO-3 holds it gathered, plus the prefetched next one); bucket_params: DP bucket.
-StaticMemory static_memory(const RankParams& params, double largest_layer_params, double bucket_params,
-                           const StrategyConfig& strategy, const DpGroups& g);
+// params: all parameters of this rank's chunks; fp8_params: the part of them in FP8 layers (the
+// transformer and MTP layers whose GEMMs run FP8; zero without fp8); largest_layer: the biggest
+// layer's parameters on this rank (ZeRO-3 holds it gathered, plus the prefetched next one);
+// bucket_params: DP bucket.
+// Weights: e bytes per parameter; an FP8 layer's parameters add TE's two cached FP8 copies (row-
+// and column-wise, 2 bytes), or, with fp8_param_gather, are themselves FP8 (1 byte) plus the
+// column-wise copy (1 byte). Embeddings, LM head and norms of non-FP8 layers keep e.
+StaticMemory static_memory(const RankParams& params, const RankParams& fp8_params, double largest_layer_params,
+                           double bucket_params, const StrategyConfig& strategy, const DpGroups& g);
 
 // HBM traffic of Megatron's optimizer step on one rank (DistributedOptimizer / DDP, fused Adam),
 // split by kernel kind so each is priced with its own efficiency:
@@ -66,10 +71,11 @@ int param_gather_passes(const RankParams& p, const StrategyConfig& strategy);
 double bucket_params(const StrategyConfig& strategy);
 
 // Collective times (not yet overlapped) for `p`: the gradient reduction (all-reduce at ZeRO-0,
-// reduce-scatter otherwise) and the parameter all-gather.
+// reduce-scatter otherwise) and the parameter all-gather; `fp8_p` (part of `p`) is gathered in
+// one byte per parameter with fp8_param_gather, the rest in the training dtype.
 double grad_reduce_s(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g, const OpCoster& coster,
                      SourceTally* tally);
-double param_gather_s(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g, const OpCoster& coster,
-                      SourceTally* tally);
+double param_gather_s(const RankParams& p, const RankParams& fp8_p, const StrategyConfig& strategy, const DpGroups& g,
+                      const OpCoster& coster, SourceTally* tally);
 
 }  // namespace calisim

@@ -76,16 +76,28 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
       // Fused (TE) cross-entropy reads the logits once and writes their gradient in place.
       ce = memory_op("cross_entropy", OpUnit::other, "ce_fused_fwd", 2 * n * d.e, "ce_fused_bwd", 2 * n * d.e, n * d.e);
       ce.transient_bytes = n * d.e;
-    } else {
+    } else if (st.cross_entropy_impl == CrossEntropyImpl::megatron) {
       // Megatron's unfused vocab-parallel cross-entropy (tensor_parallel/cross_entropy.py), one
       // eager kernel per step over the [T, V/t] logits, bytes per logit: forward .float() copy
       // (read e, write 4), max (read 4), in-place subtract max, in-place exp, sum (read 4), in-place
       // divide by the sum (read + write 4 each); the fp32 softmax is kept for backward, which
       // multiplies it in place by the loss gradient (read + write 4) and casts the gradient back
-      // to the logits' dtype through .float()'s backward (read 4, write e).
+      // to the logits' dtype through .float()'s backward (read 4, write e). Forward holds the
+      // logits and their fp32 copy; backward only adds the cast gradient (the rest is in place).
       ce = memory_op("cross_entropy", OpUnit::other, "ce_fwd", n * (d.e + 4 + 4 + 8 + 8 + 4 + 8), "ce_bwd",
                      n * (8 + 4 + d.e), n * 4);
       ce.transient_bytes = n * (d.e + 4);
+      ce.bwd_transient_bytes = n * d.e;
+    } else {
+      // PyTorch's F.cross_entropy on a .float() copy of the logits (torchtitan's loss): .float()
+      // (read e, write 4), log_softmax (max and sum-exp passes read 8, output write 4; the output
+      // is kept for backward), nll_loss (a gather). Backward: nll_loss's gradient, a new dense fp32
+      // tensor (write 4), log_softmax's backward into another (read 8, write 4), then the cast back
+      // (read 4, write e). Backward holds both fp32 gradients beside the kept output.
+      ce = memory_op("cross_entropy", OpUnit::other, "ce_fwd", n * (d.e + 4 + 8 + 4), "ce_bwd",
+                     n * (4 + 12 + 4 + d.e), n * 4);
+      ce.transient_bytes = n * (d.e + 4);
+      ce.bwd_transient_bytes = n * 8;
     }
     if (d.t > 1) ce.fwd_comm = tp_coll(d, CollectiveOp::all_reduce, 3.0 * d.T * 4);  // max, target logit, sum
     head_ops.push_back(ce);

@@ -56,6 +56,9 @@ struct LayerOp {
 
   double act_bytes = 0;         // kept from forward to backward
   double transient_bytes = 0;   // extra bytes live while the op runs (outputs not yet freed, workspaces)
+  // Extra bytes live while its backward runs, beyond the activations; < 0: transient_bytes plus
+  // twice act_bytes (the gradient of what it kept and of its input beside the forward's working set).
+  double bwd_transient_bytes = -1;
 
   // Collectives tied to this op (absent when their group has one rank).
   CommGroup comm_group = CommGroup::tp;

@@ -24,6 +24,43 @@ std::vector<ChunkLayers> chunk_layers(const ModelConfig& m, const StrategyConfig
 
 namespace {
 
+// Layers of [first, first + n) inside [lo, hi).
+int overlap(int first, int n, int lo, int hi) { return std::max(0, std::min(first + n, hi) - std::max(first, lo)); }
+
+}  // namespace
+
+ChunkPrecision chunk_precision(const ChunkLayers& c, const ModelConfig& m, const StrategyConfig& st) {
+  ChunkPrecision p;
+  if (!st.has_bf16_layers()) return p;
+  const int L = static_cast<int>(m.layer_num);
+  const int start = st.num_layers_at_start_in_bf16, end_lo = L - st.num_layers_at_end_in_bf16;
+  auto bf16_in = [&](int first, int n) { return overlap(first, n, 0, start) + overlap(first, n, std::max(start, end_lo), L); };
+  p.dense_bf16 = bf16_in(c.first_layer, c.dense);
+  p.moe_bf16 = bf16_in(c.first_layer + c.dense, c.moe);
+  return p;
+}
+
+LayerCounts recomputed_layer_counts(const ChunkLayers& c, const ChunkPrecision& p, int recomputed,
+                                    const ModelConfig& m, const StrategyConfig& st) {
+  LayerCounts r;
+  const int n = std::min(recomputed, c.total());
+  if (p.dense_bf16 == 0 && p.moe_bf16 == 0) {
+    r.dense = std::min(n, c.dense);
+    r.moe = n - r.dense;
+    return r;
+  }
+  const int L = static_cast<int>(m.layer_num);
+  for (int i = 0; i < n; ++i) {
+    const int layer = c.first_layer + i;
+    const bool fp8 = st.fp8_layer(layer, L);
+    if (i < c.dense) (fp8 ? r.dense : r.dense_bf16) += 1;
+    else (fp8 ? r.moe : r.moe_bf16) += 1;
+  }
+  return r;
+}
+
+namespace {
+
 // A layout this long cannot describe a real model (DeepSeek-V3's is under 200 characters once
 // expanded); the cap keeps "t*999999999" from exhausting memory.
 constexpr std::size_t kMaxExpandedChars = 1'000'000;

@@ -27,6 +27,23 @@ struct ChunkLayers {
 // One entry per virtual stage, from strategy.layers_per_chunk (filled by validate_layout).
 std::vector<ChunkLayers> chunk_layers(const ModelConfig& model, const StrategyConfig& strategy);
 
+// How many of a chunk's dense and MoE layers run their GEMMs in the training dtype although the
+// strategy enables FP8 (Megatron --first-last-layers-bf16: global layers [0, start) and
+// [layer_num - end, layer_num)). Both 0 when strategy.has_bf16_layers() is false.
+struct ChunkPrecision {
+  int dense_bf16 = 0;
+  int moe_bf16 = 0;
+};
+ChunkPrecision chunk_precision(const ChunkLayers& chunk, const ModelConfig& model, const StrategyConfig& strategy);
+
+// The chunk's first `recomputed` layers (in layer order: dense before MoE, as the model holds
+// them) split by kind and precision; the four counts sum to min(recomputed, chunk.total()).
+struct LayerCounts {
+  int dense = 0, dense_bf16 = 0, moe = 0, moe_bf16 = 0;  // dense / moe: the FP8 ones
+};
+LayerCounts recomputed_layer_counts(const ChunkLayers& chunk, const ChunkPrecision& precision, int recomputed,
+                                    const ModelConfig& model, const StrategyConfig& strategy);
+
 // One virtual stage of a pipeline layout string, in Megatron's characters: E embedding,
 // t transformer (decoder) layer, m MTP layer, L loss (LM head and cross-entropy).
 struct LayoutStage {

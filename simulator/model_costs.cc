@@ -82,7 +82,9 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
     b.fwd_flops += op.fwd_flops();
     b.bwd_flops += op.bwd_flops();
     b.act_bytes += op.act_bytes;
-    b.bwd_transient_bytes = std::max(b.bwd_transient_bytes, op.transient_bytes + 2 * op.act_bytes);
+    b.bwd_transient_bytes = std::max(b.bwd_transient_bytes, op.bwd_transient_bytes >= 0
+                                                                ? op.bwd_transient_bytes
+                                                                : op.transient_bytes + 2 * op.act_bytes);
     const bool rc = plan && plan->recomputed[i];
     b.act_bytes_recomputed += plan ? plan->kept_bytes[i] : op.act_bytes;
     if (plan && plan->rerun[i] > 0) {
@@ -198,10 +200,40 @@ BlockCost mix_blocks(const BlockCost& full, const BlockCost& win, double w) {
 
 // One block per kind, every layer alike. attention_tally (optional) also counts the attention
 // kernels of the dense and MoE layer alone.
+// layers_only: cost the dense and MoE layers alone (embedding, head and MTP stay zero).
 ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
-                              const EfficiencyModel& eff, bool details, SourceTally* attention_tally = nullptr);
+                              const EfficiencyModel& eff, bool details, SourceTally* attention_tally = nullptr,
+                              bool layers_only = false);
+ModelCosts cost_model_mixed(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
+                            const EfficiencyModel& eff, bool details, bool layers_only);
 
 }  // namespace
+
+// Layers kept out of FP8 (first_last_layers_bf16): the dense and MoE layer are costed a second
+// time with FP8 off and kept beside the FP8 ones; their kernels join the tallies, their ops the
+// report under the scopes "layer_bf16" / "moe_layer_bf16".
+ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
+                      const EfficiencyModel& eff, bool details) {
+  ModelCosts mc = cost_model_mixed(model, st, sys, eff, details, false);
+  if (!st.has_bf16_layers()) return mc;
+  StrategyConfig bf = st;
+  bf.fp8 = Fp8Recipe::none;
+  bf.fp8_param_gather = false;
+  bf.num_layers_at_start_in_bf16 = bf.num_layers_at_end_in_bf16 = 0;
+  ModelCosts b = cost_model_mixed(model, bf, sys, eff, details, true);
+  mc.layer_bf16 = b.layer;
+  mc.moe_layer_bf16 = b.moe_layer;
+  for (std::size_t i = 0; i < mc.kernels_per_source.size(); ++i) mc.kernels_per_source[i] += b.kernels_per_source[i];
+  for (std::size_t i = 0; i < mc.kernels_per_origin.size(); ++i) mc.kernels_per_origin[i] += b.kernels_per_origin[i];
+  for (OpReport& r : b.ops) {
+    r.scope += "_bf16";
+    mc.ops.push_back(std::move(r));
+  }
+  for (std::string& k : b.roofline_keys) mc.roofline_keys.push_back(std::move(k));
+  return mc;
+}
+
+namespace {
 
 // Sliding-window models (model_config.h): every layer of a block kind costs the same except its
 // core attention, so the windowed and the full-attention variant of each kind are costed once
@@ -209,24 +241,24 @@ ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st
 // layer per kind (docs/simulator.md "Sliding-window attention and sinks"). The windowed
 // variant adds only its attention kernels to the tallies and, with details, its attention ops
 // under the scopes "layer_window" / "moe_layer_window".
-ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
-                      const EfficiencyModel& eff, bool details) {
+ModelCosts cost_model_mixed(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
+                            const EfficiencyModel& eff, bool details, bool layers_only) {
   const std::int64_t n_moe = model.is_moe ? model.layer_num - model.dense_layers : 0;
   const std::int64_t n_dense = model.layer_num - n_moe;
   const std::int64_t w_dense = model.windowed_layers_in(0, n_dense), w_moe = model.windowed_layers_in(n_dense, n_moe);
   if (w_dense == 0 && w_moe == 0) {
-    if (model.attention_window_tokens == 0) return cost_model_uniform(model, st, sys, eff, details);
+    if (model.attention_window_tokens == 0) return cost_model_uniform(model, st, sys, eff, details, nullptr, layers_only);
     ModelConfig full = model;  // a pattern without windowed layers
     full.attention_window_tokens = 0;
-    return cost_model_uniform(full, st, sys, eff, details);
+    return cost_model_uniform(full, st, sys, eff, details, nullptr, layers_only);
   }
   // Every layer windowed: the MTP layer too (below).
-  if (w_dense == n_dense && w_moe == n_moe) return cost_model_uniform(model, st, sys, eff, details);
+  if (w_dense == n_dense && w_moe == n_moe) return cost_model_uniform(model, st, sys, eff, details, nullptr, layers_only);
   ModelConfig full = model;
   full.attention_window_tokens = 0;
-  ModelCosts mc = cost_model_uniform(full, st, sys, eff, details);
+  ModelCosts mc = cost_model_uniform(full, st, sys, eff, details, nullptr, layers_only);
   SourceTally win_attention;
-  const ModelCosts win = cost_model_uniform(model, st, sys, eff, details, &win_attention);
+  const ModelCosts win = cost_model_uniform(model, st, sys, eff, details, &win_attention, layers_only);
   const double f_dense = n_dense > 0 ? static_cast<double>(w_dense) / static_cast<double>(n_dense) : 0.0;
   const double f_moe = n_moe > 0 ? static_cast<double>(w_moe) / static_cast<double>(n_moe) : 0.0;
   mc.layer = mix_blocks(mc.layer, win.layer, f_dense);
@@ -248,10 +280,8 @@ ModelCosts cost_model(const ModelConfig& model, const StrategyConfig& st, const 
   return mc;
 }
 
-namespace {
-
 ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
-                              const EfficiencyModel& eff, bool details, SourceTally* attention_tally) {
+                              const EfficiencyModel& eff, bool details, SourceTally* attention_tally, bool layers_only) {
   if (st.fp8_enabled() && sys.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] <= 0) {
     throw InputError(sys.name, "device.peak_tflops.fp8", "the strategy enables fp8 but the device has no FP8 peak");
   }
@@ -275,9 +305,11 @@ ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st
                               host_for(ops.moe_layer, true));
     apply_moe_overlap(mc.moe_layer, st, sys.comm_compute_slowdown);
   }
-  mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report, host_for(ops.embedding, false));
-  mc.head = cost_block(ops.head, nullptr, coster, &tally, "head", report, host_for(ops.head, false));
-  if (!ops.mtp_layer.empty()) {
+  if (!layers_only) {
+    mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report, host_for(ops.embedding, false));
+    mc.head = cost_block(ops.head, nullptr, coster, &tally, "head", report, host_for(ops.head, false));
+  }
+  if (!ops.mtp_layer.empty() && !layers_only) {
     // Megatron checkpoints the MTP core under full recompute and applies the selective modules
     // inside its transformer layer, which recompute_plan does for this op list too.
     mc.mtp = cost_block(ops.mtp_embedding, nullptr, coster, &tally, "mtp", report, host_for(ops.mtp_embedding, false));
@@ -320,6 +352,9 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
     f |= static_cast<std::uint32_t>(b) << bit++;
   }
   f |= static_cast<std::uint32_t>(s.fp8) << bit;
+  f |= static_cast<std::uint32_t>(s.has_bf16_layers()) << (bit + 3);  // Fp8Recipe takes 3 bits
+  f |= static_cast<std::uint32_t>(s.cross_entropy_impl) << (bit + 4);
+  f |= static_cast<std::uint32_t>(s.fp8_impl) << (bit + 5);
   k.flags = f;
   std::uint32_t moe = static_cast<std::uint32_t>(s.moe_dispatcher);
   bit = 4;

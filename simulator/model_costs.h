@@ -52,6 +52,10 @@ struct BlockCost {
 struct ModelCosts {
   BlockCost layer;       // one dense transformer layer (with the recompute plan applied)
   BlockCost moe_layer;   // one MoE layer (zero for dense models)
+  // The same two layers with training-dtype GEMMs, for the layers strategy.has_bf16_layers() keeps
+  // out of FP8 (Megatron --first-last-layers-bf16); zero otherwise.
+  BlockCost layer_bf16;
+  BlockCost moe_layer_bf16;
   BlockCost embedding;   // first chunk only
   BlockCost head;        // last chunk only
   // One multi-token-prediction depth (last chunk only, × model.mtp_num_layers; zero without MTP):

@@ -21,6 +21,7 @@ Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_doma
   d.fused_norm = st.use_fused_norm;
   d.tp_comm_overlap = st.tp_comm_overlap && d.sp;
   d.fp8 = st.fp8;
+  d.fp8_torchao = st.fp8_impl == Fp8Implementation::torchao;
   d.domain_size = scale_up_domain_size;
   const RankPlacement placed = place_ranks(st, scale_up_domain_size);
   d.tp_per_domain = placed.tp;
@@ -89,8 +90,9 @@ LayerOp linear(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens
   op.gemm_dgrad = GemmKey{tokens, in, out, 1, bwd, fp8 ? GemmLayout::TN : GemmLayout::NN, false};
   op.gemm_wgrad = GemmKey{out, in, tokens, 1, bwd, fp8 ? GemmLayout::TN : GemmLayout::NT, d.accumulate};
   op.has_wgrad = true;
-  // An FP8 GEMM saves its FP8 (column-wise) input for the weight gradient: one byte per element.
-  op.act_bytes = static_cast<double>(tokens) * in * (fp8 ? 1.0 : d.e);
+  // A TE FP8 GEMM saves its FP8 (column-wise) input for the weight gradient: one byte per
+  // element; torchao's saves the high-precision input.
+  op.act_bytes = static_cast<double>(tokens) * in * (fp8 && !d.fp8_torchao ? 1.0 : d.e);
   return op;
 }
 
@@ -98,7 +100,7 @@ LayerOp column_parallel(const Dims& d, const char* name, OpUnit unit, std::int64
                         std::int64_t gather_width, bool fp8) {
   LayerOp op = linear(d, name, unit, d.T, in, out_per_rank, fp8);
   // SP keeps only the shard of the input (it is gathered again in backward).
-  if (d.sp && gather_width > 0) op.act_bytes = static_cast<double>(d.Tsp) * in * (fp8 ? 1.0 : d.e);
+  if (d.sp && gather_width > 0) op.act_bytes = static_cast<double>(d.Tsp) * in * (fp8 && !d.fp8_torchao ? 1.0 : d.e);
   if (d.t > 1 && gather_width > 0) {
     const double full = static_cast<double>(d.T) * gather_width * d.e;
     if (d.sp) {
@@ -165,9 +167,14 @@ LayerOp dropout_residual(const Dims& d, const char* name, OpUnit unit, bool drop
 LayerOp fp8_cast(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens, std::int64_t in,
                  std::int64_t out) {
   const double amax_pass = d.fp8 == Fp8Recipe::tensorwise ? 1.0 : 0.0;
+  const double per_element = d.e * (1 + amax_pass) + 2;  // amax read, cast read, row- and column-wise writes
   const double x = static_cast<double>(tokens) * in, dy = static_cast<double>(tokens) * out;
-  return memory_op(name, unit, "fp8_cast_fwd", x * (d.e * (1 + amax_pass) + 2), "fp8_cast_bwd",
-                   dy * (d.e * (1 + amax_pass) + 2), 0.0);
+  if (!d.fp8_torchao) {
+    return memory_op(name, unit, "fp8_cast_fwd", x * per_element, "fp8_cast_bwd", dy * per_element, 0.0);
+  }
+  // torchao: the weight is cast on every call, and backward casts the saved input and weight again.
+  const double w = static_cast<double>(in) * out;
+  return memory_op(name, unit, "fp8_cast_fwd", (x + w) * per_element, "fp8_cast_bwd", (dy + x + w) * per_element, 0.0);
 }
 
 void push_gemm(const Dims& d, std::vector<LayerOp>& ops, LayerOp gemm, const char* cast_name) {

@@ -29,6 +29,7 @@ struct Dims {
   bool fused_norm = true;
   bool tp_comm_overlap = false;  // TE userbuffers (requires SP)
   Fp8Recipe fp8 = Fp8Recipe::none;
+  bool fp8_torchao = false;  // FP8 linears keep high-precision inputs and cast weights every call
   int tp_per_domain = 1;
   int cp_per_domain = 1;
   int ep_per_domain = 1;   // expert groups (rank_placement.h)

@@ -146,10 +146,18 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   // stage's whose gradient is all-reduced with it; tied weights already put the word embedding there.
   const int D = static_cast<int>(model.mtp_num_layers);
   const RankParams mtp_lp = D > 0 ? mtp_depth_params_per_rank(model, st) : RankParams{};
-  std::vector<RankParams> chunk_params(stages);
+  // Layers of each chunk by kind and precision (first_last_layers_bf16 keeps some out of FP8).
+  std::vector<ChunkPrecision> prec(stages);
+  for (int j = 0; j < stages; ++j) prec[j] = chunk_precision(chunks[j], model, st);
+  std::vector<RankParams> chunk_params(stages), chunk_fp8_params(stages);
   for (int j = 0; j < stages; ++j) {
     chunk_params[j] = chunks[j].dense * dense_lp;
     chunk_params[j] += chunks[j].moe * moe_lp;
+    if (st.fp8_enabled()) {
+      chunk_fp8_params[j] = (chunks[j].dense - prec[j].dense_bf16) * dense_lp;
+      chunk_fp8_params[j] += (chunks[j].moe - prec[j].moe_bf16) * moe_lp;
+      if (j == stages - 1 && D > 0) chunk_fp8_params[j] += static_cast<double>(D) * mtp_lp;
+    }
     if (j == 0) chunk_params[j].dense += vocab_rank + pos_params;
     if (j == stages - 1) chunk_params[j].dense += final_norm + (head_weight ? vocab_rank : 0.0);
     if (j == stages - 1 && D > 0) {
@@ -187,8 +195,6 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     const int nr = rc_on ? std::min(st.recompute_layer_num, n) : 0;
     if (rc_on && st.recompute_layer_num > n) clamped = true;
     layers_rc[j] = nr;
-    // The first nr layers of the chunk are recomputed; dense layers come first in a chunk.
-    const int nr_dense = std::min(nr, chunks[j].dense), nr_moe = nr - nr_dense;
     auto add_layers = [&](const BlockCost& b, int count, int count_rc) {
       if (count <= 0) return;
       fwd[j] += count * b.fwd_s;
@@ -205,8 +211,19 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       // While a recomputed layer runs backward, its recomputed activations are live again.
       bwd_tr[j] = std::max(bwd_tr[j], b.bwd_transient_bytes + (count_rc > 0 ? b.act_bytes - b.act_bytes_recomputed : 0.0));
     };
-    add_layers(mc.layer, chunks[j].dense, nr_dense);
-    add_layers(mc.moe_layer, chunks[j].moe, nr_moe);
+    // The first nr layers of the chunk are recomputed; dense layers come first in a chunk.
+    if (!st.has_bf16_layers()) {
+      const int nr_dense = std::min(nr, chunks[j].dense), nr_moe = nr - nr_dense;
+      add_layers(mc.layer, chunks[j].dense, nr_dense);
+      add_layers(mc.moe_layer, chunks[j].moe, nr_moe);
+    } else {
+      const ChunkPrecision& c = prec[j];
+      const LayerCounts rc = recomputed_layer_counts(chunks[j], c, nr, model, st);
+      add_layers(mc.layer, chunks[j].dense - c.dense_bf16, rc.dense);
+      add_layers(mc.layer_bf16, c.dense_bf16, rc.dense_bf16);
+      add_layers(mc.moe_layer, chunks[j].moe - c.moe_bf16, rc.moe);
+      add_layers(mc.moe_layer_bf16, c.moe_bf16, rc.moe_bf16);
+    }
     double block_act = 0;  // kept by the embedding, head and MTP blocks (not offloaded)
     auto add_block = [&](const BlockCost& b) {
       fwd[j] += b.fwd_s;
@@ -267,7 +284,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
                                                 std::max(1.0, std::ceil(chunk_params[j].total() / bucket_params(st))),
                                                 slow);
         if (st.zero_state >= 3) {
-          const double ag = param_gather_s(chunk_params[j], st, groups, coster, &tally);
+          const double ag = param_gather_s(chunk_params[j], chunk_fp8_params[j], st, groups, coster, &tally);
           const double window_f = st.overlap_param_gather ? fwd[j] : 0.0;
           const double window_b = st.overlap_param_gather ? bwd[j] : 0.0;
           const double f_extra = bucketed_overlap_s(ag, window_f, layers, slow);
@@ -311,7 +328,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     sr.rank = r;
     sr.has_embedding = r == 0;
     sr.has_head = r == p - 1;
-    RankParams params;
+    RankParams params, fp8_params;
     double act_per_mb = 0, fwd_tr_max = 0, bwd_tr_max = 0, fwd_mb = 0, bwd_mb = 0, nic_bwd_mb = 0;
     for (int c = 0; c < v; ++c) {
       const int j = c * p + r;
@@ -331,6 +348,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       sr.p2p_blocking_s_per_micro_batch += p2p_block[j];
       sr.host_exposed_s_per_micro_batch += host_wait[j];
       params += chunk_params[j];
+      fp8_params += chunk_fp8_params[j];
       act_per_mb += act[j];
       fwd_mb += fwd[j];
       bwd_mb += bwd[j];
@@ -340,7 +358,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     }
     sr.params = params.total();
     sr.expert_params = params.expert;
-    const StaticMemory mem = static_memory(params, largest_layer, bucket, st, groups);
+    const StaticMemory mem = static_memory(params, fp8_params, largest_layer, bucket, st, groups);
     sr.weight_bytes = mem.weight_bytes;
     sr.grad_bytes = mem.grad_bytes;
     sr.optimizer_bytes = mem.optimizer_bytes;
@@ -363,7 +381,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     }
     if (st.zero_state == 1 || st.zero_state == 2) {
       const int passes = param_gather_passes(params, st);  // 2: Megatron's chained MoE optimizers
-      const double c = passes * param_gather_s(params, st, groups, coster, &tally);
+      const double c = passes * param_gather_s(params, fp8_params, st, groups, coster, &tally);
       sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, passes * buckets, slow);
     }
     if ((!model.untie_embeddings_and_output_weights || D > 0) && p > 1 && (sr.has_embedding || sr.has_head)) {

@@ -66,6 +66,18 @@ enum CudaGraphScope : std::uint8_t {
   kGraphFullIteration = 32,  // "full_iteration": forward and backward of the whole step
 };
 
+// Unfused cross-entropy (JSON cross_entropy_implementation; cross_entropy_loss_fusion picks the
+// fused kernel instead): megatron = Megatron's vocab_parallel_cross_entropy (fp32 softmax kept and
+// turned into the gradient in place); pytorch = torch.nn.functional.cross_entropy on a .float()
+// copy of the logits (log-softmax kept, the gradient built in new fp32 tensors), as torchtitan.
+enum class CrossEntropyImpl : std::uint8_t { megatron, pytorch };
+
+// Who runs the FP8 linears (JSON fp8_implementation): transformer_engine = TE (Megatron): saves
+// the FP8 (column-wise) input for the weight gradient and caches FP8 weight copies across
+// micro-batches; torchao = torchao's Float8Linear (torchtitan): saves the high-precision input and
+// weight and casts them again in backward, casting the weight on every call (no cache).
+enum class Fp8Implementation : std::uint8_t { transformer_engine, torchao };
+
 // FP8 scaling recipe (Megatron `--fp8-recipe`); none = no FP8 GEMMs.
 enum class Fp8Recipe : std::uint8_t { none, delayed, tensorwise, blockwise, mxfp8 };
 
@@ -135,6 +147,17 @@ struct StrategyConfig {
   std::uint8_t cuda_graph_scope = 0;  // CudaGraphScope bits; 0 = no CUDA graphs
 
   Fp8Recipe fp8 = Fp8Recipe::none;
+  // Megatron --fp8-param-gather (TransformerEngine FP8 model parameters): the FP8 layers' weights
+  // live in FP8 (one byte; TE's transposed / column-wise copy one more) instead of the training
+  // dtype plus TE's two cached FP8 copies, and the DP parameter all-gather moves them in one byte.
+  // The fp32 master weights of the distributed optimizer are unchanged.
+  bool fp8_param_gather = false;
+  Fp8Implementation fp8_impl = Fp8Implementation::transformer_engine;
+  // Megatron --first-last-layers-bf16 with --num-layers-at-start-in-bf16 / --num-layers-at-end-in-bf16:
+  // transformer layers [0, start) and [layer_num - end, layer_num) (global indices, MTP depths
+  // excluded) run their GEMMs in the training dtype under FP8. Both 0 without the switch.
+  int num_layers_at_start_in_bf16 = 0;
+  int num_layers_at_end_in_bf16 = 0;
 
   // Overlap (Megatron flag names).
   bool overlap_grad_reduce = false;     // DP grad reduce(-scatter) bucketed behind backward
@@ -163,6 +186,7 @@ struct StrategyConfig {
   bool use_fused_grad_accumulation = true;
   bool grad_reduce_in_bf16 = false;
   bool cross_entropy_loss_fusion = false;
+  CrossEntropyImpl cross_entropy_impl = CrossEntropyImpl::megatron;  // when not fused
 
   // Recompute, SimuMax semantics: the first recompute_layer_num layers of each model chunk.
   bool enable_recompute = true;
@@ -188,6 +212,14 @@ struct StrategyConfig {
     return enable_recompute && recompute_granularity != RecomputeGranularity::none && recompute_layer_num > 0;
   }
   bool fp8_enabled() const { return fp8 != Fp8Recipe::none; }
+  // Some transformer layers keep training-dtype GEMMs while the rest run FP8.
+  bool has_bf16_layers() const {
+    return fp8_enabled() && num_layers_at_start_in_bf16 + num_layers_at_end_in_bf16 > 0;
+  }
+  // Global transformer layer `i` of `layer_num` runs its GEMMs in FP8.
+  bool fp8_layer(int i, int layer_num) const {
+    return fp8_enabled() && i >= num_layers_at_start_in_bf16 && i < layer_num - num_layers_at_end_in_bf16;
+  }
 };
 
 }  // namespace calisim

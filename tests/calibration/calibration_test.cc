@@ -276,8 +276,10 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_FALSE(fp32_grads(m[0]));
   EXPECT_TRUE(m[0].strategy.value("grad_reduce_in_bf16", false));
   EXPECT_TRUE(contains(m[0].inferred, "grad_reduce_in_fp32 False"));
-  EXPECT_FALSE(fused(m[1]));  // NeMo 24.07: NeMo 1
-  EXPECT_TRUE(fp32_grads(m[1]));
+  EXPECT_FALSE(fused(m[1]));  // NeMo 24.07: NeMo 1, distributed_fused_adam with grad_sync_dtype bf16
+  EXPECT_FALSE(fp32_grads(m[1]));
+  EXPECT_TRUE(m[1].strategy.value("grad_reduce_in_bf16", false));
+  EXPECT_TRUE(contains(m[1].inferred, "grad_sync_dtype bf16"));
   EXPECT_TRUE(fused(m[2]));  // Megatron-Bridge: fused loss, fp32 gradients
   EXPECT_TRUE(fp32_grads(m[2]));
   EXPECT_EQ(m[3].strategy.value("zero_state", -1), 3);  // FSDP column
@@ -286,6 +288,38 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_EQ(m[4].strategy.value("recompute_granularity", ""), "full_block");  // MaxText remat 'full'
   EXPECT_TRUE(contains(m[4].inferred, "remat_policy 'full'"));
   EXPECT_FALSE(fused(m[5]));  // Megatron-LM's own flag defaults off
+}
+
+// FP8 parameters and the other memory conventions of the frameworks' recipes (docs/validation.md).
+TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",framework_version,source_ref\n";
+  const std::string l8 = "s,m,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,";
+  const auto runs = parse_measured_runs(
+      header + "R1," + l8 + "GB200,8,Megatron-Bridge (Megatron-Core),FP8-CS,1,1,,1,,,0,,,2,128,,,30000,,,,25.11,x\n" +
+          "R2," + l8 + "GB200,8,Megatron-Bridge (Megatron-Core),FP8-MX,1,1,,1,,,0,,,2,128,,,30000,,,,25.11,x\n" +
+          "R3," + l8 + "H100,8,NeMo (Megatron-Core),fp8,1,1,,1,,,,,,1,128,,,14000,,,,25.04,x\n" +
+          "R4," + l8 + "H100,8,Megatron-LM (Megatron-Core),fp8 (hybrid format),1,1,,2,,,,,,1,128,,,14000,,,,2025,"
+          "NVIDIA/Megatron-LM examples/llama/README.md\n" +
+          "R5," + l8 + "H100-SXM 96GB HBM2e @500W,64,torchtitan,fp8 (Float8 linear torchao),2,4,,1,,,8,,full,8,,,,100,,,,,x\n",
+      "t.csv");
+  ASSERT_EQ(runs.size(), 5u);
+  const std::vector<MappedRun> m = map_all(runs);
+  for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
+  const auto gather = [](const MappedRun& x) { return x.strategy.value("fp8_param_gather", false); };
+  EXPECT_TRUE(gather(m[0]));  // Bridge current scaling: bf16_with_fp8_current_scaling_mixed
+  EXPECT_TRUE(contains(m[0].inferred, "fp8_param_gather"));
+  EXPECT_FALSE(gather(m[1]));  // MXFP8: the recipes' versions disagree, left off
+  EXPECT_TRUE(gather(m[2]));   // NeMo 2 delayed: bf16_with_fp8_mixed
+  EXPECT_TRUE(gather(m[3]));   // Megatron-LM examples/llama: --fp8-param-gather
+  EXPECT_TRUE(m[3].strategy.value("grad_reduce_in_bf16", false));
+  EXPECT_TRUE(m[3].strategy.value("cross_entropy_loss_fusion", false));
+  EXPECT_TRUE(contains(m[3].inferred, "examples/llama"));
+  // torchtitan: PyTorch's loss, torchao's Float8Linear, FSDP under PP kept unsharded (ZeRO-1).
+  EXPECT_EQ(m[4].strategy.value("cross_entropy_implementation", ""), "pytorch");
+  EXPECT_EQ(m[4].strategy.value("fp8_implementation", ""), "torchao");
+  EXPECT_FALSE(gather(m[4]));
+  EXPECT_EQ(m[4].strategy.value("zero_state", -1), 1);
+  EXPECT_TRUE(contains(m[4].inferred, "FSDP under pipeline parallelism as ZeRO-1"));
 }
 
 // Megatron-Bridge Llama 3 presets: applied only where the row's layout is the preset's.

@@ -14,14 +14,10 @@
 namespace calisim {
 namespace {
 
+using testing_support::find_op;
 using testing_support::shipped_model;
 using testing_support::shipped_system;
 using testing_support::strategy_from_json;
-
-const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name) {
-  auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& o) { return name == o.name; });
-  return it == ops.end() ? nullptr : &*it;
-}
 
 // With tp 1, the attention GEMMs of one token do 2 FLOPs per attention weight: the forward
 // FLOPs of the MLA projections sum to 2·T·(attention matmul parameters).

@@ -20,14 +20,10 @@ namespace calisim {
 namespace {
 
 using testing_support::gpt_model;
+using testing_support::find_op;
 using testing_support::shipped_model;
 using testing_support::shipped_system;
 using testing_support::strategy_from_json;
-
-const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name) {
-  auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& o) { return name == o.name; });
-  return it == ops.end() ? nullptr : &*it;
-}
 
 // Differences of sums of times: equal up to rounding.
 void expect_close(double a, double b) { EXPECT_NEAR(a, b, 1e-9 * std::max(std::abs(a), std::abs(b))) << a << " vs " << b; }

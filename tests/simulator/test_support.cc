@@ -1,5 +1,7 @@
 #include "test_support.h"
 
+#include <algorithm>
+
 #include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
@@ -63,6 +65,11 @@ SimulationResult simulate_roofline(const ModelConfig& model, const std::string& 
   SimulateOptions o;
   o.details = false;
   return simulate(model, strategy_from_json(strategy_json, model), system, eff, o);
+}
+
+const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name) {
+  auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& o) { return name == o.name; });
+  return it == ops.end() ? nullptr : &*it;
 }
 
 }  // namespace calisim::testing_support

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
+#include "simulator/layer_ops.h"
 #include "simulator/model_config.h"
 #include "simulator/result.h"
 #include "simulator/strategy_config.h"
@@ -26,5 +28,8 @@ ModelConfig small_moe();
 // `system`, without the per-op report (what most end-to-end tests need).
 SimulationResult simulate_roofline(const ModelConfig& model, const std::string& strategy_json,
                                    const SystemConfig& system);
+
+// The op named `name` in an op list, or nullptr.
+const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name);
 
 }  // namespace calisim::testing_support
