@@ -604,6 +604,13 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
         inf.push_back("FP8 parameters, gathered in FP8 (fp8_param_gather: the framework's FP8 " + fp8_recipe +
                       " precision recipe; its performance scripts keep the first/last layers in FP8)");
       }
+      // The performance scripts of both (Bridge scripts/performance, NeMo 2's perf helpers) turn
+      // Megatron's precision-aware optimizer on for BF16 runs, and off again under Megatron-FSDP.
+      if (!st.value("fp8", false) && zero < 3) {
+        st["use_precision_aware_optimizer"] = true;
+        inf.push_back("precision-aware optimizer (the performance scripts' BF16 setting): TE FusedAdam, fp32 moments, "
+                      "master weights as bf16 remainders (10 bytes of state per parameter)");
+      }
     } else if (has(lower(r.text("framework")), "nemo")) {
       // NeMo 1 (releases before 24.09): Apex distributed_fused_adam with a contiguous gradient
       // buffer in grad_sync_dtype, which NeMo-Framework-Launcher's performance configs
@@ -612,6 +619,14 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       st["grad_reduce_in_bf16"] = true;
       inf.push_back("bf16 gradient buffer, reduced in bf16 (NeMo 1 performance configs: distributed_fused_adam "
                     "with grad_sync_dtype bf16)");
+      // NeMo 1 builds distributed_fused_adam with fp32 state for bf16 (O2) models and
+      // store_param_remainders: the same state bytes and fused update as Megatron's
+      // precision-aware optimizer with fp32 moments.
+      if (st.value("dtype", "bf16") == "bf16") {
+        st["use_precision_aware_optimizer"] = true;
+        inf.push_back("optimizer state as Apex distributed_fused_adam keeps it for bf16 models: fp32 moments, master "
+                      "weights as bf16 remainders (10 bytes per parameter)");
+      }
     } else if (has(lower(r.text("source_ref")), "examples/llama")) {
       // Megatron-LM's examples/llama scripts (train_llama3_8b_h100_fp8.sh): --grad-reduce-in-bf16,
       // --cross-entropy-loss-fusion and, for FP8, --fp8-param-gather.

@@ -153,6 +153,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"mlp_rms_recompute", s.mlp_rms_recompute},
             {"recompute_variance", s.recompute_variance},
             {"mem_factor", s.mem_factor},
+            {"use_precision_aware_optimizer", s.use_precision_aware_optimizer},
             {"account_for_embedding_in_pipeline_split", s.account_for_embedding_in_pipeline_split},
             {"account_for_loss_in_pipeline_split", s.account_for_loss_in_pipeline_split},
             {"order", to_string(s.rank_order)},
@@ -167,6 +168,14 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"not_modeled_fields", s.not_modeled_fields}};
   // Only when set: the loader refuses a layout beside the first/last-stage counts it replaces.
   if (!s.pipeline_layout.empty()) j["pipeline_layout"] = s.pipeline_layout;
+  // Only with the precision-aware optimizer: the loader refuses the dtypes without it.
+  if (s.use_precision_aware_optimizer) {
+    auto name = [](DType t) { return t == DType::fp8_e4m3 ? std::string("fp8") : std::string(to_string(t)); };
+    j["main_params_dtype"] = name(s.main_params_dtype);
+    j["exp_avg_dtype"] = name(s.exp_avg_dtype);
+    j["exp_avg_sq_dtype"] = name(s.exp_avg_sq_dtype);
+    j["store_param_remainders"] = s.store_param_remainders;
+  }
   // Only for the unfused loss: the loader refuses it beside cross_entropy_loss_fusion.
   if (!s.cross_entropy_loss_fusion) {
     j["cross_entropy_implementation"] = s.cross_entropy_impl == CrossEntropyImpl::pytorch ? "pytorch" : "megatron";

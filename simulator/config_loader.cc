@@ -348,6 +348,31 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
       s.fp8_impl = Fp8Implementation::torchao;
     }
   }
+  // Optimizer state dtypes (Megatron's precision-aware optimizer flags).
+  s.use_precision_aware_optimizer = r.bool_or("use_precision_aware_optimizer", false);
+  auto state_dtype = [&](const char* key, std::initializer_list<const char*> allowed) {
+    const auto v = r.opt_string(key);
+    if (!v) return DType::fp32;
+    bool ok = false;
+    std::string names;
+    for (const char* a : allowed) {
+      ok = ok || *v == a;
+      names += std::string(names.empty() ? "" : ", ") + "\"" + a + "\"";
+    }
+    if (!ok) r.fail(key, "expected " + names + ", got \"" + *v + "\"");
+    if (*v != "fp32" && !s.use_precision_aware_optimizer) {
+      r.fail(key, "needs \"use_precision_aware_optimizer\": true (as Megatron's flag)");
+    }
+    return *v == "fp8" ? DType::fp8_e4m3 : parse_dtype(*v);
+  };
+  s.main_params_dtype = state_dtype("main_params_dtype", {"fp32", "fp16"});
+  s.exp_avg_dtype = state_dtype("exp_avg_dtype", {"fp32", "fp16", "bf16", "fp8"});
+  s.exp_avg_sq_dtype = state_dtype("exp_avg_sq_dtype", {"fp32", "fp16", "bf16", "fp8"});
+  if (const auto rem = r.opt_bool("store_param_remainders")) {
+    if (!s.use_precision_aware_optimizer) r.fail("store_param_remainders", "needs \"use_precision_aware_optimizer\": true");
+    s.store_param_remainders = *rem;
+  }
+
   // FP8 model parameters and training-dtype first/last layers (Megatron's flags): both need fp8.
   s.fp8_param_gather = r.bool_or("fp8_param_gather", false);
   if (s.fp8_param_gather && !fp8) r.fail("fp8_param_gather", "needs \"fp8\": true (FP8 parameters of FP8 layers)");
@@ -410,6 +435,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   // Offload.
   s.cpu_offloading_num_layers = static_cast<int>(r.nonneg_int_or("cpu_offloading_num_layers", 0));
   s.optimizer_cpu_offload = r.bool_or("optimizer_cpu_offload", false);
+  if (s.use_precision_aware_optimizer && s.optimizer_cpu_offload) {
+    r.fail("use_precision_aware_optimizer", "with optimizer_cpu_offload is not modelled (the host keeps its own fp32 state)");
+  }
   s.optimizer_offload_fraction = r.fraction_or("optimizer_offload_fraction", 1.0);
   s.enable_dropout = r.bool_or("enable_dropout", false);
   s.use_flash_sdp = r.bool_or("use_flash_sdp", true);

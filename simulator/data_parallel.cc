@@ -28,7 +28,17 @@ double optimizer_shard_params(const RankParams& p, const StrategyConfig& st, con
 
 OptimizerStepBytes optimizer_step_bytes(double shard, double grad_buffer_bytes, const StrategyConfig& st) {
   OptimizerStepBytes b;
-  b.adam_bytes = shard * (16.0 + 12.0 + 4.0 + 4.0 + bytes_per_element(st.dtype));
+  const double e = bytes_per_element(st.dtype);
+  if (!st.use_precision_aware_optimizer) {
+    b.adam_bytes = shard * (16.0 + 12.0 + 4.0 + 4.0 + e);
+  } else {
+    // TE FusedAdam: reads and writes master and moments in their dtypes, reads the fp32 gradient,
+    // writes the model weight itself (no separate copy); with stored remainders the master is
+    // rebuilt from the model weight, which it also reads. Plus the gradient-norm pass (4 B).
+    const double state = st.optimizer_state_bytes();
+    const bool remainders = st.master_weight_bytes() == 2.0 && st.main_params_dtype == DType::fp32;
+    b.adam_bytes = shard * (2 * state + 4.0 + 4.0 + e + (remainders ? e : 0.0));
+  }
   const double passes = 2.0 + (st.dp_size * st.cp_size > 1 ? 2.0 : 0.0);
   b.grad_buffer_bytes = grad_buffer_bytes * passes;
   return b;
@@ -64,7 +74,7 @@ StaticMemory static_memory(const RankParams& p, const RankParams& fp8, double la
   m.grad_bytes = (st.zero_state >= 2 ? shard + std::min(p.total(), bucket) : p.total()) * grad_e;
   const double opt_params = st.zero_state >= 1 ? shard : p.total();
   const double on_device = st.optimizer_cpu_offload ? 1.0 - st.optimizer_offload_fraction : 1.0;
-  m.optimizer_bytes = opt_params * 12.0 * on_device;
+  m.optimizer_bytes = opt_params * st.optimizer_state_bytes() * on_device;
   return m;
 }
 

@@ -201,6 +201,28 @@ struct StrategyConfig {
 
   double mem_factor = 0.94;  // reserved = allocated / mem_factor
 
+  // Optimizer state (Megatron --use-precision-aware-optimizer with --main-params-dtype,
+  // --exp-avg-dtype, --exp-avg-sq-dtype): TransformerEngine's FusedAdam holds the master weights
+  // and the two Adam moments in these dtypes and writes the model weights itself. Without it the
+  // distributed optimizer keeps fp32 master weights and moments (12 bytes per parameter). With
+  // fp32 master weights of bf16 parameters TE stores only their 16 low bits
+  // (store_param_remainders, Megatron's choice from TE 2.1): 2 bytes.
+  bool use_precision_aware_optimizer = false;
+  DType main_params_dtype = DType::fp32;  // fp32 | fp16
+  DType exp_avg_dtype = DType::fp32;      // fp32 | fp16 | bf16 | fp8_e4m3 ("fp8")
+  DType exp_avg_sq_dtype = DType::fp32;
+  bool store_param_remainders = true;
+  // Bytes of optimizer state (master weight + both moments) per parameter of the shard.
+  double master_weight_bytes() const {
+    if (!use_precision_aware_optimizer) return 4.0;
+    if (main_params_dtype == DType::fp32 && store_param_remainders && dtype == DType::bf16) return 2.0;
+    return main_params_dtype == DType::fp32 ? 4.0 : 2.0;
+  }
+  double optimizer_state_bytes() const {
+    if (!use_precision_aware_optimizer) return 12.0;
+    return master_weight_bytes() + bytes_per_element(exp_avg_dtype) + bytes_per_element(exp_avg_sq_dtype);
+  }
+
   // Derived by the loader.
   int dp_size = 1;
   int edp_size = 1;                            // expert-data-parallel: world / (ep·etp·pp)

@@ -288,6 +288,14 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_EQ(m[4].strategy.value("recompute_granularity", ""), "full_block");  // MaxText remat 'full'
   EXPECT_TRUE(contains(m[4].inferred, "remat_policy 'full'"));
   EXPECT_FALSE(fused(m[5]));  // Megatron-LM's own flag defaults off
+  // Optimizer state: the NeMo 2 / Bridge BF16 performance scripts' precision-aware optimizer, and
+  // NeMo 1's distributed_fused_adam with bf16 remainders; Megatron-LM's default keeps 12 bytes.
+  const auto precision_aware = [](const MappedRun& x) { return x.strategy.value("use_precision_aware_optimizer", false); };
+  EXPECT_TRUE(precision_aware(m[0]));
+  EXPECT_TRUE(precision_aware(m[1]));
+  EXPECT_TRUE(contains(m[1].inferred, "distributed_fused_adam keeps it"));
+  EXPECT_TRUE(precision_aware(m[2]));
+  EXPECT_FALSE(precision_aware(m[5]));
 }
 
 // FP8 parameters and the other memory conventions of the frameworks' recipes (docs/validation.md).
@@ -306,6 +314,7 @@ TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
   const std::vector<MappedRun> m = map_all(runs);
   for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
   const auto gather = [](const MappedRun& x) { return x.strategy.value("fp8_param_gather", false); };
+  EXPECT_FALSE(m[0].strategy.value("use_precision_aware_optimizer", false));  // FP8 rows: the scripts' BF16-only switch
   EXPECT_TRUE(gather(m[0]));  // Bridge current scaling: bf16_with_fp8_current_scaling_mixed
   EXPECT_TRUE(contains(m[0].inferred, "fp8_param_gather"));
   EXPECT_FALSE(gather(m[1]));  // MXFP8: the recipes' versions disagree, left off

@@ -1,5 +1,6 @@
 // FP8 parameters (fp8_param_gather), training-dtype first/last layers (first_last_layers_bf16),
-// torchao's Float8Linear and the unfused cross-entropy variants: bytes derived by hand.
+// torchao's Float8Linear, the unfused cross-entropy variants and the precision-aware optimizer's
+// state dtypes: bytes derived by hand.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -195,6 +196,33 @@ TEST(CrossEntropy, UnfusedVariantsHoldDifferentBackwardBytes) {
   EXPECT_THROW(strategy_from_json(with(R"(, "cross_entropy_implementation": "triton")"), m), InputError);
   EXPECT_THROW(strategy_from_json(with(R"(, "cross_entropy_loss_fusion": true, "cross_entropy_implementation": "pytorch")"), m),
                InputError);
+}
+
+// Optimizer state per parameter of the ZeRO-1 shard (Llama-3-8B, dp 8): 12 bytes by default;
+// precision-aware: bf16 remainders 2 + fp32 moments 8 = 10; bf16 moments 2 + 2 + 2 = 6; without
+// remainders 12 again; fp16 master weights 2 + 8 = 10.
+TEST(PrecisionAwareOptimizer, StateBytesFollowTheDtypes) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  const SystemConfig sys = shipped_system("h100-sxm");
+  const SimulationResult base = simulate_roofline(m, with(""), sys);
+  const double shard = base.stages[0].params / 8;
+  EXPECT_NEAR(base.stages[0].optimizer_bytes, 12 * shard, 1e-6 * shard);
+  const std::string pa = R"(, "use_precision_aware_optimizer": true)";
+  EXPECT_NEAR(simulate_roofline(m, with(pa), sys).stages[0].optimizer_bytes, 10 * shard, 1e-6 * shard);
+  EXPECT_NEAR(simulate_roofline(m, with(pa + R"(, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16")"), sys)
+                  .stages[0].optimizer_bytes,
+              6 * shard, 1e-6 * shard);
+  EXPECT_NEAR(simulate_roofline(m, with(pa + R"(, "store_param_remainders": false)"), sys).stages[0].optimizer_bytes,
+              12 * shard, 1e-6 * shard);
+  EXPECT_NEAR(simulate_roofline(m, with(pa + R"(, "main_params_dtype": "fp16", "exp_avg_dtype": "fp8")"), sys)
+                  .stages[0].optimizer_bytes,
+              7 * shard, 1e-6 * shard);
+  // The fused step moves fewer bytes than the unfused update and copy.
+  EXPECT_LT(simulate_roofline(m, with(pa), sys).stages[0].optimizer_s, base.stages[0].optimizer_s);
+  EXPECT_THROW(strategy_from_json(with(R"(, "exp_avg_dtype": "bf16")"), m), InputError);  // needs the switch
+  EXPECT_THROW(strategy_from_json(with(pa + R"(, "exp_avg_dtype": "int8")"), m), InputError);
+  EXPECT_THROW(strategy_from_json(with(pa + R"(, "main_params_dtype": "bf16")"), m), InputError);
+  EXPECT_THROW(strategy_from_json(with(R"(, "store_param_remainders": true)"), m), InputError);
 }
 
 }  // namespace
