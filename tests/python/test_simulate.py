@@ -100,3 +100,19 @@ def test_result_to_dict_and_dataframe():
         return
     assert r.to_dataframe()["cost.mfu"][0] == r.cost.mfu
     assert len(r.to_dataframe("stages")) == len(r.stages)
+
+
+def test_memory_convention_fields_equal_cli():
+    # FP8 parameters, bf16 first/last layers and the precision-aware optimizer's dtypes, set from
+    # Python as from the CLI; their defaults are readable on the parsed config object.
+    fields = {"fp8": True, "fp8_recipe": "tensorwise", "fp8_param_gather": True, "first_last_layers_bf16": True,
+              "use_precision_aware_optimizer": True, "exp_avg_dtype": "bf16", "exp_avg_sq_dtype": "bf16"}
+    shipped = ("llama3-8b", "llama3-8b-8gpu", "h100-sxm")
+    py = calisim.simulate(*shipped, **{"strategy." + k: v for k, v in fields.items()})
+    cli = cli_simulate(*shipped, *[f"strategy.{k}={json.dumps(v) if isinstance(v, bool) else v}"
+                                   for k, v in fields.items()])
+    assert py.to_dict() == cli
+    assert py.to_dict() != calisim.simulate(*shipped).to_dict()
+    strategy = calisim.StrategyConfig.init_from_config_file("llama3-8b-8gpu")
+    assert strategy.fp8_param_gather is False and strategy.use_precision_aware_optimizer is False
+    assert strategy.fp8_implementation == "transformer_engine"
