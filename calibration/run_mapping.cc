@@ -679,7 +679,7 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["recompute_granularity"] = "selective_op";
     st["recompute_layer_num"] = per_chunk;  // torchtitan wraps every transformer block
     inf.push_back("torchtitan op-level selective AC as selective_op: per block the outputs of SDPA and of every other "
-                  "matmul are kept, the k, o and w3 projections and all element-wise ops rerun (Float8: every linear)");
+                  "matmul are kept, the k, o and w3 projections and all element-wise ops rerun (Float8 linears alike: torchao's mm reaches the policy as aten.mm)");
   } else if (const DeepSeekV3Preset ds = bridge && key == "deepseek_v3" && rc.empty()
                                              ? deepseek_v3_bridge_preset(sys.system, pp, vpp, ep, prec)
                                              : DeepSeekV3Preset{};
