@@ -90,6 +90,9 @@ struct SimulationResult {
   long long micro_batch_size = 1, micro_batch_num = 1, global_batch_size = 1, seq_len = 0;
   bool sequence_parallel = false;
   std::string recompute;        // human-readable recompute setting
+  // Human-readable numerics: GEMM precision (FP8 recipe, implementation, FP8 parameters, layers
+  // kept in the training dtype), optimizer state bytes per parameter, cross-entropy kernel.
+  std::string precision, optimizer_state, loss;
   ModelStats stats;
 
   // Cost (SimuMax names where they exist).

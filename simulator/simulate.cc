@@ -49,6 +49,51 @@ std::string recompute_description(const StrategyConfig& s) {
   return "none";
 }
 
+const char* fp8_recipe_name(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::delayed: return "delayed";
+    case Fp8Recipe::tensorwise: return "tensorwise";
+    case Fp8Recipe::blockwise: return "blockwise";
+    case Fp8Recipe::mxfp8: return "mxfp8";
+    case Fp8Recipe::none: break;
+  }
+  return "none";
+}
+
+// "bf16", or "bf16 + fp8 tensorwise (TransformerEngine, fp8 params, layers 0 and 79 in bf16)".
+std::string precision_description(const StrategyConfig& s, long long layers) {
+  std::string out(to_string(s.dtype));
+  if (!s.fp8_enabled()) return out;
+  out += fmt::format(" + fp8 {} ({}", fp8_recipe_name(s.fp8),
+                     s.fp8_impl == Fp8Implementation::torchao ? "torchao" : "TransformerEngine");
+  if (s.fp8_param_gather) out += ", fp8 params";
+  if (s.has_bf16_layers()) {
+    const long long a = s.num_layers_at_start_in_bf16, b = s.num_layers_at_end_in_bf16;
+    std::string which;
+    if (a > 0) which += a == 1 ? "layer 0" : fmt::format("layers 0-{}", a - 1);
+    if (b > 0) which += (which.empty() ? "" : " and ") + (b == 1 ? fmt::format("layer {}", layers - 1)
+                                                                 : fmt::format("layers {}-{}", layers - b, layers - 1));
+    out += ", " + which + " in " + std::string(to_string(s.dtype));
+  }
+  return out + ")";
+}
+
+// "12 B/param (fp32 master and moments)" or "10 B/param (precision-aware: master bf16 remainder, moments fp32/fp32)".
+std::string optimizer_description(const StrategyConfig& s) {
+  if (!s.use_precision_aware_optimizer) return "12 B/param (fp32 master and moments)";
+  auto name = [](DType t) { return t == DType::fp8_e4m3 ? std::string("fp8") : std::string(to_string(t)); };
+  const bool remainders = s.master_weight_bytes() == 2.0 && s.main_params_dtype == DType::fp32;
+  return fmt::format("{:g} B/param (precision-aware: master {}, moments {}/{})", s.optimizer_state_bytes(),
+                     remainders ? "fp32 as bf16 remainders" : name(s.main_params_dtype), name(s.exp_avg_dtype),
+                     name(s.exp_avg_sq_dtype));
+}
+
+std::string loss_description(const StrategyConfig& s) {
+  if (s.cross_entropy_loss_fusion) return "fused cross-entropy";
+  return s.cross_entropy_impl == CrossEntropyImpl::pytorch ? "PyTorch cross-entropy (fp32 copy)"
+                                                           : "Megatron vocab-parallel cross-entropy";
+}
+
 constexpr double kGB = 1e9;
 
 }  // namespace
@@ -89,6 +134,11 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.seq_len = st.seq_len;
   res.sequence_parallel = st.sequence_parallel;
   res.recompute = recompute_description(st);
+  if (opt.details) {
+    res.precision = precision_description(st, model.layer_num);
+    res.optimizer_state = optimizer_description(st);
+    res.loss = loss_description(st);
+  }
   res.stats = model_stats(model, st.seq_len);
   res.device_memory_bytes = sys.device.memory_bytes();
   for (const auto& f : st.not_modeled_fields) {

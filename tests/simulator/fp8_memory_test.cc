@@ -225,5 +225,25 @@ TEST(PrecisionAwareOptimizer, StateBytesFollowTheDtypes) {
   EXPECT_THROW(strategy_from_json(with(R"(, "store_param_remainders": true)"), m), InputError);
 }
 
+// The result names the numerics it simulated (text header and JSON layout).
+TEST(PrecisionAwareOptimizer, ResultDescribesPrecisionStateAndLoss) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  const SystemConfig sys = shipped_system("h100-sxm");
+  DefaultEfficiencyModel eff(sys);
+  const SimulationResult r = simulate(
+      m,
+      strategy_from_json(with(R"(, "fp8": true, "fp8_recipe": "tensorwise", "fp8_param_gather": true,
+                                "first_last_layers_bf16": true, "num_layers_at_end_in_bf16": 2,
+                                "use_precision_aware_optimizer": true, "cross_entropy_implementation": "pytorch")"),
+                         m),
+      sys, eff);
+  EXPECT_EQ(r.precision, "bf16 + fp8 tensorwise (TransformerEngine, fp8 params, layer 0 and layers 30-31 in bf16)");
+  EXPECT_EQ(r.optimizer_state, "10 B/param (precision-aware: master fp32 as bf16 remainders, moments fp32/fp32)");
+  EXPECT_EQ(r.loss, "PyTorch cross-entropy (fp32 copy)");
+  const SimulationResult plain = simulate(m, strategy_from_json(with(""), m), sys, eff);
+  EXPECT_EQ(plain.precision, "bf16");
+  EXPECT_EQ(plain.optimizer_state, "12 B/param (fp32 master and moments)");
+}
+
 }  // namespace
 }  // namespace calisim
