@@ -435,9 +435,6 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   // Offload.
   s.cpu_offloading_num_layers = static_cast<int>(r.nonneg_int_or("cpu_offloading_num_layers", 0));
   s.optimizer_cpu_offload = r.bool_or("optimizer_cpu_offload", false);
-  if (s.use_precision_aware_optimizer && s.optimizer_cpu_offload) {
-    r.fail("use_precision_aware_optimizer", "with optimizer_cpu_offload is not modelled (the host keeps its own fp32 state)");
-  }
   s.optimizer_offload_fraction = r.fraction_or("optimizer_offload_fraction", 1.0);
   s.enable_dropout = r.bool_or("enable_dropout", false);
   s.use_flash_sdp = r.bool_or("use_flash_sdp", true);

@@ -223,6 +223,8 @@ TEST(PrecisionAwareOptimizer, StateBytesFollowTheDtypes) {
   EXPECT_THROW(strategy_from_json(with(pa + R"(, "exp_avg_dtype": "int8")"), m), InputError);
   EXPECT_THROW(strategy_from_json(with(pa + R"(, "main_params_dtype": "bf16")"), m), InputError);
   EXPECT_THROW(strategy_from_json(with(R"(, "store_param_remainders": true)"), m), InputError);
+  // Megatron offloads the optimizer with the precision-aware optimizer (HybridDeviceOptimizer).
+  EXPECT_NO_THROW(strategy_from_json(with(pa + R"(, "optimizer_cpu_offload": true)"), m));
 }
 
 // The result names the numerics it simulated (text header and JSON layout).
