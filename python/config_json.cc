@@ -174,6 +174,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
     j["main_params_dtype"] = name(s.main_params_dtype);
     j["exp_avg_dtype"] = name(s.exp_avg_dtype);
     j["exp_avg_sq_dtype"] = name(s.exp_avg_sq_dtype);
+    j["main_grads_dtype"] = name(s.main_grads_dtype);
     j["store_param_remainders"] = s.store_param_remainders;
   }
   // Only for the unfused loss: the loader refuses it beside cross_entropy_loss_fusion.

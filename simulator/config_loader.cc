@@ -368,6 +368,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.main_params_dtype = state_dtype("main_params_dtype", {"fp32", "fp16"});
   s.exp_avg_dtype = state_dtype("exp_avg_dtype", {"fp32", "fp16", "bf16", "fp8"});
   s.exp_avg_sq_dtype = state_dtype("exp_avg_sq_dtype", {"fp32", "fp16", "bf16", "fp8"});
+  s.main_grads_dtype = state_dtype("main_grads_dtype", {"fp32", "bf16"});
   if (const auto rem = r.opt_bool("store_param_remainders")) {
     if (!s.use_precision_aware_optimizer) r.fail("store_param_remainders", "needs \"use_precision_aware_optimizer\": true");
     s.store_param_remainders = *rem;

@@ -211,6 +211,10 @@ struct StrategyConfig {
   DType main_params_dtype = DType::fp32;  // fp32 | fp16
   DType exp_avg_dtype = DType::fp32;      // fp32 | fp16 | bf16 | fp8_e4m3 ("fp8")
   DType exp_avg_sq_dtype = DType::fp32;
+  // --main-grads-dtype: the gradient the fused Adam reads; when it differs from the gradient
+  // buffer's dtype, the optimizer step first casts the shard into it (Megatron: fp32 unless
+  // precision-aware).
+  DType main_grads_dtype = DType::fp32;
   bool store_param_remainders = true;
   // Bytes of optimizer state (master weight + both moments) per parameter of the shard.
   double master_weight_bytes() const {

@@ -223,6 +223,11 @@ TEST(PrecisionAwareOptimizer, StateBytesFollowTheDtypes) {
   EXPECT_THROW(strategy_from_json(with(pa + R"(, "exp_avg_dtype": "int8")"), m), InputError);
   EXPECT_THROW(strategy_from_json(with(pa + R"(, "main_params_dtype": "bf16")"), m), InputError);
   EXPECT_THROW(strategy_from_json(with(R"(, "store_param_remainders": true)"), m), InputError);
+  // main_grads_dtype: bf16 needs the switch; with a bf16 gradient buffer it saves the step's cast.
+  EXPECT_THROW(strategy_from_json(with(R"(, "main_grads_dtype": "bf16")"), m), InputError);
+  const std::string bf16_buffer = pa + R"(, "use_fp32_accum_grad": false, "grad_reduce_in_bf16": true)";
+  EXPECT_LT(simulate_roofline(m, with(bf16_buffer + R"(, "main_grads_dtype": "bf16")"), sys).stages[0].optimizer_s,
+            simulate_roofline(m, with(bf16_buffer), sys).stages[0].optimizer_s);
   // Megatron offloads the optimizer with the precision-aware optimizer (HybridDeviceOptimizer).
   EXPECT_NO_THROW(strategy_from_json(with(pa + R"(, "optimizer_cpu_offload": true)"), m));
 }
