@@ -60,7 +60,7 @@ const char* fp8_recipe_name(Fp8Recipe r) {
   return "none";
 }
 
-// "bf16", or "bf16 + fp8 tensorwise (TransformerEngine, fp8 params, layers 0 and 79 in bf16)".
+// "bf16", or "bf16 + fp8 tensorwise (TransformerEngine, fp8 params, layer 0 and layer 79 in bf16)".
 std::string precision_description(const StrategyConfig& s, long long layers) {
   std::string out(to_string(s.dtype));
   if (!s.fp8_enabled()) return out;
@@ -78,7 +78,8 @@ std::string precision_description(const StrategyConfig& s, long long layers) {
   return out + ")";
 }
 
-// "12 B/param (fp32 master and moments)" or "10 B/param (precision-aware: master bf16 remainder, moments fp32/fp32)".
+// "12 B/param (fp32 master and moments)", or e.g. "10 B/param (precision-aware: master fp32 as bf16
+// remainders, moments fp32/fp32)".
 std::string optimizer_description(const StrategyConfig& s) {
   if (!s.use_precision_aware_optimizer) return "12 B/param (fp32 master and moments)";
   auto name = [](DType t) { return t == DType::fp8_e4m3 ? std::string("fp8") : std::string(to_string(t)); };
