@@ -88,7 +88,7 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
                      n * (8 + 4 + d.e), n * 4);
       ce.transient_bytes = n * (d.e + 4);
       ce.bwd_transient_bytes = n * d.e;
-    } else {
+    } else if (d.t == 1) {
       // PyTorch's F.cross_entropy on a .float() copy of the logits (torchtitan's loss): .float()
       // (read e, write 4), log_softmax (max and sum-exp passes read 8, output write 4; the output
       // is kept for backward), nll_loss (a gather). Backward: nll_loss's gradient, a new dense fp32
@@ -98,6 +98,20 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
                      n * (4 + 12 + 4 + d.e), n * 4);
       ce.transient_bytes = n * (d.e + 4);
       ce.bwd_transient_bytes = n * 8;
+    } else {
+      // The same loss over vocabulary-sharded logits runs as PyTorch's loss_parallel (torchtitan
+      // with TP; torch/distributed/tensor/parallel/loss.py), whose log-softmax is a decomposition:
+      // .float() copy (read e, write 4), amax (read 4), shifted = x - max (read 4, write 4),
+      // exp (read 4, write 4) and its sum, result = shifted - logsumexp (read 4, write 4, kept).
+      // The logits, the copy, shifted and exp are live together (the caller keeps the logits until
+      // backward): 10 bytes per logit beside the kept result. Backward (one fused nll/log-softmax
+      // function): zeros (write 4) with the targets scattered, exp(result) (read 4, write 4),
+      // their sum (read 8, write 4), times the loss gradient (read 4, write 4), then the cast back
+      // (read 4, write e); three fp32 tensors live at once beside the kept result.
+      ce = memory_op("cross_entropy", OpUnit::other, "ce_fwd", n * (d.e + 4 + 4 + 8 + 8 + 8), "ce_bwd",
+                     n * (4 + 8 + 12 + 8 + 4 + d.e), n * 4);
+      ce.transient_bytes = n * (d.e + 8);
+      ce.bwd_transient_bytes = n * 12;
     }
     if (d.t > 1) ce.fwd_comm = tp_coll(d, CollectiveOp::all_reduce, 3.0 * d.T * 4);  // max, target logit, sum
     head_ops.push_back(ce);

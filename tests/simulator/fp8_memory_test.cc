@@ -189,6 +189,18 @@ TEST(CrossEntropy, UnfusedVariantsHoldDifferentBackwardBytes) {
   EXPECT_DOUBLE_EQ(a->bwd_transient_bytes, 2 * n);
   EXPECT_DOUBLE_EQ(b->bwd_transient_bytes, 8 * n);
 
+  // With TP the PyTorch loss runs as loss_parallel over vocabulary shards (n per rank): the
+  // log-softmax decomposition holds logits, copy, shifted and exp (10n beside the kept 4n), and
+  // its fused backward three fp32 tensors (12n).
+  const ModelOps par = build_model_ops(
+      m, strategy_from_json(with(R"(, "tp_size": 2, "cross_entropy_implementation": "pytorch")"), m), 8);
+  const LayerOp* c = find_op(par.head, "cross_entropy");
+  const double n2 = 4096.0 * m.padded_vocab(2) / 2;
+  EXPECT_DOUBLE_EQ(c->act_bytes, 4 * n2);
+  EXPECT_DOUBLE_EQ(c->transient_bytes, 10 * n2);
+  EXPECT_DOUBLE_EQ(c->bwd_transient_bytes, 12 * n2);
+  ASSERT_TRUE(c->fwd_comm);  // max, sum and target-logit all-reduces
+
   const SystemConfig sys = shipped_system("h100-sxm");
   const SimulationResult ra = simulate_roofline(m, with(""), sys);
   const SimulationResult rb = simulate_roofline(m, with(R"(, "cross_entropy_implementation": "pytorch")"), sys);
