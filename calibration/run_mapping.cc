@@ -584,6 +584,11 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     }
     const std::string fp8_recipe = st.value("fp8_recipe", "");
     const bool fp8_scaled = st.value("fp8", false) && (fp8_recipe == "delayed" || fp8_recipe == "tensorwise");
+    // bf16 main gradients, reduced in bf16 (Megatron's grad_reduce_in_fp32 False).
+    const auto bf16_gradients = [&st] {
+      st["use_fp32_accum_grad"] = false;
+      st["grad_reduce_in_bf16"] = true;
+    };
     if (nemo2_or_bridge(r)) {
       st["cross_entropy_loss_fusion"] = true;
       inf.push_back("fused cross-entropy (cross_entropy_loss_fusion: the default of NeMo 2's GPTConfig and "
@@ -591,8 +596,7 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       if (!has(lower(r.text("framework")), "bridge")) {
         // NeMo 2's performance scripts build the recipe with performance_mode=True and set
         // trainer.plugins.grad_reduce_in_fp32 = False: bf16 main gradients, reduced in bf16.
-        st["use_fp32_accum_grad"] = false;
-        st["grad_reduce_in_bf16"] = true;
+        bf16_gradients();
         inf.push_back("bf16 main gradients, reduced in bf16 (NeMo 2 performance recipes: grad_reduce_in_fp32 False)");
       }
       // NeMo 2's bf16_with_fp8_mixed / bf16_with_fp8_current_scaling_mixed and Megatron-Bridge's
@@ -615,8 +619,7 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       // NeMo 1 (releases before 24.09): Apex distributed_fused_adam with a contiguous gradient
       // buffer in grad_sync_dtype, which NeMo-Framework-Launcher's performance configs
       // (gpt3/*_performance.yaml) and its H100 examples (examples/training/*/h100/*.sh) set to bf16.
-      st["use_fp32_accum_grad"] = false;
-      st["grad_reduce_in_bf16"] = true;
+      bf16_gradients();
       inf.push_back("bf16 gradient buffer, reduced in bf16 (NeMo 1 performance configs: distributed_fused_adam "
                     "with grad_sync_dtype bf16)");
       // NeMo 1 builds distributed_fused_adam with fp32 state for bf16 (O2) models and
@@ -630,8 +633,7 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     } else if (has(lower(r.text("source_ref")), "examples/llama")) {
       // Megatron-LM's examples/llama scripts (train_llama3_8b_h100_fp8.sh): --grad-reduce-in-bf16,
       // --cross-entropy-loss-fusion and, for FP8, --fp8-param-gather.
-      st["use_fp32_accum_grad"] = false;
-      st["grad_reduce_in_bf16"] = true;
+      bf16_gradients();
       st["cross_entropy_loss_fusion"] = true;
       std::string what = "--grad-reduce-in-bf16, --cross-entropy-loss-fusion";
       if (fp8_scaled) {

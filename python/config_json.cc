@@ -25,17 +25,6 @@ const char* granularity_name(RecomputeGranularity g) {
   return nullptr;
 }
 
-const char* fp8_name(Fp8Recipe r) {
-  switch (r) {
-    case Fp8Recipe::none: return nullptr;
-    case Fp8Recipe::delayed: return "delayed";
-    case Fp8Recipe::tensorwise: return "tensorwise";
-    case Fp8Recipe::blockwise: return "blockwise";
-    case Fp8Recipe::mxfp8: return "mxfp8";
-  }
-  return nullptr;
-}
-
 json or_null(const char* s) { return s ? json(s) : json(nullptr); }
 
 // The NCCL_ALGO / NCCL_PROTO-style list a mask allows (every name when nothing is excluded).
@@ -123,7 +112,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"moe_shared_expert_overlap", s.moe_shared_expert_overlap},
             {"overlap_moe_expert_parallel_comm", s.overlap_moe_expert_parallel_comm},
             {"fp8", s.fp8_enabled()},
-            {"fp8_recipe", or_null(fp8_name(s.fp8))},
+            {"fp8_recipe", or_null(fp8_recipe_name(s.fp8))},
             {"fp8_param_gather", s.fp8_param_gather},
             {"fp8_implementation", s.fp8_impl == Fp8Implementation::torchao ? "torchao" : "transformer_engine"},
             {"overlap_grad_reduce", s.overlap_grad_reduce},
@@ -170,11 +159,10 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
   if (!s.pipeline_layout.empty()) j["pipeline_layout"] = s.pipeline_layout;
   // Only with the precision-aware optimizer: the loader refuses the dtypes without it.
   if (s.use_precision_aware_optimizer) {
-    auto name = [](DType t) { return t == DType::fp8_e4m3 ? std::string("fp8") : std::string(to_string(t)); };
-    j["main_params_dtype"] = name(s.main_params_dtype);
-    j["exp_avg_dtype"] = name(s.exp_avg_dtype);
-    j["exp_avg_sq_dtype"] = name(s.exp_avg_sq_dtype);
-    j["main_grads_dtype"] = name(s.main_grads_dtype);
+    j["main_params_dtype"] = optimizer_dtype_name(s.main_params_dtype);
+    j["exp_avg_dtype"] = optimizer_dtype_name(s.exp_avg_dtype);
+    j["exp_avg_sq_dtype"] = optimizer_dtype_name(s.exp_avg_sq_dtype);
+    j["main_grads_dtype"] = optimizer_dtype_name(s.main_grads_dtype);
     j["store_param_remainders"] = s.store_param_remainders;
   }
   // Only for the unfused loss: the loader refuses it beside cross_entropy_loss_fusion.

@@ -37,11 +37,10 @@ OptimizerStepBytes optimizer_step_bytes(double shard, double grad_buffer_bytes, 
     // rebuilt from the model weight, which it also reads. Plus the gradient-norm pass over the
     // main gradient, and a cast of the buffer's shard when the two gradient dtypes differ.
     const double state = st.optimizer_state_bytes();
-    const bool remainders = st.master_weight_bytes() == 2.0 && st.main_params_dtype == DType::fp32;
     const double g = bytes_per_element(st.main_grads_dtype);
     const double buffer_e = st.use_fp32_accum_grad ? 4.0 : e;
     const double cast = buffer_e != g ? buffer_e + g : 0.0;
-    b.adam_bytes = shard * (2 * state + g + g + e + (remainders ? e : 0.0) + cast);
+    b.adam_bytes = shard * (2 * state + g + g + e + (st.stores_param_remainders() ? e : 0.0) + cast);
   }
   const double passes = 2.0 + (st.dp_size * st.cp_size > 1 ? 2.0 : 0.0);
   b.grad_buffer_bytes = grad_buffer_bytes * passes;

@@ -49,17 +49,6 @@ std::string recompute_description(const StrategyConfig& s) {
   return "none";
 }
 
-const char* fp8_recipe_name(Fp8Recipe r) {
-  switch (r) {
-    case Fp8Recipe::delayed: return "delayed";
-    case Fp8Recipe::tensorwise: return "tensorwise";
-    case Fp8Recipe::blockwise: return "blockwise";
-    case Fp8Recipe::mxfp8: return "mxfp8";
-    case Fp8Recipe::none: break;
-  }
-  return "none";
-}
-
 // "bf16", or "bf16 + fp8 tensorwise (TransformerEngine, fp8 params, layer 0 and layer 79 in bf16)".
 std::string precision_description(const StrategyConfig& s, long long layers) {
   std::string out(to_string(s.dtype));
@@ -82,11 +71,9 @@ std::string precision_description(const StrategyConfig& s, long long layers) {
 // remainders, moments fp32/fp32)".
 std::string optimizer_description(const StrategyConfig& s) {
   if (!s.use_precision_aware_optimizer) return "12 B/param (fp32 master and moments)";
-  auto name = [](DType t) { return t == DType::fp8_e4m3 ? std::string("fp8") : std::string(to_string(t)); };
-  const bool remainders = s.master_weight_bytes() == 2.0 && s.main_params_dtype == DType::fp32;
   return fmt::format("{:g} B/param (precision-aware: master {}, moments {}/{})", s.optimizer_state_bytes(),
-                     remainders ? "fp32 as bf16 remainders" : name(s.main_params_dtype), name(s.exp_avg_dtype),
-                     name(s.exp_avg_sq_dtype));
+                     s.stores_param_remainders() ? "fp32 as bf16 remainders" : optimizer_dtype_name(s.main_params_dtype),
+                     optimizer_dtype_name(s.exp_avg_dtype), optimizer_dtype_name(s.exp_avg_sq_dtype));
 }
 
 std::string loss_description(const StrategyConfig& s) {

@@ -81,6 +81,24 @@ enum class Fp8Implementation : std::uint8_t { transformer_engine, torchao };
 // FP8 scaling recipe (Megatron `--fp8-recipe`); none = no FP8 GEMMs.
 enum class Fp8Recipe : std::uint8_t { none, delayed, tensorwise, blockwise, mxfp8 };
 
+// The JSON name of a recipe (fp8_recipe), nullptr for none.
+inline const char* fp8_recipe_name(Fp8Recipe r) {
+  switch (r) {
+    case Fp8Recipe::delayed: return "delayed";
+    case Fp8Recipe::tensorwise: return "tensorwise";
+    case Fp8Recipe::blockwise: return "blockwise";
+    case Fp8Recipe::mxfp8: return "mxfp8";
+    case Fp8Recipe::none: break;
+  }
+  return nullptr;
+}
+
+// The JSON name of an optimizer-state dtype (main_params_dtype, exp_avg_dtype, ...): Megatron's
+// names, "fp8" for the one-byte moments.
+inline std::string optimizer_dtype_name(DType t) {
+  return t == DType::fp8_e4m3 ? std::string("fp8") : std::string(to_string(t));
+}
+
 // The parallel dimensions in Megatron's rank order (initialize_model_parallel's `order`).
 enum class ParallelDim : std::uint8_t { tp, cp, ep, dp, pp };
 inline constexpr int kParallelDimCount = 5;
@@ -216,10 +234,15 @@ struct StrategyConfig {
   // precision-aware).
   DType main_grads_dtype = DType::fp32;
   bool store_param_remainders = true;
+  // TE keeps fp32 master weights as the 16-bit remainders of the bf16 model weights.
+  bool stores_param_remainders() const {
+    return use_precision_aware_optimizer && main_params_dtype == DType::fp32 && store_param_remainders &&
+           dtype == DType::bf16;
+  }
   // Bytes of optimizer state (master weight + both moments) per parameter of the shard.
   double master_weight_bytes() const {
     if (!use_precision_aware_optimizer) return 4.0;
-    if (main_params_dtype == DType::fp32 && store_param_remainders && dtype == DType::bf16) return 2.0;
+    if (stores_param_remainders()) return 2.0;
     return main_params_dtype == DType::fp32 ? 4.0 : 2.0;
   }
   double optimizer_state_bytes() const {

@@ -253,9 +253,18 @@ std::vector<MappedRun> map_all(const std::vector<MeasuredRun>& runs) {
   return out;
 }
 
+// Success when every row mapped; otherwise the first that did not, with its reason.
+testing::AssertionResult all_mapped(const std::vector<MeasuredRun>& runs, const std::vector<MappedRun>& m) {
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    if (!m[i].ok) return testing::AssertionFailure() << runs[i].run_id << ": " << m[i].reason;
+  }
+  return testing::AssertionSuccess();
+}
+
 // Framework defaults the rows leave unstated: fused cross-entropy (Megatron-Bridge, NeMo 2,
-// llm-foundry), bf16 main gradients (NeMo 2 performance scripts), MaxText's full remat; NeMo 1
-// (24.07) and Megatron-LM keep the unfused loss and fp32 gradients.
+// llm-foundry), bf16 main gradients (NeMo 2 performance scripts; NeMo 1's distributed_fused_adam
+// with grad_sync_dtype bf16), MaxText's full remat; NeMo 1 (24.07) and Megatron-LM keep the
+// unfused loss, Megatron-LM its fp32 gradients.
 TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",framework_version\n";
   const std::string body = "s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,";
@@ -269,7 +278,7 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
                                         "t.csv");
   ASSERT_EQ(runs.size(), 6u);
   const std::vector<MappedRun> m = map_all(runs);
-  for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
+  ASSERT_TRUE(all_mapped(runs, m));
   const auto fused = [](const MappedRun& x) { return x.strategy.value("cross_entropy_loss_fusion", false); };
   const auto fp32_grads = [](const MappedRun& x) { return x.strategy.value("use_fp32_accum_grad", true); };
   EXPECT_TRUE(fused(m[0]));  // NeMo 25.04
@@ -312,7 +321,7 @@ TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
       "t.csv");
   ASSERT_EQ(runs.size(), 5u);
   const std::vector<MappedRun> m = map_all(runs);
-  for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
+  ASSERT_TRUE(all_mapped(runs, m));
   const auto gather = [](const MappedRun& x) { return x.strategy.value("fp8_param_gather", false); };
   EXPECT_FALSE(m[0].strategy.value("use_precision_aware_optimizer", false));  // FP8 rows: the scripts' BF16-only switch
   EXPECT_TRUE(gather(m[0]));  // Bridge current scaling: bf16_with_fp8_current_scaling_mixed
@@ -345,7 +354,7 @@ TEST(RunMapping, BridgeLlama3PresetsOffloadAndGraphs) {
       "t.csv");
   ASSERT_EQ(runs.size(), 4u);
   const std::vector<MappedRun> m = map_all(runs);
-  for (std::size_t i = 0; i < m.size(); ++i) ASSERT_TRUE(m[i].ok) << runs[i].run_id << ": " << m[i].reason;
+  ASSERT_TRUE(all_mapped(runs, m));
   EXPECT_EQ(m[0].strategy.value("cpu_offloading_num_layers", 0), 40);  // GB200 FP8-CS preset
   EXPECT_EQ(m[1].strategy.value("cpu_offloading_num_layers", 0), 20);  // GB300 FP8-CS preset
   EXPECT_EQ(m[1].system_patch["host"]["link_gb_s"], 450);               // GB300's Grace C2C, not PCIe
