@@ -30,25 +30,41 @@ Framework framework_of(const MeasuredRun& r) {
   return Framework::other;
 }
 
-// NeMo 2 (NeMo-Run recipes, GPTConfig) or Megatron-Bridge: the framework's release is 24.09 or
-// later ("25.04", "v25.04.01", "NeMo 24.09"), or the framework is Megatron-Bridge. Their model
-// configs default cross_entropy_loss_fusion to True (NeMo's GPTConfig, Megatron-Bridge's
-// GPTModelProvider), where Megatron-LM's own flag and NeMo 1's recipes leave it off.
-bool nemo2_or_bridge(const MeasuredRun& r) {
-  const std::string fw = lower(r.text("framework"));
-  if (has(fw, "bridge")) return true;
-  if (!has(fw, "nemo")) return false;
+// The NeMo container release a row names ("25.04", "v25.04.01", "NeMo 24.09") in its
+// framework_version or version_or_date, as yy * 100 + mm; 0 when none is named.
+int nemo_release(const MeasuredRun& r) {
   for (const std::string& v : {r.text("framework_version"), r.text("version_or_date")}) {
     for (std::size_t i = 0; i + 4 < v.size() + 1; ++i) {
       if (!std::isdigit(static_cast<unsigned char>(v[i])) || (i > 0 && std::isdigit(static_cast<unsigned char>(v[i - 1]))))
         continue;
       int yy = 0, mm = 0;
       if (std::sscanf(v.c_str() + i, "%2d.%2d", &yy, &mm) == 2 && yy >= 20 && yy < 100 && mm >= 1 && mm <= 12) {
-        return yy > 24 || (yy == 24 && mm >= 9);
+        return yy * 100 + mm;
       }
     }
   }
-  return false;
+  return 0;
+}
+
+// NeMo 2 (NeMo-Run recipes, GPTConfig) or Megatron-Bridge: the framework's release is 24.09 or
+// later, or the framework is Megatron-Bridge. Their model configs default
+// cross_entropy_loss_fusion to True (NeMo's GPTConfig, Megatron-Bridge's GPTModelProvider), where
+// Megatron-LM's own flag and NeMo 1's recipes leave it off.
+bool nemo2_or_bridge(const MeasuredRun& r) {
+  const std::string fw = lower(r.text("framework"));
+  if (has(fw, "bridge")) return true;
+  return has(fw, "nemo") && nemo_release(r) >= 2409;
+}
+
+// A NeMo / Megatron-Bridge container of release 25.09 or later, i.e. Megatron-Core 0.14 or later
+// (25.09 ships 0.14, 25.11 ships 0.15), whose all-to-all dispatcher sends the router
+// probabilities with the tokens and applies them in the experts' activation (dispatch_probs).
+// Megatron-Bridge rows without a release are taken as such (Bridge itself needs Megatron-Core 0.14).
+bool megatron_core_0_14_or_later(const MeasuredRun& r) {
+  const std::string fw = lower(r.text("framework"));
+  if (!has(fw, "nemo") && !has(fw, "bridge")) return false;
+  const int release = nemo_release(r);
+  return release >= 2509 || (release == 0 && has(fw, "bridge"));
 }
 
 MappedRun fail(MappedRun m, std::string reason) {
@@ -468,6 +484,15 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       st["moe_grouped_gemm"] = true;
       inf.push_back("MoE grouped GEMM on, all-to-all token dispatcher, no CUDA graphs (Megatron-Bridge/NeMo MoE "
                     "recipe defaults: moe_grouped_gemm True, cuda_graph_impl \"none\")");
+      if (megatron_core_0_14_or_later(r)) {
+        // Megatron-Core 0.14+: the dispatcher carries each routed token's probability and
+        // TEGroupedMLP applies it in the (weighted) SwiGLU, so the un-permutation keeps no copy of
+        // the expert outputs for the probabilities' gradient.
+        st["dispatch_probs"] = true;
+        inf.push_back("router probabilities sent with the tokens and applied in the expert activation (Megatron-Core "
+                      "0.14 and later, NeMo / Megatron-Bridge containers 25.09 and later): the un-permutation keeps "
+                      "no expert outputs");
+      }
       if (bridge && key == "qwen3_235b_a22b" && sys.system == "h100-sxm") {
         // Bridge's H100 presets for this model (the row's exact layout: 256 GPUs, tp 2, pp 8, vpp 4,
         // ep 32) set moe_a2a_overlap=True: the EP all-to-all of one micro-batch hides behind the
@@ -493,6 +518,17 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     mbs /= pp;
   } else if (num("global_batch_size")) {
     st["global_batch_size"] = as_int(*num("global_batch_size"));
+    if (num("grad_accum") && num("micro_batch_size")) {
+      // A row that states all three must satisfy gbs = mbs · dp · grad_accum; when it does not, one
+      // of its columns is wrong and the run's actual batch is in doubt: said, never corrected.
+      const long long gbs = as_int(*num("global_batch_size")), ga = as_int(*num("grad_accum"));
+      if (gbs != mbs * dp * ga) {
+        m.warnings.push_back(fmt::format(
+            "the row's batch columns disagree: global_batch_size {} != micro_batch_size {} x dp {} x grad_accum {} "
+            "(= {}); simulated with the stated global batch and micro-batch size",
+            gbs, mbs, dp, ga, mbs * dp * ga));
+      }
+    }
   } else if (num("grad_accum")) {
     st["micro_batch_num"] = as_int(*num("grad_accum"));
   } else {
@@ -593,12 +629,16 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       st["cross_entropy_loss_fusion"] = true;
       inf.push_back("fused cross-entropy (cross_entropy_loss_fusion: the default of NeMo 2's GPTConfig and "
                     "Megatron-Bridge's GPTModelProvider)");
-      if (!has(lower(r.text("framework")), "bridge")) {
-        // NeMo 2's performance scripts build the recipe with performance_mode=True and set
-        // trainer.plugins.grad_reduce_in_fp32 = False: bf16 main gradients, reduced in bf16.
-        bf16_gradients();
-        inf.push_back("bf16 main gradients, reduced in bf16 (NeMo 2 performance recipes: grad_reduce_in_fp32 False)");
-      }
+      // bf16 main gradients, reduced in bf16. NeMo 2's performance scripts build the recipe with
+      // performance_mode=True and set trainer.plugins.grad_reduce_in_fp32 = False; Megatron-Bridge's
+      // (scripts/performance/configs/<family>/*_llm_pretrain.py, set_<family>_common_configs for
+      // Llama 3, Llama 3.1, DeepSeek-V3, Qwen3, GPT-OSS) set mixed_precision.grad_reduce_in_fp32 and
+      // ddp.grad_reduce_in_fp32 to False.
+      bf16_gradients();
+      inf.push_back(has(lower(r.text("framework")), "bridge")
+                        ? "bf16 main gradients, reduced in bf16 (Megatron-Bridge performance configs: "
+                          "grad_reduce_in_fp32 False in every model family's common settings)"
+                        : "bf16 main gradients, reduced in bf16 (NeMo 2 performance recipes: grad_reduce_in_fp32 False)");
       // NeMo 2's bf16_with_fp8_mixed / bf16_with_fp8_current_scaling_mixed and Megatron-Bridge's
       // bf16_with_fp8_{delayed,current}_scaling_mixed set fp8_param_gather = True; the
       // performance scripts keep it (they only turn the current-scaling recipe's BF16 first/last

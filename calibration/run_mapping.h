@@ -23,6 +23,7 @@ struct MappedRun {
   std::string system;                 // shipped system name
   nlohmann::json system_patch = nlohmann::json::object();  // JSON merge patch applied to the system file
   std::vector<std::string> inferred;  // settings not stated by the source, as "what (why)"
+  std::vector<std::string> warnings;  // the source row contradicts itself (reported with the row)
   std::string layout;                 // "tp8 pp8 vpp3 cp1 ep1 dp1"
 };
 

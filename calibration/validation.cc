@@ -22,6 +22,7 @@ RowResult base_row(const MeasuredRun& run, const MappedRun& mapped) {
   r.system = mapped.system;
   r.layout = mapped.layout;
   r.inferred = mapped.inferred;
+  r.warnings = mapped.warnings;
   if (run.format == RunFormat::published) {
     r.gpus = run.number("num_gpus") ? static_cast<int>(*run.number("num_gpus")) : 0;
   } else {
@@ -46,7 +47,7 @@ RowResult score_run(const MeasuredRun& run, const MappedRun& mapped, const Simul
   r.simulated = true;
   r.simulated_step_s = res.duration_time_per_iter_s;
   r.fits_in_memory = res.fits_in_memory;
-  r.warnings = res.warnings;
+  r.warnings.insert(r.warnings.end(), res.warnings.begin(), res.warnings.end());
   const double sim = res.duration_time_per_iter_s;
   if (run.format == RunFormat::simumax) {
     // SimuMax's FLOPs per step = its TFLOP/s × its step time; the FLOP convention cancels.
@@ -332,9 +333,11 @@ std::string html_report(const std::vector<RowResult>& rows, const ValidationSumm
   h += stats_table("Per source", sum.by_source);
   h += stats_table("Per GPU (system)", sum.by_gpu);
   h += "<h2>Rows</h2>\n<table><tr><th>run</th><th>model</th><th>GPUs</th><th>system</th><th>layout</th>"
-       "<th>measured s</th><th>simulated s</th><th>error</th><th>memory error</th><th>inferred / reason</th></tr>\n";
+       "<th>measured s</th><th>simulated s</th><th>error</th><th>memory error</th><th>warnings; inferred / reason</th>"
+       "</tr>\n";
   for (const auto& r : rows) {
     std::string inferred;
+    for (const auto& w : r.warnings) inferred += (inferred.empty() ? "warning: " : "; warning: ") + w;
     for (const auto& i : r.inferred) inferred += (inferred.empty() ? "" : "; ") + i;
     if (!r.simulated) {
       h += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"num\">{}</td><td>{}</td><td>{}</td><td colspan=\"4\">"

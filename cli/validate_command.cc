@@ -142,6 +142,14 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
     for (const auto& i : r.inferred) line += (line.empty() ? "" : "; ") + i;
     out += fmt::format("  {}: {}\n", r.run_id, line);
   }
+  // Rows whose own columns disagree, and what the simulation warned about (memory, recompute).
+  bool any_warning = false;
+  for (const auto& r : rows) {
+    if (r.warnings.empty()) continue;
+    if (!any_warning) out += "\nwarnings:\n";
+    any_warning = true;
+    for (const auto& w : r.warnings) out += fmt::format("  {}: {}\n", r.run_id, w);
+  }
   if (skipped > 0) {
     out += fmt::format("\nnot simulated ({} rows):\n", skipped);
     for (const auto& r : rows) {

@@ -289,8 +289,11 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_FALSE(fp32_grads(m[1]));
   EXPECT_TRUE(m[1].strategy.value("grad_reduce_in_bf16", false));
   EXPECT_TRUE(contains(m[1].inferred, "grad_sync_dtype bf16"));
-  EXPECT_TRUE(fused(m[2]));  // Megatron-Bridge: fused loss, fp32 gradients
-  EXPECT_TRUE(fp32_grads(m[2]));
+  EXPECT_TRUE(fused(m[2]));  // Megatron-Bridge: fused loss, bf16 gradients (grad_reduce_in_fp32 False)
+  EXPECT_FALSE(fp32_grads(m[2]));
+  EXPECT_TRUE(m[2].strategy.value("grad_reduce_in_bf16", false));
+  EXPECT_TRUE(contains(m[2].inferred, "Megatron-Bridge performance configs: grad_reduce_in_fp32 False"));
+  EXPECT_TRUE(fp32_grads(m[5]));  // Megatron-LM's default: fp32 main gradients
   EXPECT_EQ(m[3].strategy.value("zero_state", -1), 3);  // FSDP column
   EXPECT_TRUE(fused(m[3]));  // llm-foundry: fused_crossentropy
   EXPECT_TRUE(contains(m[3].inferred, "fused_crossentropy"));

@@ -6,11 +6,13 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -91,6 +93,61 @@ TEST(ValidateCli, SourceFilterAndBadCsv) {
   EXPECT_EQ(r.code, 2) << r.text;
   EXPECT_NE(r.text.find("line 3, column"), std::string::npos) << r.text;
   EXPECT_EQ(calisim("validate --runs /nonexistent/runs.csv").code, 2);
+}
+
+// Splits one CSV line into cells (quoted cells may hold commas; the fixture has no newlines in cells).
+std::vector<std::string> csv_cells(const std::string& line) {
+  std::vector<std::string> cells(1);
+  bool quoted = false;
+  for (char c : line) {
+    if (c == '"') quoted = !quoted;
+    if (c == ',' && !quoted) {
+      cells.emplace_back();
+    } else {
+      cells.back() += c;
+    }
+  }
+  return cells;
+}
+
+// A row whose global batch is not micro-batch x dp x gradient accumulation is simulated as stated
+// and listed under "warnings:" in the table output (and in its JSON row).
+TEST(ValidateCli, RowWhoseBatchColumnsDisagreeIsWarned) {
+  std::ifstream in(kFixture);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::vector<std::string> names = csv_cells(header);
+  std::vector<std::string> cells = csv_cells(row);
+  ASSERT_EQ(names.size(), cells.size());
+  const auto set = [&](const std::string& name, const std::string& value) {
+    const auto it = std::find(names.begin(), names.end(), name);
+    ASSERT_NE(it, names.end()) << name;
+    cells[static_cast<std::size_t>(it - names.begin())] = value;
+  };
+  set("micro_batch_size", "1");
+  set("grad_accum", "1");
+  set("global_batch_size", "7");  // the fixture row's dp is not 7
+  std::string edited;
+  for (std::size_t i = 0; i < cells.size(); ++i) edited += (i ? "," : "") + cells[i];
+  const std::string csv = ::testing::TempDir() + "validate_batch_disagrees.csv";
+  std::ofstream(csv) << header << "\n" << edited << "\n";
+  const std::string html = ::testing::TempDir() + "validate_batch_disagrees.html";
+  const Out r = calisim("validate --runs " + csv + " --report " + html);
+  ASSERT_EQ(r.code, 0) << r.text;
+  std::ifstream page(html);
+  std::stringstream ss;
+  ss << page.rdbuf();
+  EXPECT_NE(ss.str().find("warning: the row&#39;s batch columns disagree"), std::string::npos);
+  EXPECT_NE(r.text.find("warnings:\n  R0021: the row's batch columns disagree: global_batch_size 7 != "
+                        "micro_batch_size 1 x dp"),
+            std::string::npos)
+      << r.text;
+  const Out j = calisim("validate --json --runs " + csv, false);
+  ASSERT_EQ(j.code, 0) << j.text;
+  const auto warnings = nlohmann::json::parse(j.text)["rows"][0]["warnings"];
+  ASSERT_FALSE(warnings.empty());
+  EXPECT_NE(warnings[0].get<std::string>().find("batch columns disagree"), std::string::npos);
 }
 
 // --dump-inputs writes each simulated row's mapped inputs; `calisim simulate` on them reproduces
