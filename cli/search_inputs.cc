@@ -25,7 +25,7 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
       ->delimiter(',');
   sub->add_option("--vpp", a.vpp, "virtual pipeline sizes (default 1..8)")->delimiter(',');
   sub->add_option("--cp", a.cp, "context-parallel sizes (default 1)")->delimiter(',');
-  sub->add_option("--ep", a.ep, "expert-parallel sizes (default 1)")->delimiter(',');
+  sub->add_option("--ep", a.ep, "expert-parallel sizes (default 1; MoE models: also every power of two dividing the expert count, up to the world size)")->delimiter(',');
   sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',');
   sub->add_option("--recompute", a.recompute,
                   "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full (default "

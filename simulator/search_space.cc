@@ -65,7 +65,17 @@ void fill_default_lists(SearchSpace& s, const ModelConfig& m, int domain) {
   }
   if (s.vpp.empty()) s.vpp = {1, 2, 3, 4, 5, 6, 7, 8};
   if (s.cp.empty()) s.cp = {1};
-  if (s.ep.empty()) s.ep = {1};
+  if (s.ep.empty()) {
+    // A MoE model's experts are what expert parallelism splits: every power of two that divides
+    // the expert count (Megatron needs num_moe_experts % ep == 0), up to the world size; the
+    // layout check rejects the ep that do not fit the rest of the layout. Dense models: ep 1.
+    s.ep = {1};
+    if (m.is_moe) {
+      for (int e = 2; e <= s.world_size && e <= m.expert_num; e *= 2) {
+        if (m.expert_num % e == 0) s.ep.push_back(e);
+      }
+    }
+  }
   if (s.mbs.empty()) s.mbs = {1, 2, 4, 8};
   if (s.recompute.empty()) s.recompute = {RecomputeChoice::none, RecomputeChoice::selective, RecomputeChoice::full};
   if (s.zero.empty()) s.zero = {1};

@@ -51,7 +51,8 @@ struct SearchSpace {
 std::vector<RankOrder> rank_order_list(const std::string& name);  // throws std::invalid_argument
 
 // Defaults for lists the user left empty: tp powers of two up to the scale-up domain (max 8),
-// pp every divisor of the world size that splits the layers (evenly or not), vpp 1..8 dividing layers per stage, cp 1, ep 1,
+// pp every divisor of the world size that splits the layers (evenly or not), vpp 1..8 dividing layers per stage, cp 1,
+// ep 1 for dense models and, for MoE models, also every power of two dividing the expert count up to the world size,
 // mbs 1, 2, 4, 8, recompute none / selective / full, ZeRO 1, orders tp_first.
 void fill_default_lists(SearchSpace& space, const ModelConfig& model, int scale_up_domain_size);
 

@@ -254,6 +254,31 @@ TEST(Search, PlacementSearchEqualsBruteForceMoe) {
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 }
 
+// Left empty, the expert-parallel list is ep 1 for a dense model and, for a MoE model, every power
+// of two dividing the expert count up to the world size (DeepSeek-V3: 256 experts).
+TEST(Search, DefaultExpertParallelSizesFollowTheExperts) {
+  SearchSpace dense;
+  dense.world_size = 1024;
+  fill_default_lists(dense, testing_support::shipped_model("llama3-8b"), 8);
+  EXPECT_EQ(dense.ep, std::vector<int>({1}));
+
+  const ModelConfig dsv3 = testing_support::shipped_model("deepseek-v3");
+  ASSERT_EQ(dsv3.expert_num, 256);
+  SearchSpace big;
+  big.world_size = 1024;
+  fill_default_lists(big, dsv3, 8);
+  EXPECT_EQ(big.ep, std::vector<int>({1, 2, 4, 8, 16, 32, 64, 128, 256}));
+  SearchSpace small;
+  small.world_size = 24;  // powers of two up to the world size, whether or not they divide it
+  fill_default_lists(small, dsv3, 8);
+  EXPECT_EQ(small.ep, std::vector<int>({1, 2, 4, 8, 16}));
+  SearchSpace stated;
+  stated.world_size = 1024;
+  stated.ep = {32};
+  fill_default_lists(stated, dsv3, 8);
+  EXPECT_EQ(stated.ep, std::vector<int>({32}));  // a stated list is kept
+}
+
 TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<double> u(0.5, 2.0);
