@@ -41,6 +41,23 @@ std::string recompute_description(const StrategyConfig& s) {
       add(s.attn_recompute, "attn");
       add(s.mlp_rms_recompute, "mlp_norm");
       add(s.mlp_recompute, "mlp");
+      // Megatron's --recompute-modules (output-discarding recompute), by their Megatron names.
+      const std::uint8_t mods = s.megatron_recompute_modules;
+      std::string megatron;
+      auto add_module = [&](std::uint8_t bit, const char* n) {
+        if (!(mods & bit)) return;
+        if (!megatron.empty()) megatron += ", ";
+        megatron += n;
+      };
+      add_module(kRecomputeLayernorm, "layernorm");
+      add_module(kRecomputeMlaUpProj, "mla_up_proj");
+      add_module(kRecomputeMoeAct, "moe_act");
+      add_module(kRecomputeMlp, "mlp");
+      add_module(kRecomputeMoe, "moe");
+      if (!megatron.empty()) {
+        if (!parts.empty()) parts += '+';
+        parts += "recompute_modules " + megatron;
+      }
       return fmt::format("selective ({}), {} layer(s) per chunk", parts.empty() ? "nothing" : parts,
                          s.recompute_layer_num);
     }

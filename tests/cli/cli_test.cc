@@ -32,6 +32,16 @@ TEST(Cli, FlagshipSimulationPrintsTables) {
   EXPECT_NE(r.out.find("roofline"), std::string::npos);
 }
 
+// The layout line names Megatron's recompute modules (it said "selective (nothing)" for them).
+TEST(Cli, LayoutLineNamesMegatronRecomputeModules) {
+  const CmdResult r = run("simulate --model deepseek-v3 --strategy deepseek-v3-1024gpu --system h100-sxm --no-ops");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("recompute selective (recompute_modules layernorm, mla_up_proj, moe_act, mlp, moe), 4 layer(s)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_EQ(r.out.find("(nothing)"), std::string::npos);
+}
+
 TEST(Cli, JsonIsOneDocumentWithSimuMaxFields) {
   const CmdResult r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
   ASSERT_EQ(r.code, 0) << r.out;
