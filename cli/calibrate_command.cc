@@ -255,7 +255,26 @@ void run(const CalibrateArgs& a) {
   prof.reason = "this calisim was built without CUDA (CALISIM_CUDA=OFF or no toolkit), so it cannot measure kernels";
 #endif
 
-  const cal::DeviceRows rows = cal::load_device_rows(a.db, rc.system.device.name);
+  cal::DeviceRows rows;
+  try {
+    rows = cal::load_device_rows(a.db, rc.system.device.name);
+  } catch (const InputError& e) {
+    // Nothing of this device in the database and nothing measured here: there is nothing to fit.
+    // The plan of what to measure is still what the user needs, so it is written before stopping.
+    const std::size_t planned_missing = missing_before.kernels.size();
+    std::string next = "add the device's rows (calisim db import, or calisim profile run on a machine with that GPU)";
+    if (!a.plan_out.empty()) {
+      profiler::write_plan_file(missing_before, a.plan_out);
+      next = fmt::format("the {} planned kernels were written to {}: run `calisim profile run --plan {} --db {}` on "
+                         "a machine with that GPU, then calibrate again",
+                         planned_missing, a.plan_out, a.plan_out, a.db);
+    } else {
+      next += fmt::format("; --plan-out FILE writes the {} planned kernels as a profile plan", planned_missing);
+    }
+    throw InputError(e.file(), e.where(),
+                     fmt::format("{}; nothing was measured ({}); {}", e.problem(),
+                                 prof.reason.empty() ? "profiling did not run" : prof.reason, next));
+  }
   const profiler::ProfilePlan missing = cal::missing_kernels(plan, rows);
   if (!a.plan_out.empty()) {
     profiler::ProfilePlan p = missing;

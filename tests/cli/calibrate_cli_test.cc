@@ -99,8 +99,22 @@ TEST_F(CalibrateCli, ADatabaseWithoutTheDeviceIsAnInputError) {
   EXPECT_NE(r.out.find("no device or alias 'NVIDIA H100 SXM5 80GB'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("NVIDIA A100 PCIe 80GB"), std::string::npos) << r.out;
   EXPECT_FALSE(fs::exists(path("x.json")));
+  // The error says why nothing was measured and how to get the rows.
+  EXPECT_NE(r.out.find("nothing was measured ("), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("--plan-out FILE writes the"), std::string::npos) << r.out;
   const CmdResult missing = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + path("none.db"));
   EXPECT_EQ(missing.code, 2) << missing.out;
+  // With --plan-out the plan of every planned kernel is written before stopping, for `profile run`.
+  const CmdResult planned = run("calibrate --system h100-sxm " + kConfig + " --db " + db_ + " --out " +
+                                path("x.json") + " --plan-out " + path("plan.json"));
+  EXPECT_EQ(planned.code, 2) << planned.out;
+  EXPECT_NE(planned.out.find("calisim profile run --plan " + path("plan.json")), std::string::npos) << planned.out;
+  std::ifstream plan(path("plan.json"));
+  ASSERT_TRUE(plan.good());
+  const auto j = nlohmann::json::parse(plan);
+  EXPECT_EQ(j.value("calisim_profile_plan", 0), 1);
+  EXPECT_FALSE(j["gemm"].empty());
+  EXPECT_FALSE(fs::exists(path("x.json")));
 }
 
 TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
