@@ -255,12 +255,12 @@ SystemChoice system_for_gpu(const std::string& gpu_type) {
     if (has(g, "gb300")) {
       // GB300 NVL72: the B300's NVLink 5 (900 GB/s per GPU) over a 72-GPU domain, trays of 4 GPUs
       // with one 800 Gb/s NIC each (the b300 file's per-GPU NIC share), as gb200-nvl72 lays it out.
-      // Its Grace CPU is reached over NVLink-C2C, as the gb200-nvl72 file describes it (the b300
-      // file's host link is PCIe).
+      // Its Grace CPU is reached over NVLink-C2C and issues host ops at Grace's pace, as the
+      // gb200-nvl72 file describes both (the b300 file's host is an x86 CPU over PCIe).
       c.patch = {{"network", {{"scale_up", {{"domain_size", 72}}}, {"scale_out", {{"gpus_per_node", 4}, {"nics_per_node", 4}}}}},
-                 {"host", {{"link", "NVLink-C2C to Grace"}, {"link_gb_s", 450}}}};
+                 {"host", {{"link", "NVLink-C2C to Grace"}, {"link_gb_s", 450}, {"op_dispatch_us", 27.5}}}};
       c.note = "GB300 NVL72 simulated as the shipped b300 system with a 72-GPU NVLink domain of 4-GPU trays and "
-               "Grace's NVLink-C2C host link (no GB300 file)";
+               "Grace's NVLink-C2C host link and host op time (no GB300 file)";
     }
   } else if (has(g, "gb200")) {
     c.system = "gb200-nvl72";

@@ -198,6 +198,8 @@ TEST(RunMapping, GpuTypesToShippedSystems) {
   EXPECT_EQ(system_for_gpu("GB200").system, "gb200-nvl72");
   EXPECT_EQ(system_for_gpu("GB300").system, "b300");
   EXPECT_EQ(system_for_gpu("GB300").patch.at("network").at("scale_up").at("domain_size").get<int>(), 72);
+  // A Grace host issues ops at the gb200-nvl72 file's pace (27.5 us), not the x86 b300's (10 us).
+  EXPECT_DOUBLE_EQ(system_for_gpu("GB300").patch.at("host").at("op_dispatch_us").get<double>(), 27.5);
   EXPECT_TRUE(system_for_gpu("B300").patch.empty());
   EXPECT_EQ(system_for_gpu("A100-PCIE-80GB").system, "a100-pcie-80g");
 }
