@@ -35,7 +35,10 @@ std::string layout(const CandidateResult& r) {
   }
   const std::string grid = c.tp_2d_rows ? fmt::format("({}x{} 2d)", c.tp_2d_rows, c.tp / c.tp_2d_rows) : "";
   const std::string cp_grid = c.cp_2d_rows ? fmt::format("({}x{} 2d)", c.cp_2d_rows, c.cp / c.cp_2d_rows) : "";
-  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{} ep{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid, c.ep, r.dp);
+  // Expert TP is shown when it is not 1 (most layouts): "ep8 etp2".
+  const std::string etp = c.etp > 1 ? fmt::format(" etp{}", c.etp) : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{} ep{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid, c.ep, etp,
+                     r.dp);
 }
 
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {

@@ -26,6 +26,9 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--vpp", a.vpp, "virtual pipeline sizes (default 1..8)")->delimiter(',');
   sub->add_option("--cp", a.cp, "context-parallel sizes (default 1)")->delimiter(',');
   sub->add_option("--ep", a.ep, "expert-parallel sizes (default 1; MoE models: also every power of two dividing the expert count, up to the world size)")->delimiter(',');
+  sub->add_option("--etp", a.etp,
+                  "expert tensor-parallel sizes (MoE; default: the base strategy's etp_size, 1 unless it says)")
+      ->delimiter(',');
   sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',');
   sub->add_option("--recompute", a.recompute,
                   "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full (default "
@@ -89,6 +92,10 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   s.global_batch_size = a.global_batch_size;
   s.tp = a.tp, s.pp = a.pp, s.vpp = a.vpp, s.cp = a.cp, s.ep = a.ep, s.zero = a.zero;
   s.mbs.assign(a.mbs.begin(), a.mbs.end());
+  for (int e : a.etp) {
+    if (e < 1) throw InputError("<command line>", "--etp", fmt::format("expert TP sizes must be >= 1, got {}", e));
+    if (std::find(s.etp.begin(), s.etp.end(), e) == s.etp.end()) s.etp.push_back(e);
+  }
   if (!a.tp_2d_rows.empty()) {
     s.tp_2d_rows = {0};  // 1D always
     for (int r : a.tp_2d_rows) {

@@ -33,9 +33,10 @@ struct SweepArgs {
 
 std::string layout(const CandidateResult& r) {
   const Candidate& c = r.candidate;
-  return fmt::format("tp{} pp{} vpp{}{}{} dp{} mbs{} {} | domain {}", c.tp, c.pp, c.vpp,
-                     c.cp > 1 ? fmt::format(" cp{}", c.cp) : "", c.ep > 1 ? fmt::format(" ep{}", c.ep) : "", r.dp,
-                     c.mbs, to_string(c.recompute), domain_summary(r.placement, c.order));
+  return fmt::format("tp{} pp{} vpp{}{}{}{} dp{} mbs{} {} | domain {}", c.tp, c.pp, c.vpp,
+                     c.cp > 1 ? fmt::format(" cp{}", c.cp) : "", c.ep > 1 ? fmt::format(" ep{}", c.ep) : "",
+                     c.etp > 1 ? fmt::format(" etp{}", c.etp) : "", r.dp, c.mbs, to_string(c.recompute),
+                     domain_summary(r.placement, c.order));
 }
 
 // The placement columns of the hardware and scale CSVs: the rank order and what shares a domain.

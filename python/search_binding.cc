@@ -34,6 +34,10 @@ SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConf
   space.vpp = list_of<int>(j, "vpp");
   space.cp = list_of<int>(j, "cp");
   space.ep = list_of<int>(j, "ep");
+  space.etp = list_of<int>(j, "etp");
+  for (int e : space.etp) {
+    if (e < 1) throw InputError("<search>", "etp", "expert TP sizes must be >= 1, got " + std::to_string(e));
+  }
   space.zero = list_of<int>(j, "zero");
   space.mbs = list_of<std::int64_t>(j, "mbs");
   if (j.contains("recompute") && !j["recompute"].is_null()) {

@@ -105,7 +105,8 @@ bool pipeline_split(int layers, int pp, int* first, int* last) {
 std::uint64_t space_size(const SearchSpace& s) {
   return static_cast<std::uint64_t>(s.tp.size()) * s.pp.size() * s.vpp.size() * s.cp.size() * s.ep.size() *
          s.mbs.size() * s.recompute.size() * s.zero.size() * s.orders.size() *
-         std::max<std::size_t>(1, s.tp_2d_rows.size()) * std::max<std::size_t>(1, s.cp_2d_rows.size());
+         std::max<std::size_t>(1, s.tp_2d_rows.size()) * std::max<std::size_t>(1, s.cp_2d_rows.size()) *
+         std::max<std::size_t>(1, s.etp.size());
 }
 
 Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
@@ -127,6 +128,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
   c.tp = take(s.tp);
   c.tp_2d_rows = s.tp_2d_rows.empty() ? 0 : take(s.tp_2d_rows);
   c.cp_2d_rows = s.cp_2d_rows.empty() ? 0 : take(s.cp_2d_rows);
+  c.etp = s.etp.empty() ? 0 : take(s.etp);
   return c;
 }
 
@@ -161,6 +163,8 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   const std::int64_t micro = space.global_batch_size / (c.mbs * dp);
   if (c.vpp > 1 && micro % c.pp) return no("micro-batches not a multiple of pp with interleaving");
   if (!m.is_moe && c.ep != 1) return no("ep > 1 needs a MoE model");
+  if (c.etp < 0) return no("etp must be at least 1");
+  if (!m.is_moe && c.etp > 1) return no("etp > 1 needs a MoE model");
   if (c.zero < 0 || c.zero > kMaxModeledZeroStage) {
     return no(fmt::format("ZeRO stage {} is not modeled (0..{})", c.zero, kMaxModeledZeroStage));
   }
@@ -172,6 +176,7 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   out.interleaving_size = c.vpp;
   out.cp_size = c.cp;
   out.ep_size = c.ep;
+  if (c.etp > 0) out.etp_size = c.etp;
   out.zero_state = c.zero;
   out.rank_order = c.order;
   out.tp_mode = c.tp_2d_rows ? TensorParallelMode::two_d : TensorParallelMode::one_d;
@@ -254,6 +259,7 @@ std::string describe(const Candidate& c, int dp) {
                                  to_string(c.order));
   if (c.tp_2d_rows) text += fmt::format(" tp2d {}x{}", c.tp_2d_rows, c.tp / c.tp_2d_rows);
   if (c.cp_2d_rows) text += fmt::format(" cp2d {}x{}", c.cp_2d_rows, c.cp / c.cp_2d_rows);
+  if (c.etp > 1) text += fmt::format(" etp {}", c.etp);
   return text;
 }
 

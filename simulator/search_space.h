@@ -43,6 +43,10 @@ struct SearchSpace {
   // r rows (head all-to-all) × cp/r columns (K/V ring), tried for every cp that r divides. Empty
   // = {0}; outermost of all, so spaces without it number their candidates as before.
   std::vector<int> cp_2d_rows;
+  // Expert tensor-parallel sizes (Megatron --expert-tensor-parallel-size). Empty = the base
+  // strategy's etp_size, not varied; outermost of all, so spaces without it number their
+  // candidates as before.
+  std::vector<int> etp;
 };
 
 // Rank-order lists a search can use. megatron: "tp-cp-ep-dp-pp" alone (the pre-placement
@@ -63,6 +67,8 @@ struct Candidate {
   RankOrder order = kMegatronRankOrder;
   int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (columns = tp / rows)
   int cp_2d_rows = 0;  // 0 = 1D context parallelism; else the 2D CP grid's rows (columns = cp / rows)
+  // Expert TP size; 0 = the base strategy's. Search results carry the effective value.
+  int etp = 0;
 };
 
 // How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,

@@ -7,6 +7,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <set>
 #include <string>
 
 namespace {
@@ -189,6 +190,32 @@ TEST(CliSearch, ShardsMergeToTheWholeSearch) {
   std::vector<std::uint64_t> got;
   for (const auto& c : merged) got.push_back(c["index"].get<std::uint64_t>());
   EXPECT_EQ(got, top_indices(whole));
+}
+
+// --etp searches expert tensor parallelism: shown in the layout, in the JSON and through --out /
+// search merge; a value below 1 is a command-line error.
+TEST(CliSearch, ExpertTensorParallelSizesAreSearchedAndMerged) {
+  const std::string moe =
+      "search --model mixtral-8x7b --system h100-sxm --world-size 16 --global-batch-size 64 --seq-len 4096 "
+      "--tp 2 --pp 1,2 --vpp 1 --ep 2,4,8 --etp 1,2 --mbs 1 --recompute full --top 10";
+  const CmdResult r = run(moe + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  std::set<int> etps;
+  for (const auto& c : j["top"]) etps.insert(c["etp"].get<int>());
+  EXPECT_EQ(etps, (std::set<int>{1, 2}));
+  const CmdResult text = run(moe);
+  EXPECT_NE(text.out.find(" etp2 dp"), std::string::npos) << text.out;
+  const std::string out = ::testing::TempDir() + "calisim_etp.csv";
+  ASSERT_EQ(run(moe + " --out " + out).code, 0);
+  const CmdResult m = run("search merge --top 10 --json " + out);
+  ASSERT_EQ(m.code, 0) << m.out;
+  const auto merged = nlohmann::json::parse(m.out);
+  ASSERT_EQ(merged.size(), j["top"].size());
+  for (std::size_t i = 0; i < merged.size(); ++i) EXPECT_EQ(merged[i]["etp"], j["top"][i]["etp"]) << i;
+  const CmdResult bad = run(moe + " --etp 0");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--etp"), std::string::npos) << bad.out;
 }
 
 TEST(CliSearch, CsvHasEveryFeasibleCandidate) {

@@ -20,6 +20,19 @@ def test_search_equals_cli_json():
     assert len(py.top) == 5 and py.top[0].step_time_s <= py.top[-1].step_time_s
 
 
+def test_expert_tensor_parallel_list_equals_cli_json():
+    args = dict(world_size=16, global_batch_size=64, seq_len=4096, tp=[2], pp=[1, 2], vpp=[1], ep=[2, 4, 8],
+                etp=[1, 2], mbs=[1], recompute=["full"], top=10)
+    py = calisim.search("mixtral-8x7b", "h100-sxm", **args)
+    cli = cli_json("search", "--model", "mixtral-8x7b", "--system", "h100-sxm", "--world-size", "16",
+                   "--global-batch-size", "64", "--seq-len", "4096", "--tp", "2", "--pp", "1,2", "--vpp", "1",
+                   "--ep", "2,4,8", "--etp", "1,2", "--mbs", "1", "--recompute", "full", "--top", "10", "--json")
+    assert py.to_dict()["top"] == cli["top"]
+    assert {c["etp"] for c in cli["top"]} == {1, 2}
+    with pytest.raises(calisim.ConfigError, match="etp"):
+        calisim.search("mixtral-8x7b", "h100-sxm", **dict(args, etp=[0]))
+
+
 def test_nothing_fits_raises_with_explanation():
     with pytest.raises(calisim.NoFeasibleLayout, match="no layout fits") as e:
         calisim.search("llama3-70b", "a100-pcie-80g", world_size=8, global_batch_size=8, seq_len=8192,

@@ -203,7 +203,7 @@ void expect_placement_search_equals_brute_force(const ModelConfig& model, const 
   EXPECT_DOUBLE_EQ(r.feasible.front().step_time_s, reference.front().step_time_s);
   auto same_layout = [](const Candidate& a, const Candidate& b) {
     return a.tp == b.tp && a.pp == b.pp && a.vpp == b.vpp && a.cp == b.cp && a.ep == b.ep && a.mbs == b.mbs &&
-           a.recompute == b.recompute && a.zero == b.zero;
+           a.recompute == b.recompute && a.zero == b.zero && (b.etp == 0 || a.etp == b.etp);
   };
   for (const auto& ref : reference) {
     bool found = false;
@@ -238,7 +238,8 @@ TEST(Search, PlacementSearchEqualsBruteForceDense) {
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 }
 
-TEST(Search, PlacementSearchEqualsBruteForceMoe) {
+// A small MoE model on 16 GPUs: tp 1/2, pp 1/2, the given ep list, one mbs, no recompute.
+Fixture moe_fixture(std::vector<int> ep, const char* orders) {
   Fixture f;
   f.model = testing_support::small_moe();
   f.base = parse_strategy(nlohmann::json::parse(R"({"seq_len": 2048, "global_batch_size": 32})"), "base");
@@ -246,11 +247,16 @@ TEST(Search, PlacementSearchEqualsBruteForceMoe) {
   f.space.pp = {1, 2};
   f.space.vpp = {1};
   f.space.cp = {1};
-  f.space.ep = {1, 2, 4, 8};
+  f.space.ep = std::move(ep);
   f.space.mbs = {1};
   f.space.recompute = {RecomputeChoice::none};
   f.space.zero = {1};
-  f.space.orders = rank_order_list("all");
+  f.space.orders = rank_order_list(orders);
+  return f;
+}
+
+TEST(Search, PlacementSearchEqualsBruteForceMoe) {
+  const Fixture f = moe_fixture({1, 2, 4, 8}, "all");
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 }
 
@@ -277,6 +283,38 @@ TEST(Search, DefaultExpertParallelSizesFollowTheExperts) {
   stated.ep = {32};
   fill_default_lists(stated, dsv3, 8);
   EXPECT_EQ(stated.ep, std::vector<int>({32}));  // a stated list is kept
+}
+
+// An expert-TP list multiplies the space; the search still equals a brute force over it, and each
+// result carries the expert TP it ran with.
+TEST(Search, ExpertTensorParallelListEqualsBruteForce) {
+  Fixture f = moe_fixture({1, 2, 4}, "tp_first");
+  f.space.etp = {1, 2};
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
+
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.keep_all = true;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  bool saw_etp2 = false;
+  for (const auto& c : r.feasible) {
+    const Candidate listed = candidate_at(f.space, c.index);
+    EXPECT_EQ(c.candidate.etp, listed.etp);
+    saw_etp2 = saw_etp2 || c.candidate.etp == 2;
+  }
+  EXPECT_TRUE(saw_etp2);
+  // Without a list the results report the base strategy's expert TP.
+  f.space.etp.clear();
+  const SearchResult base_only = run_search(f.model, f.base, f.system, eff, f.space, o);
+  ASSERT_FALSE(base_only.feasible.empty());
+  for (const auto& c : base_only.feasible) EXPECT_EQ(c.candidate.etp, f.base.etp_size);
+  // A dense model rejects expert TP.
+  Candidate dense = candidate_at(f.space, 0);
+  dense.etp = 2;
+  StrategyConfig st;
+  std::string why;
+  EXPECT_FALSE(make_strategy(f.base, testing_support::shipped_model("llama3-8b"), f.space, dense, st, &why));
+  EXPECT_NE(why.find("etp > 1 needs a MoE model"), std::string::npos) << why;
 }
 
 TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {
