@@ -150,6 +150,52 @@ TEST(ValidateCli, RowWhoseBatchColumnsDisagreeIsWarned) {
   EXPECT_NE(warnings[0].get<std::string>().find("batch columns disagree"), std::string::npos);
 }
 
+// --fit-system fits the system's defaults to its rows: the fitted factor reproduces the one row,
+// the JSON and the table report it, --fit-out writes a system file that simulates, and the
+// options are checked.
+TEST(ValidateCli, FitSystemToItsRows) {
+  const std::string out = ::testing::TempDir() + "a100-fit.json";
+  std::remove(out.c_str());
+  const Out j = calisim("validate --runs " + kFixture + " --json --fit-system a100-sxm-80g --fit-out " + out, false);
+  ASSERT_EQ(j.code, 0) << j.text;
+  const auto fit = nlohmann::json::parse(j.text)["fit"];
+  EXPECT_EQ(fit["system"], "a100-sxm-80g");
+  EXPECT_EQ(fit["rows"], 1);  // R0021; R0287 is an H100 row
+  EXPECT_EQ(fit["cross_validation"], "none (one row)");
+  const double k = fit["factors"]["compute"].get<double>();
+  EXPECT_GT(k, 0.25);
+  EXPECT_LT(k, 4.0);
+  // One row, one factor: the fit reproduces its step time.
+  const auto& row = fit["per_row"][0];
+  EXPECT_NEAR(row["fitted_step_s"].get<double>(), row["measured_step_s"].get<double>(),
+              3e-3 * row["measured_step_s"].get<double>());
+  EXPECT_LT(fit["step_time"]["fitted"]["mape"].get<double>(), fit["step_time"]["defaults"]["mape"].get<double>());
+  // The written file is a system that simulates; its description says how it was fitted.
+  std::ifstream in(out);
+  ASSERT_TRUE(in.good());
+  const auto doc = nlohmann::json::parse(in);
+  EXPECT_NE(doc["description"].get<std::string>().find("--fit-system a100-sxm-80g"), std::string::npos);
+  const Out s = calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --no-ops --system " + out);
+  EXPECT_EQ(s.code, 0) << s.text;
+  const Out t = calisim("validate --runs " + kFixture + " --fit-system a100-sxm-80g");
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("fit of a100-sxm-80g's efficiencies to its 1 rows (compute): compute x"), std::string::npos)
+      << t.text;
+  // One row: nothing to hold out (the folds themselves are tested in tests/calibration/run_fit_test.cc).
+  EXPECT_EQ(t.text.find("held out"), std::string::npos) << t.text;
+  // Refusals: a system no row maps to, --db, --fit without --fit-system, an unknown group.
+  const Out none = calisim("validate --runs " + kFixture + " --fit-system mi300x");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.text.find("no simulated row maps to system 'mi300x' (rows map to: a100-sxm-80g, h100-sxm)"),
+            std::string::npos)
+      << none.text;
+  EXPECT_EQ(calisim("validate --runs " + kFixture + " --fit-system h100-sxm --db x.db").code, 2);
+  EXPECT_EQ(calisim("validate --runs " + kFixture + " --fit comm").code, 2);
+  const Out group = calisim("validate --runs " + kFixture + " --fit-system h100-sxm --fit flops");
+  EXPECT_EQ(group.code, 2);
+  EXPECT_NE(group.text.find("expected compute, comm or memory"), std::string::npos) << group.text;
+}
+
 // --dump-inputs writes each simulated row's mapped inputs; `calisim simulate` on them reproduces
 // the row's simulated step.
 TEST(ValidateCli, DumpedInputsReproduceTheRow) {

@@ -1,0 +1,204 @@
+#include "calibration/run_fit.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <stdexcept>
+
+#include "simulator/default_efficiency.h"
+#include "simulator/simulate.h"
+
+namespace calisim::calibration {
+namespace {
+
+double capped(double e, double k) { return std::min(1.0, e * k); }
+
+// Mean squared log(simulated / measured) of `rows` (by index) under `f`.
+struct Objective {
+  const std::vector<FitRow>& rows;
+  int* simulations;
+  double step(const FitRow& r, const FitFactors& f) const {
+    const SystemConfig sys = apply_factors(r.system, f);
+    const DefaultEfficiencyModel eff(sys);
+    SimulateOptions opt;
+    opt.details = false;
+    ++*simulations;
+    return simulate(r.model, r.strategy, sys, eff, opt).duration_time_per_iter_s;
+  }
+  double operator()(const std::vector<std::size_t>& use, const FitFactors& f) const {
+    double sum = 0;
+    for (std::size_t i : use) {
+      const double l = std::log(step(rows[i], f) / rows[i].measured_step_s);
+      sum += l * l;
+    }
+    return sum / static_cast<double>(use.size());
+  }
+};
+
+// Golden-section search for the factor of group `g` (the others held) on log(factor).
+double best_factor(const Objective& obj, const std::vector<std::size_t>& use, FitFactors f, std::size_t g,
+                   const RunFitOptions& o) {
+  const double phi = (std::sqrt(5.0) - 1) / 2;
+  double a = std::log(o.min_factor), b = std::log(o.max_factor);
+  auto value = [&](double x) {
+    f.factor[g] = std::exp(x);
+    return obj(use, f);
+  };
+  double c = b - phi * (b - a), d = a + phi * (b - a);
+  double fc = value(c), fd = value(d);
+  while (b - a > o.log_tolerance) {
+    if (fc < fd) {
+      b = d, d = c, fd = fc;
+      c = b - phi * (b - a);
+      fc = value(c);
+    } else {
+      a = c, c = d, fc = fd;
+      d = a + phi * (b - a);
+      fd = value(d);
+    }
+  }
+  return std::exp((a + b) / 2);
+}
+
+FitFactors fit(const Objective& obj, const std::vector<std::size_t>& use, const RunFitOptions& o) {
+  FitFactors f;
+  f.groups = o.groups;
+  f.factor.assign(o.groups.size(), 1.0);
+  const int passes = o.groups.size() == 1 ? 1 : std::max(1, o.passes);
+  for (int p = 0; p < passes; ++p) {
+    for (std::size_t g = 0; g < f.groups.size(); ++g) f.factor[g] = best_factor(obj, use, f, g, o);
+  }
+  return f;
+}
+
+}  // namespace
+
+const char* to_string(FitGroup g) {
+  switch (g) {
+    case FitGroup::compute: return "compute";
+    case FitGroup::comm: return "comm";
+    case FitGroup::memory: return "memory";
+  }
+  return "?";
+}
+
+FitGroup parse_fit_group(const std::string& word) {
+  if (word == "compute") return FitGroup::compute;
+  if (word == "comm") return FitGroup::comm;
+  if (word == "memory") return FitGroup::memory;
+  throw std::invalid_argument("expected compute, comm or memory, got '" + word + "'");
+}
+
+double FitFactors::of(FitGroup g) const {
+  for (std::size_t i = 0; i < groups.size(); ++i)
+    if (groups[i] == g) return factor[i];
+  return 1.0;
+}
+
+SystemConfig apply_factors(const SystemConfig& sys, const FitFactors& f) {
+  SystemConfig s = sys;
+  const double kc = f.of(FitGroup::compute), kn = f.of(FitGroup::comm), km = f.of(FitGroup::memory);
+  s.matmul_efficiency = capped(s.matmul_efficiency, kc);
+  for (double& e : s.matmul_efficiency_by_dtype)
+    if (e > 0) e = capped(e, kc);
+  s.attention_efficiency = capped(s.attention_efficiency, kc);
+  for (double& e : s.scale_up.efficiency) e = capped(e, kn);
+  for (double& e : s.scale_out.efficiency) e = capped(e, kn);
+  s.memory_efficiency = capped(s.memory_efficiency, km);
+  return s;
+}
+
+// A written efficiency keeps 4 decimals (the file is read by people; 1e-4 moves no result).
+double written(double e, double k) { return std::round(capped(e, k) * 1e4) / 1e4; }
+
+template <class Json>
+Json scale_document(Json doc, const FitFactors& f) {
+  const double kc = f.of(FitGroup::compute), kn = f.of(FitGroup::comm), km = f.of(FitGroup::memory);
+  auto scale = [](Json& parent, const char* key, double k) {
+    if (parent.is_object() && parent.contains(key) && parent[key].is_number()) {
+      parent[key] = written(parent[key].template get<double>(), k);
+    }
+  };
+  auto scale_all = [](Json* obj, double k) {
+    if (!obj || !obj->is_object()) return;
+    for (auto& [key, v] : obj->items())
+      if (v.is_number()) v = written(v.template get<double>(), k);
+  };
+  if (doc.contains("efficiency") && doc["efficiency"].is_object()) {
+    Json& e = doc["efficiency"];
+    scale(e, "matmul", kc);
+    scale(e, "attention", kc);
+    scale(e, "memory_bound", km);
+    if (e.contains("matmul_by_dtype")) scale_all(&e["matmul_by_dtype"], kc);
+    if (e.contains("attention_implementations") && e["attention_implementations"].is_object()) {
+      for (auto& [name, impl] : e["attention_implementations"].items()) scale(impl, "attention", kc);
+    }
+  }
+  if (doc.contains("network") && doc["network"].is_object()) {
+    for (const char* tier : {"scale_up", "scale_out"}) {
+      Json& n = doc["network"];
+      if (n.contains(tier) && n[tier].is_object() && n[tier].contains("efficiency")) {
+        scale_all(&n[tier]["efficiency"], kn);
+      }
+    }
+  }
+  return doc;
+}
+
+nlohmann::json apply_factors(nlohmann::json doc, const FitFactors& f) { return scale_document(std::move(doc), f); }
+nlohmann::ordered_json apply_factors(nlohmann::ordered_json doc, const FitFactors& f) {
+  return scale_document(std::move(doc), f);
+}
+
+RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& o,
+                      const std::function<void(int, int)>& progress) {
+  if (rows.empty()) throw std::invalid_argument("no simulated rows to fit");
+  if (o.groups.empty()) throw std::invalid_argument("no efficiency group to fit");
+  for (const auto& r : rows) {
+    if (!(r.measured_step_s > 0)) throw std::invalid_argument("row " + r.run_id + ": measured step time is not positive");
+  }
+  RunFitResult out;
+  const Objective obj{rows, &out.simulations};
+  std::vector<std::size_t> all(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) all[i] = i;
+
+  // Folds: one per group, or one per row when every row shares a group.
+  std::map<std::string, std::vector<std::size_t>> by_group;
+  for (std::size_t i = 0; i < rows.size(); ++i) by_group[rows[i].group].push_back(i);
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;
+  out.by_group = by_group.size() > 1;
+  if (out.by_group) {
+    for (auto& [g, idx] : by_group) folds.emplace_back(g, idx);
+  } else if (rows.size() > 1) {
+    for (std::size_t i = 0; i < rows.size(); ++i) folds.push_back({rows[i].run_id, {i}});
+  }
+  const int total = 1 + static_cast<int>(folds.size());
+
+  out.factors = fit(obj, all, o);
+  if (progress) progress(1, total);
+  FitFactors none;
+  out.rows.resize(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    FittedRow& fr = out.rows[i];
+    fr.run_id = rows[i].run_id;
+    fr.group = rows[i].group;
+    fr.measured_step_s = rows[i].measured_step_s;
+    fr.default_step_s = obj.step(rows[i], none);
+    fr.fitted_step_s = obj.step(rows[i], out.factors);
+    fr.held_out_step_s = fr.fitted_step_s;  // one row alone has no fold: its fit is all there is
+  }
+  int done = 1;
+  for (const auto& [name, held] : folds) {
+    std::vector<std::size_t> train;
+    for (std::size_t i : all)
+      if (std::find(held.begin(), held.end(), i) == held.end()) train.push_back(i);
+    const FitFactors f = fit(obj, train, o);
+    for (std::size_t i : held) out.rows[i].held_out_step_s = obj.step(rows[i], f);
+    out.held_out.push_back(f);
+    out.folds.push_back(name);
+    if (progress) progress(++done, total);
+  }
+  return out;
+}
+
+}  // namespace calisim::calibration
