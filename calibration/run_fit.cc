@@ -71,6 +71,45 @@ FitFactors fit(const Objective& obj, const std::vector<std::size_t>& use, const 
   return f;
 }
 
+// Each row's fold name: its group, with groups that cite the same document joined under the
+// first of them in row order ("A (+ 2 sources citing the same document)").
+std::vector<std::string> joined_groups(const std::vector<FitRow>& rows) {
+  std::map<std::string, std::string> parent;  // union-find over group names
+  std::vector<std::string> order;
+  auto find = [&](std::string g) {
+    while (parent[g] != g) g = parent[g];
+    return g;
+  };
+  for (const auto& r : rows) {
+    if (!parent.count(r.group)) {
+      parent[r.group] = r.group;
+      order.push_back(r.group);
+    }
+  }
+  std::map<std::string, std::string> first_with_document;
+  for (const auto& r : rows) {
+    if (r.document.empty()) continue;
+    auto [it, fresh] = first_with_document.emplace(r.document, r.group);
+    if (fresh) continue;
+    const std::string a = find(it->second), b = find(r.group);
+    if (a == b) continue;
+    // The group seen first names the joined fold.
+    const bool a_first = std::find(order.begin(), order.end(), a) < std::find(order.begin(), order.end(), b);
+    parent[a_first ? b : a] = a_first ? a : b;
+  }
+  std::map<std::string, int> members;
+  for (const auto& g : order) ++members[find(g)];
+  std::vector<std::string> out;
+  for (const auto& r : rows) {
+    const std::string root = find(r.group);
+    const int n = members[root];
+    out.push_back(n > 1 ? root + " (+ " + std::to_string(n - 1) + " source" + (n > 2 ? "s" : "") +
+                              " citing the same document)"
+                        : root);
+  }
+  return out;
+}
+
 }  // namespace
 
 const char* to_string(FitGroup g) {
@@ -162,9 +201,11 @@ RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& o,
   std::vector<std::size_t> all(rows.size());
   for (std::size_t i = 0; i < rows.size(); ++i) all[i] = i;
 
-  // Folds: one per group, or one per row when every row shares a group.
+  // Folds: one per group (groups citing one document joined), or one per row when every row
+  // shares a group.
   std::map<std::string, std::vector<std::size_t>> by_group;
-  for (std::size_t i = 0; i < rows.size(); ++i) by_group[rows[i].group].push_back(i);
+  const std::vector<std::string> fold_of = joined_groups(rows);
+  for (std::size_t i = 0; i < rows.size(); ++i) by_group[fold_of[i]].push_back(i);
   std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;
   out.by_group = by_group.size() > 1;
   if (out.by_group) {
@@ -181,7 +222,7 @@ RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& o,
   for (std::size_t i = 0; i < rows.size(); ++i) {
     FittedRow& fr = out.rows[i];
     fr.run_id = rows[i].run_id;
-    fr.group = rows[i].group;
+    fr.group = fold_of[i];
     fr.measured_step_s = rows[i].measured_step_s;
     fr.default_step_s = obj.step(rows[i], none);
     fr.fitted_step_s = obj.step(rows[i], out.factors);

@@ -13,8 +13,9 @@
 //
 // How well such a fit predicts runs it has not seen is what matters, so the fit is cross-validated:
 // each group of rows (a source, i.e. one publication's runs, which share a framework, a cluster and
-// a software version) is predicted by the factors fitted on all other groups; with a single group,
-// each row by the factors fitted on the other rows. Pure: no I/O.
+// a software version; sources that cite the same document are one group) is predicted by the
+// factors fitted on all other groups; with a single group, each row by the factors fitted on the
+// other rows. Pure: no I/O.
 #pragma once
 
 #include <functional>
@@ -37,6 +38,7 @@ FitGroup parse_fit_group(const std::string& word);
 struct FitRow {
   std::string run_id;
   std::string group;           // cross-validation group (the row's source)
+  std::string document;        // the document it cites; groups sharing one are merged ("" = none)
   ModelConfig model;
   StrategyConfig strategy;
   SystemConfig system;         // the row's own system (patches applied), before any factor
@@ -58,7 +60,7 @@ nlohmann::json apply_factors(nlohmann::json system_doc, const FitFactors& f);
 nlohmann::ordered_json apply_factors(nlohmann::ordered_json system_doc, const FitFactors& f);  // keeps field order
 
 struct FittedRow {
-  std::string run_id, group;
+  std::string run_id, group;    // group: the cross-validation fold the row belongs to
   double measured_step_s = 0;
   double default_step_s = 0;    // the system's own efficiencies
   double fitted_step_s = 0;     // with the factors fitted on every row

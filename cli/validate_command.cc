@@ -126,7 +126,10 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     RowResult r = score_run(run, m, res);
     if (!sys.note.empty()) r.warnings.push_back(sys.note);
     if (fit && m.system == a.fit_system) {
-      fit->push_back({run.run_id, run.source, model, strategy, sys.config, r.measured_step_s});
+      // The cited document without its table / column detail: sources citing it are one fold.
+      const std::string ref = run.text("source_ref");
+      fit->push_back({run.run_id, run.source, ref.substr(0, ref.find(" (")), model, strategy, sys.config,
+                      r.measured_step_s});
     }
     return r;
   } catch (const std::exception& e) {
@@ -306,7 +309,7 @@ nlohmann::json fit_json(const ValidateArgs& a, const FitReport& rep) {
   }
   j["per_row"] = nlohmann::json::array();
   for (const auto& r : rep.result.rows) {
-    j["per_row"].push_back({{"run_id", r.run_id}, {"source", r.group}, {"measured_step_s", r.measured_step_s},
+    j["per_row"].push_back({{"run_id", r.run_id}, {"fold", r.group}, {"measured_step_s", r.measured_step_s},
                             {"default_step_s", r.default_step_s}, {"fitted_step_s", r.fitted_step_s},
                             {"held_out_step_s", r.held_out_step_s}});
   }
@@ -336,7 +339,13 @@ std::string fit_text(const ValidateArgs& a, const FitReport& rep) {
       std::vector<FittedRow> mine;
       for (const auto& r : f.rows)
         if (r.group == f.folds[i]) mine.push_back(r);
-      folds.add_row({f.folds[i].substr(0, 70), std::to_string(mine.size()), factors_text(f.held_out[i]),
+      // Long source names are cut, a joined fold's "(+ N sources ...)" kept.
+      const std::string& name = f.folds[i];
+      const std::size_t joined = name.find(" (+ ");
+      const std::string shown = joined == std::string::npos
+                                    ? name.substr(0, 70)
+                                    : name.substr(0, std::min<std::size_t>(joined, 45)) + name.substr(joined);
+      folds.add_row({shown, std::to_string(mine.size()), factors_text(f.held_out[i]),
                      fmt::format("{:.1f}%", 100 * fit_stats(mine, &FittedRow::held_out_step_s).mape)});
     }
     out += "\n" + folds.render();

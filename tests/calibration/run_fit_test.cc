@@ -76,6 +76,22 @@ TEST(RunFit, RecoversAKnownComputeFactor) {
   EXPECT_GT(r.simulations, 0);
 }
 
+// Sources that cite the same document are one fold (a publication's tables are not independent).
+TEST(RunFit, GroupsCitingOneDocumentAreOneFold) {
+  FitFactors truth;
+  truth.groups = {FitGroup::compute};
+  truth.factor = {0.9};
+  auto rows = synthetic_rows(truth, false);
+  const char* groups[] = {"A", "B", "C", "A", "B", "C"};
+  const char* docs[] = {"paper", "paper", "other", "paper", "", ""};
+  for (std::size_t i = 0; i < rows.size(); ++i) rows[i].group = groups[i], rows[i].document = docs[i];
+  const RunFitResult r = fit_runs(rows, RunFitOptions{});
+  ASSERT_TRUE(r.by_group);
+  EXPECT_EQ(r.folds, (std::vector<std::string>{"A (+ 1 source citing the same document)", "C"}));
+  EXPECT_EQ(r.rows[1].group, "A (+ 1 source citing the same document)");  // B joined A
+  EXPECT_EQ(r.rows[2].group, "C");
+}
+
 TEST(RunFit, SeveralGroupsByCoordinateDescentAndLeaveOneRowOut) {
   FitFactors truth;
   truth.groups = {FitGroup::compute, FitGroup::memory};
