@@ -18,7 +18,7 @@
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
-#include "cli/progress_bar.h"
+#include "cli/validate_fit.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "simulator/config_loader.h"
@@ -75,10 +75,10 @@ void dump_inputs(const std::string& run_id, const MappedRun& m, const std::vecto
   }
 }
 
-// Simulates one row; when `fit` is given and the row simulated on the --fit-system system, also
-// keeps what fitting needs (its parsed configs and measured step).
+// Simulates one row; when `fit` is given, also keeps what fitting needs (its mapped system, parsed
+// configs and measured step).
 RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::string, SystemEntry>& systems,
-                   std::vector<FitRow>* fit) {
+                   std::vector<std::pair<std::string, FitRow>>* fit) {
   const ModelLoader loader = [](const std::string& name) {
     return read_json_file(resolve_config(ConfigKind::model, name));
   };
@@ -125,11 +125,11 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     const SimulationResult res = simulate(model, strategy, sys.config, *sys.efficiency, opt);
     RowResult r = score_run(run, m, res);
     if (!sys.note.empty()) r.warnings.push_back(sys.note);
-    if (fit && m.system == a.fit_system) {
+    if (fit) {
       // The cited document without its table / column detail: sources citing it are one fold.
       const std::string ref = run.text("source_ref");
-      fit->push_back({run.run_id, run.source, ref.substr(0, ref.find(" (")), model, strategy, sys.config,
-                      r.measured_step_s});
+      fit->emplace_back(m.system, FitRow{run.run_id, run.source, ref.substr(0, ref.find(" (")), model, strategy,
+                                         sys.config, r.measured_step_s});
     }
     return r;
   } catch (const std::exception& e) {
@@ -202,160 +202,6 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
   return out;
 }
 
-// MAPE, median |error|, bias (mean signed error) of simulated against measured step times.
-struct FitStats {
-  double mape = 0, median = 0, bias = 0;
-};
-FitStats fit_stats(const std::vector<FittedRow>& rows, double FittedRow::*sim) {
-  FitStats s;
-  std::vector<double> abs;
-  for (const auto& r : rows) {
-    const double e = (r.*sim - r.measured_step_s) / r.measured_step_s;
-    s.mape += std::abs(e);
-    s.bias += e;
-    abs.push_back(std::abs(e));
-  }
-  s.mape /= static_cast<double>(rows.size());
-  s.bias /= static_cast<double>(rows.size());
-  std::sort(abs.begin(), abs.end());
-  const std::size_t n = abs.size();
-  s.median = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
-  return s;
-}
-
-std::string factors_text(const FitFactors& f) {
-  std::string out;
-  for (std::size_t i = 0; i < f.groups.size(); ++i) {
-    out += fmt::format("{}{} x{:.3f}", i ? ", " : "", to_string(f.groups[i]), f.factor[i]);
-  }
-  return out;
-}
-
-nlohmann::json factors_json(const FitFactors& f) {
-  nlohmann::json j = nlohmann::json::object();
-  for (std::size_t i = 0; i < f.groups.size(); ++i) j[to_string(f.groups[i])] = f.factor[i];
-  return j;
-}
-
-// The --fit-system part: fit, report, and the fitted system file.
-struct FitReport {
-  RunFitResult result;
-  FitStats before, fitted, held_out;
-  std::string written;
-};
-
-FitReport run_fit(const ValidateArgs& a, const std::vector<FitRow>& fit_rows, const std::vector<RowResult>& rows) {
-  if (fit_rows.empty()) {
-    std::vector<std::string> seen;
-    for (const auto& r : rows)
-      if (r.simulated && std::find(seen.begin(), seen.end(), r.system) == seen.end()) seen.push_back(r.system);
-    throw InputError(a.runs, "--fit-system",
-                     fmt::format("no simulated row maps to system '{}' (rows map to: {})", a.fit_system,
-                                 seen.empty() ? "none" : fmt::format("{}", fmt::join(seen, ", "))));
-  }
-  RunFitOptions o;
-  o.groups.clear();
-  for (const auto& g : a.fit_groups) {
-    try {
-      const FitGroup parsed = parse_fit_group(g);
-      if (std::find(o.groups.begin(), o.groups.end(), parsed) == o.groups.end()) o.groups.push_back(parsed);
-    } catch (const std::invalid_argument& e) {
-      throw InputError("<command line>", "--fit", e.what());
-    }
-  }
-  FitReport rep;
-  ProgressBar bar("validate: fitting " + a.fit_system);
-  rep.result = fit_runs(fit_rows, o, [&bar](int done, int total) {
-    bar.update(static_cast<std::uint64_t>(done), static_cast<std::uint64_t>(total));
-  });
-  bar.finish();
-  rep.before = fit_stats(rep.result.rows, &FittedRow::default_step_s);
-  rep.fitted = fit_stats(rep.result.rows, &FittedRow::fitted_step_s);
-  rep.held_out = fit_stats(rep.result.rows, &FittedRow::held_out_step_s);
-  if (!a.fit_out.empty()) {
-    const std::string file = resolve_config(ConfigKind::system, a.fit_system);
-    std::ifstream in(file);
-    nlohmann::ordered_json doc = apply_factors(nlohmann::ordered_json::parse(in), rep.result.factors);
-    const std::string how = fmt::format(
-        " Fitted to measured step times by calisim validate --runs {} --fit-system {} --fit {}{}: {} on {} rows ({} "
-        "sources); step-time MAPE {:.1f}% with the file's defaults, {:.1f}% fitted, {:.1f}% predicting each {} from "
-        "the others.",
-        std::filesystem::path(a.runs).filename().string(), a.fit_system, fmt::join(a.fit_groups, ","),
-        a.source.empty() ? "" : " --source '" + a.source + "'", factors_text(rep.result.factors),
-        rep.result.rows.size(), rep.result.by_group ? rep.result.folds.size() : 1, 100 * rep.before.mape,
-        100 * rep.fitted.mape, 100 * rep.held_out.mape, rep.result.by_group ? "source" : "row");
-    doc["description"] = doc.value("description", std::string()) + how;
-    std::ofstream out(a.fit_out);
-    if (!out || !(out << doc.dump(2) << "\n")) throw InputError(a.fit_out, "--fit-out", "cannot write the file");
-    rep.written = a.fit_out;
-  }
-  return rep;
-}
-
-nlohmann::json fit_json(const ValidateArgs& a, const FitReport& rep) {
-  auto stats = [](const FitStats& s) { return nlohmann::json{{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; };
-  nlohmann::json j;
-  j["system"] = a.fit_system;
-  j["groups"] = a.fit_groups;
-  j["factors"] = factors_json(rep.result.factors);
-  j["rows"] = rep.result.rows.size();
-  j["cross_validation"] = rep.result.folds.empty() ? "none (one row)"
-                         : rep.result.by_group ? "leave one source out"
-                                               : "leave one row out";
-  j["step_time"] = {{"defaults", stats(rep.before)}, {"fitted", stats(rep.fitted)}, {"held_out", stats(rep.held_out)}};
-  j["folds"] = nlohmann::json::array();
-  for (std::size_t i = 0; i < rep.result.folds.size(); ++i) {
-    j["folds"].push_back({{"left_out", rep.result.folds[i]}, {"factors", factors_json(rep.result.held_out[i])}});
-  }
-  j["per_row"] = nlohmann::json::array();
-  for (const auto& r : rep.result.rows) {
-    j["per_row"].push_back({{"run_id", r.run_id}, {"fold", r.group}, {"measured_step_s", r.measured_step_s},
-                            {"default_step_s", r.default_step_s}, {"fitted_step_s", r.fitted_step_s},
-                            {"held_out_step_s", r.held_out_step_s}});
-  }
-  j["simulations"] = rep.result.simulations;
-  if (!rep.written.empty()) j["written"] = rep.written;
-  return j;
-}
-
-std::string fit_text(const ValidateArgs& a, const FitReport& rep) {
-  const RunFitResult& f = rep.result;
-  std::string out = fmt::format("\nfit of {}'s efficiencies to its {} rows ({}): {}\n", a.fit_system, f.rows.size(),
-                                fmt::join(a.fit_groups, ", "), factors_text(f.factors));
-  Table t({"step time", "MAPE", "median", "bias"});
-  auto add = [&t](const char* name, const FitStats& s) {
-    t.add_row({name, fmt::format("{:.1f}%", 100 * s.mape), fmt::format("{:.1f}%", 100 * s.median), pct(s.bias)});
-  };
-  add("system file defaults", rep.before);
-  add("fitted on every row", rep.fitted);
-  if (!f.folds.empty()) {
-    add(f.by_group ? "held out (each source fitted on the others)" : "held out (each row fitted on the others)",
-        rep.held_out);
-  }
-  out += t.render();
-  if (f.by_group) {
-    Table folds({"source left out", "rows", "its factors", "its MAPE held out"});
-    for (std::size_t i = 0; i < f.folds.size(); ++i) {
-      std::vector<FittedRow> mine;
-      for (const auto& r : f.rows)
-        if (r.group == f.folds[i]) mine.push_back(r);
-      // Long source names are cut, a joined fold's "(+ N sources ...)" kept.
-      const std::string& name = f.folds[i];
-      const std::size_t joined = name.find(" (+ ");
-      const std::string shown = joined == std::string::npos
-                                    ? name.substr(0, 70)
-                                    : name.substr(0, std::min<std::size_t>(joined, 45)) + name.substr(joined);
-      folds.add_row({shown, std::to_string(mine.size()), factors_text(f.held_out[i]),
-                     fmt::format("{:.1f}%", 100 * fit_stats(mine, &FittedRow::held_out_step_s).mape)});
-    }
-    out += "\n" + folds.render();
-  }
-  if (!rep.written.empty()) out += fmt::format("fitted system file written to {}\n", rep.written);
-  out += "(the fitted factors scale the roofline defaults; a held-out error is what to expect on runs the fit has "
-         "not seen)\n";
-  return out;
-}
-
 void run(const ValidateArgs& a) {
   // A malformed --set is the user's error, not a row's: refuse it before reading any row.
   for (const auto& o : a.overrides) {
@@ -377,11 +223,12 @@ void run(const ValidateArgs& a) {
   std::map<std::string, SystemEntry> systems;
   std::vector<RowResult> rows;
   rows.reserve(runs.size());
-  std::vector<FitRow> fit_rows;
+  std::vector<std::pair<std::string, FitRow>> fit_rows;
   for (const auto& r : runs) rows.push_back(evaluate(r, a, systems, a.fit_system.empty() ? nullptr : &fit_rows));
   const ValidationSummary s = summarize(rows);
+  const FitArgs fit_args{a.runs, a.source, a.fit_system, a.fit_out, a.fit_groups};
   std::optional<FitReport> fit;
-  if (!a.fit_system.empty()) fit = run_fit(a, fit_rows, rows);
+  if (!a.fit_system.empty()) fit = run_fits(fit_args, fit_rows);
   if (!a.report.empty()) {
     std::ofstream out(a.report);
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
@@ -411,7 +258,7 @@ void run(const ValidateArgs& a) {
     for (const auto& [k, e] : systems)
       if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
     j["efficiency_notes"] = notes;
-    if (fit) j["fit"] = fit_json(a, *fit);
+    if (fit) j["fit"] = fit_json(fit_args, *fit);
     fmt::print("{}\n", j.dump(2));
   } else {
     fmt::print("{}", render(rows, s, a.runs));
@@ -421,7 +268,7 @@ void run(const ValidateArgs& a) {
       else if (!e.database.empty()) fmt::print("efficiencies for {}: database {}\n", k.substr(0, k.find('|')), e.database);
     }
     if (!a.report.empty()) fmt::print("report written to {}\n", a.report);
-    if (fit) fmt::print("{}", fit_text(a, *fit));
+    if (fit) fmt::print("{}", fit_text(fit_args, *fit));
   }
 }
 
@@ -445,10 +292,12 @@ void register_validate(CLI::App& app) {
                   "write each mapped row's model, strategy and system JSON to DIR (for calisim simulate)");
   sub->add_option("--fit-system", args->fit_system,
                   "fit this shipped system's default efficiencies to the step times of its rows, cross-validated "
-                  "by source (docs/validation.md, 'Fitting a system to measured runs')");
+                  "by source, or 'all': every system on its own rows (docs/validation.md, 'Fitting a system to "
+                  "measured runs')");
   sub->add_option("--fit", args->fit_groups, "efficiency groups to fit: compute, comm, memory (default compute)")
       ->delimiter(',');
-  sub->add_option("--fit-out", args->fit_out, "write the fitted system file to FILE");
+  sub->add_option("--fit-out", args->fit_out,
+                  "write the fitted system file to FILE (with --fit-system all: DIR/<system>-fit.json)");
   sub->callback([args] { run(*args); });
 }
 

@@ -158,7 +158,9 @@ TEST(ValidateCli, FitSystemToItsRows) {
   std::remove(out.c_str());
   const Out j = calisim("validate --runs " + kFixture + " --json --fit-system a100-sxm-80g --fit-out " + out, false);
   ASSERT_EQ(j.code, 0) << j.text;
-  const auto fit = nlohmann::json::parse(j.text)["fit"];
+  const auto report = nlohmann::json::parse(j.text)["fit"];
+  ASSERT_EQ(report["systems"].size(), 1u);
+  const auto& fit = report["systems"][0];
   EXPECT_EQ(fit["system"], "a100-sxm-80g");
   EXPECT_EQ(fit["rows"], 1);  // R0021; R0287 is an H100 row
   EXPECT_EQ(fit["cross_validation"], "none (one row)");
@@ -194,6 +196,23 @@ TEST(ValidateCli, FitSystemToItsRows) {
   const Out group = calisim("validate --runs " + kFixture + " --fit-system h100-sxm --fit flops");
   EXPECT_EQ(group.code, 2);
   EXPECT_NE(group.text.find("expected compute, comm or memory"), std::string::npos) << group.text;
+
+  // all: each system with simulated rows on its own rows, the files in a directory, and the error
+  // over every fitted row.
+  const std::string dir = ::testing::TempDir() + "fits";
+  const Out every = calisim("validate --runs " + kFixture + " --json --fit-system all --fit-out " + dir, false);
+  ASSERT_EQ(every.code, 0) << every.text;
+  const auto all = nlohmann::json::parse(every.text)["fit"];
+  ASSERT_EQ(all["systems"].size(), 2u);
+  EXPECT_EQ(all["systems"][0]["system"], "a100-sxm-80g");
+  EXPECT_EQ(all["systems"][1]["system"], "h100-sxm");
+  EXPECT_EQ(all["rows"], 2);
+  EXPECT_LE(all["step_time"]["fitted"]["mape"].get<double>(), all["step_time"]["defaults"]["mape"].get<double>());
+  std::ifstream written(dir + "/h100-sxm-fit.json");
+  EXPECT_TRUE(written.good());
+  const Out all_text = calisim("validate --runs " + kFixture + " --fit-system all");
+  EXPECT_NE(all_text.text.find("all 2 fitted rows, each system fitted on its own rows:"), std::string::npos)
+      << all_text.text;
 }
 
 // --dump-inputs writes each simulated row's mapped inputs; `calisim simulate` on them reproduces

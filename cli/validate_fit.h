@@ -1,0 +1,48 @@
+// `calisim validate --fit-system SYSTEM|all`: fits the roofline defaults of each system to its
+// rows (calibration/run_fit.h), reports the errors with the defaults, fitted and held out, and
+// writes the fitted system files. `all` fits every system with simulated rows, each on its own
+// rows, and adds the error over all of them.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "calibration/run_fit.h"
+
+namespace calisim::cli {
+
+struct FitArgs {
+  std::string runs_file, source;  // for the provenance sentence of a written file
+  std::string system;             // a shipped system name, or "all"
+  std::string out;                // file (one system) or directory (all); empty = none
+  std::vector<std::string> groups;
+};
+
+// MAPE, median |error| and bias (mean signed error) of simulated against measured step times.
+struct FitStats {
+  double mape = 0, median = 0, bias = 0;
+};
+
+struct SystemFit {
+  std::string system;
+  calibration::RunFitResult result;
+  FitStats before, fitted, held_out;
+  std::string written;
+};
+
+struct FitReport {
+  std::vector<SystemFit> systems;    // in the order their first row appeared
+  FitStats before, fitted, held_out;  // over every fitted row
+  std::size_t rows = 0;
+};
+
+// rows: each simulated row's mapped system name and what fitting needs. Throws InputError for an
+// unknown group, no row of the system, or a file that cannot be written.
+FitReport run_fits(const FitArgs& a, const std::vector<std::pair<std::string, calibration::FitRow>>& rows);
+nlohmann::json fit_json(const FitArgs& a, const FitReport& r);
+std::string fit_text(const FitArgs& a, const FitReport& r);
+
+}  // namespace calisim::cli
