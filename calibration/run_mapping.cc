@@ -401,10 +401,19 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   // ---- Strategy: layout.
   const int gpus = static_cast<int>(*num("num_gpus"));
   const auto layout_dim = [&](const char* c, int dflt) { return num(c) ? static_cast<int>(*num(c)) : dflt; };
-  const int tp = layout_dim("tp", 1), pp = layout_dim("pp", 1), vpp = std::max(1, layout_dim("vpp", 1));
+  const int tp = layout_dim("tp", 1), pp = layout_dim("pp", 1);
+  int vpp = std::max(1, layout_dim("vpp", 1));
   const int cp = layout_dim("cp", 1), ep = layout_dim("ep", 1);
   if (!num("tp")) inf.push_back("tp 1 (not stated)");
   if (!num("pp")) inf.push_back("pp 1 (not stated)");
+  if (!num("vpp") && pp == 8 && has(lower(r.source), "dgxc") && has(lower(r.text("model_key")), "nemotron4_340b")) {
+    // DGX Cloud benchmarking's Nemotron4-340B recipe interleaves 12 virtual stages on its pp 8
+    // (nemotron/configure.sh: TP=8 PP=8 VP=12; the v25.05 README's H100 table: VP 12); its v25.04
+    // README tables leave VP out.
+    vpp = 12;
+    inf.push_back("vpp 12 (DGX Cloud benchmarking Nemotron4-340B recipe: nemotron/configure.sh VP=12, the v25.05 "
+                  "README's VP 12; the v25.04 table leaves it out)");
+  }
   // Megatron-Bridge rows: the framework's published recipes and performance configs decide what
   // the row leaves unstated (expert TP, DeepSeek-V3's pipeline layout).
   const bool bridge = has(lower(r.text("framework")), "bridge");

@@ -312,6 +312,26 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_FALSE(precision_aware(m[5]));
 }
 
+// DGX Cloud benchmarking's Nemotron4-340B recipe interleaves 12 virtual stages on pp 8; its v25.04
+// tables leave VP out, so an unstated vpp takes the recipe's. A stated vpp, or another source, is
+// left alone.
+TEST(RunMapping, DgxcNemotron340bTakesTheRecipesVirtualStages) {
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_key\n";
+  const std::string body = "Nemotron4 340b,dense,96,18432,73728,96,8,192,256000,4096,squared_relu,gqa,H100,1024,";
+  const auto runs = parse_measured_runs(
+      header + "R1,NVIDIA dgxc-benchmarking v25.04.01," + body + "NeMo (Megatron-Core),bf16,8,8,,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n" +
+          "R2,NVIDIA dgxc-benchmarking v25.05.04," + body + "NeMo (Megatron-Core),bf16,8,8,6,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n" +
+          "R3,Some other benchmark," + body + "NeMo (Megatron-Core),bf16,8,8,,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n",
+      "t.csv");
+  ASSERT_EQ(runs.size(), 3u);
+  const std::vector<MappedRun> m = map_all(runs);
+  ASSERT_TRUE(all_mapped(runs, m));
+  EXPECT_EQ(m[0].strategy.value("interleaving_size", 0), 12);
+  EXPECT_TRUE(contains(m[0].inferred, "vpp 12 (DGX Cloud benchmarking Nemotron4-340B recipe"));
+  EXPECT_EQ(m[1].strategy.value("interleaving_size", 0), 6);  // stated
+  EXPECT_EQ(m[2].strategy.value("interleaving_size", 1), 1);  // not the dgxc recipe
+}
+
 // FP8 parameters and the other memory conventions of the frameworks' recipes (docs/validation.md).
 TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
   const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",framework_version,source_ref\n";
