@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
+#include "cli/validate_command.h"
 #include "cli/validate_fit.h"
 #include "cli/table.h"
 #include "core/error.h"
@@ -29,15 +30,6 @@ namespace calisim::cli {
 namespace {
 
 using namespace calisim::calibration;
-
-struct ValidateArgs {
-  std::string runs, db, report, source, dump_dir;
-  std::vector<std::string> overrides;  // --set section.key=value, applied to every mapped row
-  bool json = false;
-  // --fit-system: fit that system's default efficiencies to its rows (calibration/run_fit.h).
-  std::string fit_system, fit_out;
-  std::vector<std::string> fit_groups{"compute"};
-};
 
 struct SystemEntry {
   SystemConfig config;
@@ -202,7 +194,16 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
   return out;
 }
 
-void run(const ValidateArgs& a) {
+// One validation: every row simulated and scored, the summary, the optional fit.
+struct ValidationRun {
+  std::vector<RowResult> rows;
+  ValidationSummary summary;
+  std::map<std::string, SystemEntry> systems;
+  FitArgs fit_args;
+  std::optional<FitReport> fit;
+};
+
+ValidationRun validate_runs(const ValidateArgs& a) {
   // A malformed --set is the user's error, not a row's: refuse it before reading any row.
   for (const auto& o : a.overrides) {
     nlohmann::json m = nlohmann::json::object(), s = nlohmann::json::object(), y = nlohmann::json::object();
@@ -220,59 +221,72 @@ void run(const ValidateArgs& a) {
     std::erase_if(runs, [&](const MeasuredRun& r) { return r.source.find(a.source) == std::string::npos; });
     if (runs.empty()) throw InputError(a.runs, "--source", "no row's source contains '" + a.source + "'");
   }
-  std::map<std::string, SystemEntry> systems;
-  std::vector<RowResult> rows;
-  rows.reserve(runs.size());
+  ValidationRun v;
+  v.rows.reserve(runs.size());
   std::vector<std::pair<std::string, FitRow>> fit_rows;
-  for (const auto& r : runs) rows.push_back(evaluate(r, a, systems, a.fit_system.empty() ? nullptr : &fit_rows));
-  const ValidationSummary s = summarize(rows);
-  const FitArgs fit_args{a.runs, a.source, a.fit_system, a.fit_out, a.fit_groups};
-  std::optional<FitReport> fit;
-  if (!a.fit_system.empty()) fit = run_fits(fit_args, fit_rows);
+  for (const auto& r : runs) v.rows.push_back(evaluate(r, a, v.systems, a.fit_system.empty() ? nullptr : &fit_rows));
+  v.summary = summarize(v.rows);
+  v.fit_args = FitArgs{a.runs, a.source, a.fit_system, a.fit_out, a.fit_groups};
+  if (!a.fit_system.empty()) v.fit = run_fits(v.fit_args, fit_rows);
   if (!a.report.empty()) {
     std::ofstream out(a.report);
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
     std::string title = "calisim validate: " + std::filesystem::path(a.runs).filename().string();
     if (!a.overrides.empty()) title += fmt::format(" (--set {})", fmt::join(a.overrides, " "));
-    out << html_report(rows, s, title);
+    out << html_report(v.rows, v.summary, title);
   }
+  return v;
+}
+
+nlohmann::json to_document(const ValidateArgs& a, const ValidationRun& v) {
+  const ValidationSummary& s = v.summary;
+  nlohmann::json j;
+  j["runs_file"] = a.runs;
+  j["overrides"] = a.overrides;
+  j["database"] = a.db.empty() ? nlohmann::json() : nlohmann::json(a.db);
+  j["error_convention"] = "(simulated - measured) / measured, on step time";
+  j["flop_convention"] = "6*N (active matmul params) + non-causal attention per token; MFU against the dense peak "
+                         "of the training dtype; measured MFU recomputed from the measured step time";
+  j["rows"] = nlohmann::json::array();
+  for (const auto& r : v.rows) j["rows"].push_back(to_json(r));
+  j["summary"] = {{"all", to_json(s.all)}, {"throughput", to_json(s.all_throughput)}, {"memory", to_json(s.memory)}};
+  for (const auto& e : s.by_source) j["summary"]["by_source"].push_back(to_json(e));
+  for (const auto& e : s.by_gpu) j["summary"]["by_gpu"].push_back(to_json(e));
+  j["summary"]["worst"] = nlohmann::json::array();
+  for (const RowResult* r : s.worst) j["summary"]["worst"].push_back(r->run_id);
+  nlohmann::json nf = nlohmann::json::array();
+  for (const RowResult* r : s.not_fitting) nf.push_back(r->run_id);
+  j["summary"]["fit_check"] = {{"simulated", s.all.count}, {"predicted_not_to_fit", nf.size()}, {"runs", nf}};
+  std::vector<std::string> notes;
+  for (const auto& [k, e] : v.systems)
+    if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
+  j["efficiency_notes"] = notes;
+  if (v.fit) j["fit"] = fit_json(v.fit_args, *v.fit);
+  return j;
+}
+
+void run(const ValidateArgs& a) {
+  const ValidationRun v = validate_runs(a);
   if (a.json) {
-    nlohmann::json j;
-    j["runs_file"] = a.runs;
-    j["overrides"] = a.overrides;
-    j["database"] = a.db.empty() ? nlohmann::json() : nlohmann::json(a.db);
-    j["error_convention"] = "(simulated - measured) / measured, on step time";
-    j["flop_convention"] = "6*N (active matmul params) + non-causal attention per token; MFU against the dense peak "
-                           "of the training dtype; measured MFU recomputed from the measured step time";
-    j["rows"] = nlohmann::json::array();
-    for (const auto& r : rows) j["rows"].push_back(to_json(r));
-    j["summary"] = {{"all", to_json(s.all)}, {"throughput", to_json(s.all_throughput)}, {"memory", to_json(s.memory)}};
-    for (const auto& e : s.by_source) j["summary"]["by_source"].push_back(to_json(e));
-    for (const auto& e : s.by_gpu) j["summary"]["by_gpu"].push_back(to_json(e));
-    j["summary"]["worst"] = nlohmann::json::array();
-    for (const RowResult* r : s.worst) j["summary"]["worst"].push_back(r->run_id);
-    nlohmann::json nf = nlohmann::json::array();
-    for (const RowResult* r : s.not_fitting) nf.push_back(r->run_id);
-    j["summary"]["fit_check"] = {{"simulated", s.all.count}, {"predicted_not_to_fit", nf.size()}, {"runs", nf}};
-    std::vector<std::string> notes;
-    for (const auto& [k, e] : systems)
-      if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
-    j["efficiency_notes"] = notes;
-    if (fit) j["fit"] = fit_json(fit_args, *fit);
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{}", render(rows, s, a.runs));
-    if (!a.overrides.empty()) fmt::print("overrides applied to every row (--set): {}\n", fmt::join(a.overrides, " "));
-    for (const auto& [k, e] : systems) {
-      if (!e.note.empty()) fmt::print("note: {}: {}\n", k.substr(0, k.find('|')), e.note);
-      else if (!e.database.empty()) fmt::print("efficiencies for {}: database {}\n", k.substr(0, k.find('|')), e.database);
-    }
-    if (!a.report.empty()) fmt::print("report written to {}\n", a.report);
-    if (fit) fmt::print("{}", fit_text(fit_args, *fit));
+    fmt::print("{}\n", to_document(a, v).dump(2));
+    return;
   }
+  fmt::print("{}", render(v.rows, v.summary, a.runs));
+  if (!a.overrides.empty()) fmt::print("overrides applied to every row (--set): {}\n", fmt::join(a.overrides, " "));
+  for (const auto& [k, e] : v.systems) {
+    if (!e.note.empty()) fmt::print("note: {}: {}\n", k.substr(0, k.find('|')), e.note);
+    else if (!e.database.empty()) fmt::print("efficiencies for {}: database {}\n", k.substr(0, k.find('|')), e.database);
+  }
+  if (!a.report.empty()) fmt::print("report written to {}\n", a.report);
+  if (v.fit) fmt::print("{}", fit_text(v.fit_args, *v.fit));
 }
 
 }  // namespace
+
+nlohmann::json validate_document(const ValidateArgs& a) {
+  const ValidationRun v = validate_runs(a);
+  return to_document(a, v);
+}
 
 void register_validate(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();

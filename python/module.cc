@@ -14,6 +14,7 @@
 
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
+#include "cli/validate_command.h"
 #include "core/error.h"
 #include "python/config_json.h"
 #include "python/db_binding.h"
@@ -167,6 +168,24 @@ PYBIND11_MODULE(_core, m) {
         return run_search_request(q).dump();
       },
       py::arg("request"), "Strategy search; request and result as JSON text (python/search_binding.h)");
+  m.def(
+      "validate",
+      [](const std::string& request_text) {
+        const json r = parse_doc(request_text, "<validate>");
+        cli::ValidateArgs a;
+        a.runs = r.at("runs").get<std::string>();
+        a.db = r.value("db", std::string());
+        a.source = r.value("source", std::string());
+        a.report = r.value("report", std::string());
+        a.dump_dir = r.value("dump_inputs", std::string());
+        a.overrides = r.value("overrides", std::vector<std::string>{});
+        a.fit_system = r.value("fit_system", std::string());
+        a.fit_out = r.value("fit_out", std::string());
+        if (r.contains("fit") && !r["fit"].is_null()) a.fit_groups = r["fit"].get<std::vector<std::string>>();
+        py::gil_scoped_release release;
+        return cli::validate_document(a).dump();
+      },
+      py::arg("request"), "`calisim validate --json` as a function; request and result as JSON text");
   m.def("database_devices", &database_devices, py::arg("path"));
   m.def(
       "query_database",

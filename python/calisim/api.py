@@ -1,4 +1,5 @@
-"""calisim.simulate() and calisim.search(): the CLI's `simulate` and `search` as functions.
+"""calisim.simulate(), calisim.search() and calisim.validate(): the CLI's `simulate`, `search` and
+`validate` as functions.
 
 Both take configs as shipped names, paths, dicts or config objects; both give the same numbers
 as the `calisim` executable for the same inputs (the tests compare them).
@@ -9,7 +10,7 @@ import os
 from . import _native
 from ._native import ConfigError, _core
 from .configs import ModelConfig, StrategyConfig, SystemConfig
-from .records import SearchResult, SimulationResult
+from .records import SearchResult, SimulationResult, ValidationResult
 
 _SECTIONS = ("strategy", "model", "system")
 
@@ -114,3 +115,20 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
         err.result = result
         raise err
     return result
+
+
+def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=None, fit_out=None, report=None,
+             dump_inputs=None):
+    """`calisim validate --json` (docs/validation.md): every row of the measured-runs CSV `runs`
+    mapped, simulated and scored. db: efficiency database; source: only rows whose source contains
+    it; overrides: "section.key=value" strings applied to every mapped row; fit_system: a shipped
+    system name or "all" to fit the defaults to the rows (fit: groups, default ["compute"];
+    fit_out: file or directory for the fitted system files); report: HTML report path;
+    dump_inputs: directory for each row's mapped configs. The GIL is released while it runs.
+    Returns a ValidationResult (to_dataframe("rows" | "fit"))."""
+    request = {"runs": os.fspath(runs), "db": os.fspath(db or ""), "source": source or "",
+               "overrides": list(overrides or []), "fit_system": fit_system or "",
+               "fit": [fit] if isinstance(fit, str) else (list(fit) if fit is not None else None),
+               "fit_out": os.fspath(fit_out or ""), "report": os.fspath(report or ""),
+               "dump_inputs": os.fspath(dump_inputs or "")}
+    return ValidationResult(json.loads(_core.validate(_native.dumps(request))))

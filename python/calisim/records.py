@@ -128,6 +128,25 @@ class SearchResult(Record):
         return _pandas().DataFrame(self._data[which])
 
 
+class ValidationResult(Record):
+    """A validation against measured runs: the fields of `calisim validate --json` ("rows",
+    "summary", "fit" when a fit was asked for; docs/validation.md)."""
+    __slots__ = ()
+
+    def to_dataframe(self, which="rows"):
+        """pandas DataFrame of the "rows" (default; nested fields dotted, lists left out) or of the
+        fitted rows ("fit": one row per fitted run, its system added)."""
+        pd = _pandas()
+        if which == "rows":
+            return pd.DataFrame([flatten(r) for r in self._data["rows"]])
+        if which == "fit":
+            if "fit" not in self._data:
+                raise ValueError("no fit in this result: validate(..., fit_system=...) asks for one")
+            return pd.DataFrame([dict(row, system=s["system"]) for s in self._data["fit"]["systems"]
+                                 for row in s["per_row"]])
+        raise ValueError(f"which must be 'rows' or 'fit', got {which!r}")
+
+
 class Result:
     """SimuMax's result type: a dict in ``.data``, indexable, printable, ``to_dict()``."""
 

@@ -1,0 +1,25 @@
+// `calisim validate` as a function: the same run the command does, returned as the JSON document
+// `calisim validate --json` prints (the Python API's calisim.validate uses it).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace calisim::cli {
+
+struct ValidateArgs {
+  std::string runs, db, report, source, dump_dir;
+  std::vector<std::string> overrides;  // --set section.key=value, applied to every mapped row
+  bool json = false;
+  // --fit-system: fit that system's default efficiencies to its rows (calibration/run_fit.h).
+  std::string fit_system, fit_out;
+  std::vector<std::string> fit_groups{"compute"};
+};
+
+// Validates the runs (writing the HTML report, dumped inputs and fitted system files the args ask
+// for) and returns the --json document. Throws InputError for bad input (file, line, option).
+nlohmann::json validate_document(const ValidateArgs& a);
+
+}  // namespace calisim::cli
