@@ -202,6 +202,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   bool megatron_hierarchical_cp = false;
   if (cp_type == "p2p") s.cp_comm_type = CpCommType::p2p;
   else if (cp_type == "a2a") s.cp_comm_type = CpCommType::a2a;
+  else if (cp_type == "allgather" || cp_type == "all_gather") s.cp_comm_type = CpCommType::all_gather;
   else if (cp_type == "a2a+p2p") {
     s.cp_comm_type = CpCommType::p2p;
     megatron_hierarchical_cp = true;
@@ -216,8 +217,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
     s.cp_2d_rows = (*hierarchical)[0].get<int>();
     s.cp_2d_cols = (*hierarchical)[1].get<int>();
   } else {
-    r.fail("cp_comm_type", "expected \"p2p\" (ring attention), \"a2a\" (Ulysses) or \"a2a+p2p\" (hierarchical, "
-                           "with hierarchical_context_parallel_sizes); \"allgather\" is not modeled, got \"" +
+    r.fail("cp_comm_type", "expected \"p2p\" (ring attention), \"a2a\" (Ulysses), \"allgather\" (K/V all-gather, "
+                           "also \"all_gather\") or \"a2a+p2p\" (hierarchical, with "
+                           "hierarchical_context_parallel_sizes), got \"" +
                                cp_type + "\"");
   }
   if (hierarchical && !megatron_hierarchical_cp) {
@@ -887,20 +889,23 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                                 s.tp_size));
   }
   if (s.cp_size > 1) {
-    // Ring attention with causal load balancing splits the sequence into 2·cp chunks.
-    const std::int64_t parts = (s.cp_comm_type == CpCommType::p2p ? 2 : 1) * s.cp_size * (s.sequence_parallel ? s.tp_size : 1);
+    // Ring and all-gather attention with causal load balancing split the sequence into 2·cp chunks.
+    const bool chunked = s.cp_comm_type != CpCommType::a2a;
+    const std::int64_t parts = (chunked ? 2 : 1) * s.cp_size * (s.sequence_parallel ? s.tp_size : 1);
     if (s.seq_len % parts != 0) {
       fail("seq_len", fmt::format("seq_len ({}) must be divisible by {} with cp_size {}{}", s.seq_len, parts, s.cp_size,
-                                  s.cp_comm_type == CpCommType::p2p ? " (ring attention splits it into 2·cp chunks)" : ""));
+                                  s.cp_comm_type == CpCommType::p2p ? " (ring attention splits it into 2·cp chunks)"
+                                  : chunked ? " (all-gather attention's causal load balancing splits it into 2·cp chunks)"
+                                            : ""));
     }
     if (!s.use_flash_sdp) fail("cp_size", "context parallelism needs use_flash_sdp: true (Megatron runs CP in TE's flash attention)");
     // Ring CP hands each rank K/V chunks of the whole sequence; a window would need only the
     // neighbour's last W keys, which the ring model does not describe. TE also has no backend for
     // sinks under p2p CP (TransformerEngine issue 2541). Ulysses (a2a) attends the full sequence.
-    const bool ring = s.cp_comm_type == CpCommType::p2p || s.cp_mode == ContextParallelMode::two_d;
+    const bool ring = s.cp_comm_type != CpCommType::a2a || s.cp_mode == ContextParallelMode::two_d;
     if (ring && (model.attention_window_tokens > 0 || model.attention_sinks)) {
-      fail("cp_comm_type", fmt::format("the model ({}) has {}; ring (p2p / 2D) context parallelism is not modelled "
-                                       "for it: use cp_comm_type \"a2a\" or cp_size 1",
+      fail("cp_comm_type", fmt::format("the model ({}) has {}; ring (p2p / 2D) and all-gather context parallelism "
+                                       "are not modelled for it: use cp_comm_type \"a2a\" or cp_size 1",
                                        mfile, model.attention_window_tokens > 0 ? "sliding-window attention" : "attention sinks"));
     }
     if (s.cp_comm_type == CpCommType::a2a &&

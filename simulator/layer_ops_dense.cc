@@ -16,7 +16,12 @@ namespace {
 // each overlapped with the send/recv of the next step's K, V to the ring neighbour (backward: K,
 // V forward and the partial dK, dV onward); op_cost prices them step by step (cp_ring_steps).
 // Ulysses (a2a): all-to-all of Q, K, V and of the output turn the sequence split into a head
-// split; attention then runs on the full sequence with a/c heads.
+// split; attention then runs on the full sequence with a/c heads. All-gather
+// (TransformerEngine's AttnFuncWithCPAndKVAllGather): the ranks' K, V are gathered in front of the
+// attention, exposed (TE: "KV all-gather between CP ranks is exposed"), and each rank's two
+// load-balanced query chunks attend their causal key prefixes — together the same 1/c of the
+// causal work as the ring, the whole-share key —; backward gathers K, V again (the op's backward
+// collective) and reduce-scatters dK, dV (cp_all_gather_reorder, pushed in front of it).
 void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::int64_t dqk, std::int64_t dv,
                             CpCommType type, LayerOp& op) {
   if (d.c <= 1) return;
@@ -26,6 +31,11 @@ void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::
   if (type == CpCommType::p2p) {
     op.attn_fwd.seq_kv = d.s_full;
     set_ring_steps(d.b, d.s_full, g, dqk, dv, c, d.cp_per_domain, d.e, d.dtype, op);
+  } else if (type == CpCommType::all_gather) {
+    op.attn_fwd.seq_kv = d.s_full;
+    const double kv_all = static_cast<double>(d.T) * g * (dqk + dv) * d.e * c;  // the gathered K, V
+    op.fwd_comm = collective(CollectiveOp::all_gather, kv_all, c, d.cp_per_domain, d.dtype);
+    op.bwd_comm = op.fwd_comm;
   } else {
     op.attn_fwd.heads_q = a / d.c;
     op.attn_fwd.heads_kv = g / d.c;
@@ -63,6 +73,21 @@ void apply_window(std::int64_t window, LayerOp& op) {
 
 }  // namespace
 
+void push_cp_all_gather_reorder(const Dims& d, const StrategyConfig& st, std::int64_t g, std::int64_t dqk,
+                                std::int64_t dv, std::vector<LayerOp>& ops) {
+  if (d.c <= 1 || d.cp_2d || st.cp_comm_type != CpCommType::all_gather) return;
+  // The gathered K, V copied into sequence order (index_select) before the attention, and in
+  // backward the same for the regathered K, V and for dK, dV before their reduce-scatter; the
+  // gathered and reordered K, V live while the attention runs.
+  const double kv_all = static_cast<double>(d.T) * g * (dqk + dv) * d.e * static_cast<double>(d.c);
+  LayerOp op = memory_op("cp_all_gather_reorder", OpUnit::attention_core, "copy", 2 * kv_all, "copy", 4 * kv_all, 0.0);
+  op.comm_group = CommGroup::cp;
+  CollectiveKey rs = collective(CollectiveOp::reduce_scatter, kv_all, static_cast<int>(d.c), d.cp_per_domain, d.dtype);
+  op.bwd_comm = rs;
+  op.transient_bytes = 2 * kv_all;
+  ops.push_back(std::move(op));
+}
+
 LayerOp flash_attention(const Dims& d, const StrategyConfig& st, std::int64_t a, std::int64_t g, std::int64_t dqk,
                         std::int64_t dv) {
   LayerOp op;
@@ -98,6 +123,7 @@ void add_attention(const Dims& grid, const ModelConfig& m, const StrategyConfig&
   if (st.use_flash_sdp) {
     // 2D CP: the head all-to-all along the grid's column group precedes the attention.
     if (auto a2a = cp2d_head_all_to_all(d, a, g, hd, hd)) ops.push_back(*a2a);
+    push_cp_all_gather_reorder(d, st, g, hd, hd, ops);
     LayerOp core = flash_attention(d, st, a, g, hd, hd);
     apply_summa_attention(grid, d, g, hd, hd, core);
     if (m.attention_window_tokens > 0) apply_window(m.attention_window_tokens, core);

@@ -43,6 +43,7 @@ void add_mla_attention(const Dims& d, const ModelConfig& m, const StrategyConfig
   }
   // K is materialised per head (the shared rope key is broadcast), so attention sees MHA shapes:
   // g = a KV heads, Q/K head dim d_qk + r, V head dim d_v.
+  push_cp_all_gather_reorder(d, st, a, dqk, dv, ops);
   LayerOp core = flash_attention(d, st, a, a, dqk, dv);
   core.act_bytes = static_cast<double>(d.T) * a * (2 * dqk + dv) * d.e + static_cast<double>(d.T) * a * 4.0;
   core.transient_bytes = static_cast<double>(d.T) * a * (2 * dqk + dv) * d.e;

@@ -99,6 +99,11 @@ LayerOp flash_attention(const Dims& d, const StrategyConfig& st, std::int64_t a,
 
 // The pieces of a layer, each appended in execution order.
 void add_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops);
+// All-gather context parallelism (cp_comm_type all_gather, cp > 1, 1D CP): the op in front of
+// the attention that reorders the gathered K, V (and dK, dV in backward) and reduce-scatters
+// dK, dV; nothing otherwise.
+void push_cp_all_gather_reorder(const Dims& d, const StrategyConfig& st, std::int64_t g, std::int64_t dqk,
+                                std::int64_t dv, std::vector<LayerOp>& ops);
 void add_mla_attention(const Dims& d, const ModelConfig& m, const StrategyConfig& st, std::vector<LayerOp>& ops);
 struct MlpNames {
   const char *fc1, *fc1_cast, *act, *fc2, *fc2_cast;

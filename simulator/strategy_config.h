@@ -35,8 +35,10 @@ enum MegatronRecomputeModule : std::uint8_t {
 };
 
 // Context-parallel attention (Megatron `--cp-comm-type`): p2p = ring attention exchanging KV
-// blocks overlapped with the attention compute; a2a = Ulysses, all-to-all of Q/K/V and output.
-enum class CpCommType : std::uint8_t { p2p, a2a };
+// blocks overlapped with the attention compute; a2a = Ulysses, all-to-all of Q/K/V and output;
+// all_gather = TransformerEngine's AttnFuncWithCPAndKVAllGather (Llama 3's CP): K, V all-gathered
+// in front of the attention, exposed, dK, dV reduce-scattered after its backward.
+enum class CpCommType : std::uint8_t { p2p, a2a, all_gather };
 
 // Tensor parallelism (JSON tensor_parallel_mode): one_d = Megatron's column/row-parallel linears
 // over tp ranks; two_d = SUMMA on a tp_2d_rows × tp_2d_cols grid (Subramanian et al. 2024,

@@ -902,9 +902,9 @@ TEST(Validation, RejectedStrategyValues) {
       {"zero_state", 4,
        "expected 0 (replicated optimizer), 1 (distributed optimizer), 2 (+ sharded gradients) or 3 (+ sharded "
        "parameters, FSDP), got 4"},
-      {"cp_comm_type", "allgather",
-       "expected \"p2p\" (ring attention), \"a2a\" (Ulysses) or \"a2a+p2p\" (hierarchical, with "
-       "hierarchical_context_parallel_sizes); \"allgather\" is not modeled, got \"allgather\""},
+      {"cp_comm_type", "ring",
+       "expected \"p2p\" (ring attention), \"a2a\" (Ulysses), \"allgather\" (K/V all-gather, also \"all_gather\") "
+       "or \"a2a+p2p\" (hierarchical, with hierarchical_context_parallel_sizes), got \"ring\""},
       {"hierarchical_context_parallel_sizes", json::array({2, 4}), "only valid with cp_comm_type \"a2a+p2p\""},
       {"moe_dispatcher_policy", "flex",
        "expected \"all2all\" or \"allgather\" (the DeepEP \"flex\" dispatcher is not modeled), got \"flex\""},

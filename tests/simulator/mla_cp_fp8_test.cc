@@ -98,6 +98,62 @@ TEST(ContextParallel, RingSplitsAttentionWorkAndExchangesKv) {
   EXPECT_GE(r.cp_comm_exposed_s, 0);
 }
 
+// All-gather CP (TE's AttnFuncWithCPAndKVAllGather): the same load-balanced 1/c of the causal
+// work as the ring, K, V all-gathered in front (exposed) and again in backward, dK, dV
+// reduce-scattered by the reorder op in front of the attention, which also holds the gathered
+// K, V; Megatron's name "allgather" and TE's "all_gather" are both accepted.
+TEST(ContextParallel, AllGatherGathersKvExposedAndReduceScattersItsGradient) {
+  const ModelConfig m = shipped_model("llama3-8b");  // 32 heads, 8 KV heads, d 128
+  const char* base = R"({"seq_len": 8192, "micro_batch_num": 4, "world_size": 8, "cp_size": 4)";
+  const ModelOps ring = build_model_ops(m, strategy_from_json(std::string(base) + "}", m), 8);
+  for (const char* name : {"allgather", "all_gather"}) {
+    const StrategyConfig st =
+        strategy_from_json(std::string(base) + R"(, "cp_comm_type": ")" + name + R"("})", m);
+    EXPECT_EQ(st.cp_comm_type, CpCommType::all_gather) << name;
+  }
+  const ModelOps ag =
+      build_model_ops(m, strategy_from_json(std::string(base) + R"(, "cp_comm_type": "allgather"})", m), 8);
+  const LayerOp* core = find_op(ag.layer, "core_attention");
+  ASSERT_NE(core, nullptr);
+  EXPECT_DOUBLE_EQ(core->fwd_flops(), find_op(ring.layer, "core_attention")->fwd_flops());
+  EXPECT_EQ(core->cp_ring_steps, 0);
+  EXPECT_FALSE(core->fwd_comm_overlapped);
+  const double kv_all = 2048.0 * 8 * 256 * 2 * 4;  // 4 ranks' K, V of 2,048 tokens, bf16
+  ASSERT_TRUE(core->fwd_comm && core->bwd_comm);
+  EXPECT_EQ(core->fwd_comm->op, CollectiveOp::all_gather);
+  EXPECT_EQ(core->fwd_comm->bytes, static_cast<std::int64_t>(kv_all));
+  EXPECT_EQ(core->fwd_comm->ranks, 4);
+  EXPECT_EQ(core->bwd_comm->op, CollectiveOp::all_gather);
+  // The reorder op comes right before the attention: its backward (after the attention's) is the
+  // dK, dV reduce-scatter; it holds the gathered and the reordered K, V.
+  const auto it = std::find_if(ag.layer.begin(), ag.layer.end(),
+                               [](const LayerOp& op) { return std::string(op.name) == "core_attention"; });
+  ASSERT_NE(it, ag.layer.begin());
+  const LayerOp& reorder = *(it - 1);
+  EXPECT_EQ(reorder.name, "cp_all_gather_reorder");
+  EXPECT_EQ(reorder.comm_group, CommGroup::cp);
+  EXPECT_FALSE(reorder.fwd_comm);
+  ASSERT_TRUE(reorder.bwd_comm);
+  EXPECT_EQ(reorder.bwd_comm->op, CollectiveOp::reduce_scatter);
+  EXPECT_EQ(reorder.bwd_comm->bytes, static_cast<std::int64_t>(kv_all));
+  EXPECT_DOUBLE_EQ(reorder.transient_bytes, 2 * kv_all);
+  EXPECT_EQ(find_op(ring.layer, "cp_all_gather_reorder"), nullptr);
+
+  // End to end: the same compute, CP communication exposed where the ring hides it.
+  const SystemConfig sys = shipped_system("h100-sxm");
+  DefaultEfficiencyModel eff(sys);
+  const SimulationResult r_ring = simulate(m, strategy_from_json(std::string(base) + "}", m), sys, eff);
+  const SimulationResult r_ag =
+      simulate(m, strategy_from_json(std::string(base) + R"(, "cp_comm_type": "allgather"})", m), sys, eff);
+  EXPECT_GT(r_ag.cp_comm_exposed_s, r_ring.cp_comm_exposed_s);
+  EXPECT_GT(r_ag.duration_time_per_iter_s, r_ring.duration_time_per_iter_s);
+  // The sequence is cut into 2·cp load-balanced chunks, as for the ring.
+  EXPECT_THROW(strategy_from_json(R"({"seq_len": 8196, "micro_batch_num": 4, "world_size": 8, "cp_size": 4,
+                                      "cp_comm_type": "allgather"})",
+                                  m),
+               InputError);
+}
+
 TEST(Fp8, GemmsRunInFp8WithCastsAndUseTheFp8Peak) {
   const ModelConfig m = shipped_model("llama3-8b");
   const char* base = R"({"seq_len": 4096, "micro_batch_num": 8, "world_size": 8)";
