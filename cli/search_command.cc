@@ -37,8 +37,12 @@ std::string layout(const CandidateResult& r) {
   const std::string cp_grid = c.cp_2d_rows ? fmt::format("({}x{} 2d)", c.cp_2d_rows, c.cp / c.cp_2d_rows) : "";
   // Expert TP is shown when it is not 1 (most layouts): "ep8 etp2".
   const std::string etp = c.etp > 1 ? fmt::format(" etp{}", c.etp) : "";
-  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{} ep{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid, c.ep, etp,
-                     r.dp);
+  // A CP communication other than the ring is shown after cp: "cp4/a2a".
+  const std::string cp_comm = c.cp > 1 && c.cp_comm > 0 && !c.cp_2d_rows
+                                  ? std::string("/") + cp_comm_type_name(static_cast<CpCommType>(c.cp_comm))
+                                  : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid, cp_comm,
+                     c.ep, etp, r.dp);
 }
 
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {

@@ -17,7 +17,7 @@ const char* const kColumns[] = {"index", "tp", "pp", "vpp", "cp", "ep", "mbs", "
                                 "last_stage_peak_gb", "max_peak_gb", "order", "tp_per_domain", "cp_per_domain",
                                 "dp_cp_per_domain", "ep_per_domain", "etp_per_domain", "edp_per_domain",
                                 "pp_per_domain", "pp_next_per_domain", "pp_ends_per_domain", "tp_2d_rows",
-                                "tp_2d_cols", "cp_2d_rows", "cp_2d_cols", "etp"};
+                                "tp_2d_cols", "cp_2d_rows", "cp_2d_cols", "etp", "cp_comm_type"};
 constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
 
 nlohmann::json placement_json(const RankPlacement& p) {
@@ -43,7 +43,8 @@ nlohmann::json search_candidate_json(const CandidateResult& r) {
           {"tensor_parallel_mode", c.tp_2d_rows ? "2d" : "1d"}, {"tp_2d_rows", c.tp_2d_rows ? c.tp_2d_rows : 1},
           {"tp_2d_cols", c.tp_2d_rows ? c.tp / c.tp_2d_rows : 1},
           {"context_parallel_mode", c.cp_2d_rows ? "2d" : "1d"}, {"cp_2d_rows", c.cp_2d_rows ? c.cp_2d_rows : 1},
-          {"cp_2d_cols", c.cp_2d_rows ? c.cp / c.cp_2d_rows : 1}, {"etp", c.etp}};
+          {"cp_2d_cols", c.cp_2d_rows ? c.cp / c.cp_2d_rows : 1}, {"etp", c.etp},
+          {"cp_comm_type", c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p"}};
 }
 
 std::string search_csv_header() {
@@ -59,7 +60,7 @@ std::string search_csv_row(const CandidateResult& r) {
   const Candidate& c = r.candidate;
   // %.17g keeps doubles exact so merged shards rank exactly as one run would.
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
-                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                      r.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.mbs, r.dp, c.zero, to_string(c.recompute),
                      r.micro_batch_num, r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers,
                      r.step_time_s, r.mfu, r.tokens_per_s_per_gpu, r.bubble_fraction, r.tp_comm_s,
@@ -67,7 +68,8 @@ std::string search_csv_row(const CandidateResult& r) {
                      r.max_peak_gb, to_string(c.order), r.placement.tp, r.placement.cp, r.placement.dense_dp,
                      r.placement.ep, r.placement.etp, r.placement.expert_dp, r.placement.pp, r.placement.pp_next,
                      r.placement.pp_ends, c.tp_2d_rows, c.tp_2d_rows ? c.tp / c.tp_2d_rows : 0, c.cp_2d_rows,
-                     c.cp_2d_rows ? c.cp / c.cp_2d_rows : 0, c.etp);
+                     c.cp_2d_rows ? c.cp / c.cp_2d_rows : 0, c.etp,
+                     c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p");
 }
 
 void write_search_csv(const std::string& path, const std::vector<CandidateResult>& rows) {
@@ -156,6 +158,12 @@ CandidateResult parse_search_csv_row(const std::string& line, const std::string&
   if (c.etp < 1) {
     throw InputError(path, fmt::format("line {}, column etp", lineno), "expected an expert TP size of at least 1");
   }
+  CpCommType cp_comm;
+  if (!parse_cp_comm_type(f[col], &cp_comm)) {
+    throw InputError(path, fmt::format("line {}, column cp_comm_type", lineno),
+                     "expected p2p, a2a or allgather, got '" + f[col] + "'");
+  }
+  c.cp_comm = static_cast<int>(cp_comm);
   return r;
 }
 

@@ -29,6 +29,9 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--etp", a.etp,
                   "expert tensor-parallel sizes (MoE; default: the base strategy's etp_size, 1 unless it says)")
       ->delimiter(',');
+  sub->add_option("--cp-comm-type", a.cp_comm_types,
+                  "context-parallel communication types to try: p2p, a2a, allgather (default: the base strategy's)")
+      ->delimiter(',');
   sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',');
   sub->add_option("--recompute", a.recompute,
                   "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full (default "
@@ -92,6 +95,13 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   s.global_batch_size = a.global_batch_size;
   s.tp = a.tp, s.pp = a.pp, s.vpp = a.vpp, s.cp = a.cp, s.ep = a.ep, s.zero = a.zero;
   s.mbs.assign(a.mbs.begin(), a.mbs.end());
+  for (const auto& name : a.cp_comm_types) {
+    CpCommType t;
+    if (!parse_cp_comm_type(name, &t)) {
+      throw InputError("<command line>", "--cp-comm-type", "expected p2p, a2a or allgather, got '" + name + "'");
+    }
+    if (std::find(s.cp_comm.begin(), s.cp_comm.end(), t) == s.cp_comm.end()) s.cp_comm.push_back(t);
+  }
   for (int e : a.etp) {
     if (e < 1) throw InputError("<command line>", "--etp", fmt::format("expert TP sizes must be >= 1, got {}", e));
     if (std::find(s.etp.begin(), s.etp.end(), e) == s.etp.end()) s.etp.push_back(e);

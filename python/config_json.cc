@@ -105,9 +105,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage},
             {"num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage},
             {"zero_state", s.zero_state},
-            {"cp_comm_type", s.cp_comm_type == CpCommType::p2p ? "p2p"
-                             : s.cp_comm_type == CpCommType::a2a ? "a2a"
-                                                                 : "allgather"},
+            {"cp_comm_type", cp_comm_type_name(s.cp_comm_type)},
             {"moe_dispatcher_policy", s.moe_dispatcher == MoeDispatcher::all_to_all ? "all2all" : "allgather"},
             {"dispatch_probs", s.dispatch_probs},
             {"moe_token_imbalance_factor", s.moe_token_imbalance_factor},

@@ -35,6 +35,16 @@ SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConf
   space.cp = list_of<int>(j, "cp");
   space.ep = list_of<int>(j, "ep");
   space.etp = list_of<int>(j, "etp");
+  if (j.contains("cp_comm_type") && !j["cp_comm_type"].is_null()) {
+    for (const auto& v : j["cp_comm_type"]) {
+      const std::string name = v.get<std::string>();
+      CpCommType t;
+      if (!parse_cp_comm_type(name, &t)) {
+        throw InputError("<search>", "cp_comm_type", "expected p2p, a2a or allgather, got '" + name + "'");
+      }
+      if (std::find(space.cp_comm.begin(), space.cp_comm.end(), t) == space.cp_comm.end()) space.cp_comm.push_back(t);
+    }
+  }
   for (int e : space.etp) {
     if (e < 1) throw InputError("<search>", "etp", "expert TP sizes must be >= 1, got " + std::to_string(e));
   }

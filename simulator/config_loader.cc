@@ -200,10 +200,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   // is the 2D CP grid with A all-to-all rows and P ring columns; read it in Megatron's terms.
   const nlohmann::json* hierarchical = r.opt_array("hierarchical_context_parallel_sizes");
   bool megatron_hierarchical_cp = false;
-  if (cp_type == "p2p") s.cp_comm_type = CpCommType::p2p;
-  else if (cp_type == "a2a") s.cp_comm_type = CpCommType::a2a;
-  else if (cp_type == "allgather" || cp_type == "all_gather") s.cp_comm_type = CpCommType::all_gather;
-  else if (cp_type == "a2a+p2p") {
+  if (parse_cp_comm_type(cp_type, &s.cp_comm_type)) {
+    // p2p, a2a, allgather
+  } else if (cp_type == "a2a+p2p") {
     s.cp_comm_type = CpCommType::p2p;
     megatron_hierarchical_cp = true;
     if (!hierarchical || hierarchical->size() != 2 || !(*hierarchical)[0].is_number_integer() ||

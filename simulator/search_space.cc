@@ -106,7 +106,7 @@ std::uint64_t space_size(const SearchSpace& s) {
   return static_cast<std::uint64_t>(s.tp.size()) * s.pp.size() * s.vpp.size() * s.cp.size() * s.ep.size() *
          s.mbs.size() * s.recompute.size() * s.zero.size() * s.orders.size() *
          std::max<std::size_t>(1, s.tp_2d_rows.size()) * std::max<std::size_t>(1, s.cp_2d_rows.size()) *
-         std::max<std::size_t>(1, s.etp.size());
+         std::max<std::size_t>(1, s.etp.size()) * std::max<std::size_t>(1, s.cp_comm.size());
 }
 
 Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
@@ -129,6 +129,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
   c.tp_2d_rows = s.tp_2d_rows.empty() ? 0 : take(s.tp_2d_rows);
   c.cp_2d_rows = s.cp_2d_rows.empty() ? 0 : take(s.cp_2d_rows);
   c.etp = s.etp.empty() ? 0 : take(s.etp);
+  c.cp_comm = s.cp_comm.empty() ? -1 : static_cast<int>(take(s.cp_comm));
   return c;
 }
 
@@ -165,6 +166,10 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   if (!m.is_moe && c.ep != 1) return no("ep > 1 needs a MoE model");
   if (c.etp < 0) return no("etp must be at least 1");
   if (!m.is_moe && c.etp > 1) return no("etp > 1 needs a MoE model");
+  if (c.cp_comm >= 0 && !space.cp_comm.empty() && c.cp_comm != static_cast<int>(space.cp_comm.front())) {
+    if (c.cp == 1) return no("the CP communication type only matters with cp > 1 (the list's first one stands for it)");
+    if (c.cp_2d_rows) return no("a 2D CP grid fixes its communication (the list's first type stands for it)");
+  }
   if (c.zero < 0 || c.zero > kMaxModeledZeroStage) {
     return no(fmt::format("ZeRO stage {} is not modeled (0..{})", c.zero, kMaxModeledZeroStage));
   }
@@ -177,6 +182,7 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   out.cp_size = c.cp;
   out.ep_size = c.ep;
   if (c.etp > 0) out.etp_size = c.etp;
+  if (c.cp_comm >= 0) out.cp_comm_type = static_cast<CpCommType>(c.cp_comm);
   out.zero_state = c.zero;
   out.rank_order = c.order;
   out.tp_mode = c.tp_2d_rows ? TensorParallelMode::two_d : TensorParallelMode::one_d;
@@ -260,6 +266,7 @@ std::string describe(const Candidate& c, int dp) {
   if (c.tp_2d_rows) text += fmt::format(" tp2d {}x{}", c.tp_2d_rows, c.tp / c.tp_2d_rows);
   if (c.cp_2d_rows) text += fmt::format(" cp2d {}x{}", c.cp_2d_rows, c.cp / c.cp_2d_rows);
   if (c.etp > 1) text += fmt::format(" etp {}", c.etp);
+  if (c.cp > 1 && c.cp_comm >= 0) text += fmt::format(" cp_comm {}", cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)));
   return text;
 }
 

@@ -47,6 +47,10 @@ struct SearchSpace {
   // strategy's etp_size, not varied; outermost of all, so spaces without it number their
   // candidates as before.
   std::vector<int> etp;
+  // Context-parallel communication types (cp_comm_type) to try; empty = the base strategy's.
+  // Outermost after etp. At cp 1, and on 2D CP grids (which fix the ring), only the first entry
+  // is legal: the others would simulate the same layout again.
+  std::vector<CpCommType> cp_comm;
 };
 
 // Rank-order lists a search can use. megatron: "tp-cp-ep-dp-pp" alone (the pre-placement
@@ -69,6 +73,9 @@ struct Candidate {
   int cp_2d_rows = 0;  // 0 = 1D context parallelism; else the 2D CP grid's rows (columns = cp / rows)
   // Expert TP size; 0 = the base strategy's. Search results carry the effective value.
   int etp = 0;
+  // CP communication type as CpCommType, or -1 = the base strategy's. Search results carry the
+  // effective one.
+  int cp_comm = -1;
 };
 
 // How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,

@@ -39,6 +39,19 @@ enum MegatronRecomputeModule : std::uint8_t {
 // all_gather = TransformerEngine's AttnFuncWithCPAndKVAllGather (Llama 3's CP): K, V all-gathered
 // in front of the attention, exposed, dK, dV reduce-scattered after its backward.
 enum class CpCommType : std::uint8_t { p2p, a2a, all_gather };
+// The strategy file's name of a CP communication type ("p2p", "a2a", "allgather").
+inline const char* cp_comm_type_name(CpCommType t) {
+  return t == CpCommType::p2p ? "p2p" : t == CpCommType::a2a ? "a2a" : "allgather";
+}
+// "p2p", "a2a", "allgather" or TE's "all_gather" -> the type; false for anything else (the
+// hierarchical "a2a+p2p" is a 2D CP grid, read by the strategy loader).
+inline bool parse_cp_comm_type(const std::string& name, CpCommType* out) {
+  if (name == "p2p") *out = CpCommType::p2p;
+  else if (name == "a2a") *out = CpCommType::a2a;
+  else if (name == "allgather" || name == "all_gather") *out = CpCommType::all_gather;
+  else return false;
+  return true;
+}
 
 // Tensor parallelism (JSON tensor_parallel_mode): one_d = Megatron's column/row-parallel linears
 // over tp ranks; two_d = SUMMA on a tp_2d_rows × tp_2d_cols grid (Subramanian et al. 2024,

@@ -238,7 +238,7 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
     const Candidate& b = best.candidate;
     step.is_best = c.tp == b.tp && c.pp == b.pp && c.vpp == b.vpp && c.mbs == b.mbs && c.recompute == b.recompute &&
                    c.zero == b.zero && c.cp == b.cp && c.ep == b.ep && c.order == b.order &&
-                   (c.etp == 0 || c.etp == b.etp);
+                   (c.etp == 0 || c.etp == b.etp) && (c.cp_comm < 0 || c.cp_comm == b.cp_comm);
     std::string why;
     if (!make_strategy(base, model, space, c, st, &why)) {
       step.why_not = why;
@@ -249,6 +249,7 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
       const SimulationResult r = simulate(model, st, sys, eff, so);
       step.result = summarize(r, c, 0, o.use_reserved_memory);
       step.result.candidate.etp = st.etp_size;
+      step.result.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
       step.result.placement = place_ranks(st, sys.scale_up_domain_size);
       step.fits = step.result.max_peak_gb <= capacity;
       if (!step.fits) step.why_not = fmt::format("needs {:.1f} GB > {:.1f} GB", step.result.max_peak_gb, capacity);
@@ -262,6 +263,11 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
   for (int v : space.cp) { Candidate c = b; c.cp = v; try_one("cp", std::to_string(v), c); }
   for (int v : space.ep) { Candidate c = b; c.ep = v; try_one("ep", std::to_string(v), c); }
   for (int v : space.etp) { Candidate c = b; c.etp = v; try_one("etp", std::to_string(v), c); }
+  for (CpCommType v : space.cp_comm) {
+    Candidate c = b;
+    c.cp_comm = static_cast<int>(v);
+    try_one("cp_comm", cp_comm_type_name(v), c);
+  }
   for (auto v : space.mbs) { Candidate c = b; c.mbs = v; try_one("mbs", std::to_string(v), c); }
   for (auto v : space.recompute) { Candidate c = b; c.recompute = v; try_one("recompute", to_string(v), c); }
   for (int v : space.zero) { Candidate c = b; c.zero = v; try_one("zero", std::to_string(v), c); }

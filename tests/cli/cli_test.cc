@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <set>
@@ -192,30 +193,55 @@ TEST(CliSearch, ShardsMergeToTheWholeSearch) {
   EXPECT_EQ(got, top_indices(whole));
 }
 
+// `search` with --out, then `search merge` of that file, gives the same top list as --json, field
+// `field` included; returns the --json top list.
+nlohmann::json expect_merge_keeps(const std::string& search, const std::string& top, const char* field,
+                                  const std::string& file) {
+  const CmdResult r = run(search + " --json");
+  EXPECT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  const std::string out = ::testing::TempDir() + file;
+  EXPECT_EQ(run(search + " --out " + out).code, 0);
+  const CmdResult m = run("search merge --top " + top + " --json " + out);
+  EXPECT_EQ(m.code, 0) << m.out;
+  const auto merged = nlohmann::json::parse(m.out);
+  EXPECT_EQ(merged.size(), j["top"].size());
+  for (std::size_t i = 0; i < std::min(merged.size(), j["top"].size()); ++i) {
+    EXPECT_EQ(merged[i][field], j["top"][i][field]) << i;
+  }
+  return j["top"];
+}
+
 // --etp searches expert tensor parallelism: shown in the layout, in the JSON and through --out /
 // search merge; a value below 1 is a command-line error.
 TEST(CliSearch, ExpertTensorParallelSizesAreSearchedAndMerged) {
   const std::string moe =
       "search --model mixtral-8x7b --system h100-sxm --world-size 16 --global-batch-size 64 --seq-len 4096 "
       "--tp 2 --pp 1,2 --vpp 1 --ep 2,4,8 --etp 1,2 --mbs 1 --recompute full --top 10";
-  const CmdResult r = run(moe + " --json");
-  ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(r.out);
+  const auto top = expect_merge_keeps(moe, "10", "etp", "calisim_etp.csv");
   std::set<int> etps;
-  for (const auto& c : j["top"]) etps.insert(c["etp"].get<int>());
+  for (const auto& c : top) etps.insert(c["etp"].get<int>());
   EXPECT_EQ(etps, (std::set<int>{1, 2}));
   const CmdResult text = run(moe);
   EXPECT_NE(text.out.find(" etp2 dp"), std::string::npos) << text.out;
-  const std::string out = ::testing::TempDir() + "calisim_etp.csv";
-  ASSERT_EQ(run(moe + " --out " + out).code, 0);
-  const CmdResult m = run("search merge --top 10 --json " + out);
-  ASSERT_EQ(m.code, 0) << m.out;
-  const auto merged = nlohmann::json::parse(m.out);
-  ASSERT_EQ(merged.size(), j["top"].size());
-  for (std::size_t i = 0; i < merged.size(); ++i) EXPECT_EQ(merged[i]["etp"], j["top"][i]["etp"]) << i;
   const CmdResult bad = run(moe + " --etp 0");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--etp"), std::string::npos) << bad.out;
+}
+
+// --cp-comm-type tries several CP communication types: JSON, layout text and merge carry them.
+TEST(CliSearch, CpCommunicationTypesAreSearchedAndMerged) {
+  const std::string cp =
+      "search --model llama3-8b --system h100-sxm --world-size 16 --global-batch-size 16 --seq-len 32768 "
+      "--tp 1,2 --pp 1 --vpp 1 --cp 2,4 --mbs 1 --recompute full --cp-comm-type p2p,a2a,allgather --top 20";
+  const auto top = expect_merge_keeps(cp, "20", "cp_comm_type", "calisim_cp_comm.csv");
+  std::set<std::string> kinds;
+  for (const auto& c : top) kinds.insert(c["cp_comm_type"].get<std::string>());
+  EXPECT_EQ(kinds, (std::set<std::string>{"a2a", "allgather", "p2p"}));
+  EXPECT_NE(run(cp).out.find("/allgather"), std::string::npos);
+  const CmdResult bad = run(cp + " --cp-comm-type ring");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("expected p2p, a2a or allgather, got 'ring'"), std::string::npos) << bad.out;
 }
 
 TEST(CliSearch, CsvHasEveryFeasibleCandidate) {

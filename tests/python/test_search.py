@@ -33,6 +33,20 @@ def test_expert_tensor_parallel_list_equals_cli_json():
         calisim.search("mixtral-8x7b", "h100-sxm", **dict(args, etp=[0]))
 
 
+def test_cp_comm_type_list_equals_cli_json():
+    py = calisim.search("llama3-8b", "h100-sxm", world_size=16, global_batch_size=16, seq_len=32768, tp=[1, 2],
+                        pp=[1], vpp=[1], cp=[2, 4], mbs=[1], recompute=["full"],
+                        cp_comm_type=["p2p", "a2a", "allgather"], top=10)
+    cli = cli_json("search", "--model", "llama3-8b", "--system", "h100-sxm", "--world-size", "16",
+                   "--global-batch-size", "16", "--seq-len", "32768", "--tp", "1,2", "--pp", "1", "--vpp", "1",
+                   "--cp", "2,4", "--mbs", "1", "--recompute", "full", "--cp-comm-type", "p2p,a2a,allgather",
+                   "--top", "10", "--json")
+    assert py.to_dict()["top"] == cli["top"]
+    with pytest.raises(calisim.ConfigError, match="cp_comm_type"):
+        calisim.search("llama3-8b", "h100-sxm", world_size=16, global_batch_size=16, seq_len=32768, cp=[2],
+                       cp_comm_type="ring")
+
+
 def test_nothing_fits_raises_with_explanation():
     with pytest.raises(calisim.NoFeasibleLayout, match="no layout fits") as e:
         calisim.search("llama3-70b", "a100-pcie-80g", world_size=8, global_batch_size=8, seq_len=8192,

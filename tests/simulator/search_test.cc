@@ -203,7 +203,8 @@ void expect_placement_search_equals_brute_force(const ModelConfig& model, const 
   EXPECT_DOUBLE_EQ(r.feasible.front().step_time_s, reference.front().step_time_s);
   auto same_layout = [](const Candidate& a, const Candidate& b) {
     return a.tp == b.tp && a.pp == b.pp && a.vpp == b.vpp && a.cp == b.cp && a.ep == b.ep && a.mbs == b.mbs &&
-           a.recompute == b.recompute && a.zero == b.zero && (b.etp == 0 || a.etp == b.etp);
+           a.recompute == b.recompute && a.zero == b.zero && (b.etp == 0 || a.etp == b.etp) &&
+           (b.cp_comm < 0 || a.cp_comm == b.cp_comm);
   };
   for (const auto& ref : reference) {
     bool found = false;
@@ -315,6 +316,44 @@ TEST(Search, ExpertTensorParallelListEqualsBruteForce) {
   std::string why;
   EXPECT_FALSE(make_strategy(f.base, testing_support::shipped_model("llama3-8b"), f.space, dense, st, &why));
   EXPECT_NE(why.find("etp > 1 needs a MoE model"), std::string::npos) << why;
+}
+
+// A CP-communication list: the search equals a brute force over it, results carry the type they
+// ran with, and at cp 1 only the list's first type is legal (the others are the same layout).
+TEST(Search, CpCommunicationListEqualsBruteForce) {
+  Fixture f;
+  f.space.tp = {1, 2};
+  f.space.pp = {1};
+  f.space.vpp = {1};
+  f.space.cp = {1, 2, 4};
+  f.space.mbs = {1};
+  f.space.recompute = {RecomputeChoice::none};
+  f.space.zero = {1};
+  f.space.cp_comm = {CpCommType::p2p, CpCommType::a2a, CpCommType::all_gather};
+  f.space.orders = rank_order_list("tp_first");
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
+
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.keep_all = true;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  std::set<int> kinds;
+  for (const auto& c : r.feasible) {
+    EXPECT_EQ(c.candidate.cp_comm, candidate_at(f.space, c.index).cp_comm);
+    if (c.candidate.cp == 1) {
+      EXPECT_EQ(c.candidate.cp_comm, static_cast<int>(CpCommType::p2p));
+    } else {
+      kinds.insert(c.candidate.cp_comm);
+    }
+  }
+  EXPECT_EQ(kinds.size(), 3u);
+  Candidate cp1 = candidate_at(f.space, 0);
+  cp1.cp = 1;
+  cp1.cp_comm = static_cast<int>(CpCommType::a2a);
+  StrategyConfig st;
+  std::string why;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, cp1, st, &why));
+  EXPECT_NE(why.find("only matters with cp > 1"), std::string::npos) << why;
 }
 
 TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {
