@@ -311,7 +311,8 @@ std::string stats_table(const std::string& caption, const std::vector<ErrorStats
 
 }  // namespace
 
-std::string html_report(const std::vector<RowResult>& rows, const ValidationSummary& sum, const std::string& title) {
+std::string html_report(const std::vector<RowResult>& rows, const ValidationSummary& sum, const std::string& title,
+                        const std::string& appendix) {
   std::string h = "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>" + html_escape(title) +
                   "</title>\n<style>body{font-family:sans-serif;margin:24px}table{border-collapse:collapse;"
                   "font-size:13px}td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}"
@@ -353,7 +354,7 @@ std::string html_report(const std::vector<RowResult>& rows, const ValidationSumm
                      html_escape(r.layout), r.measured_step_s, r.simulated_step_s, pct(r.step_error),
                      r.mem_error ? pct(*r.mem_error) : "", html_escape(inferred));
   }
-  h += "</table>\n</body></html>\n";
+  h += "</table>\n" + appendix + "</body></html>\n";
   return h;
 }
 

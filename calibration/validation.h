@@ -80,8 +80,9 @@ nlohmann::json to_json(const ErrorStats& stats);
 
 // Self-contained HTML: tables, an inline-SVG scatter of simulated vs measured step time (log-log,
 // y = x line) and an error histogram. No scripts, no network. All text is escaped.
+// `appendix`: finished HTML (already escaped) placed after the row table, e.g. the fit's tables.
 std::string html_report(const std::vector<RowResult>& rows, const ValidationSummary& summary,
-                        const std::string& title);
+                        const std::string& title, const std::string& appendix = "");
 std::string html_escape(const std::string& text);
 
 }  // namespace calisim::calibration

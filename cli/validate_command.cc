@@ -233,7 +233,7 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
     std::string title = "calisim validate: " + std::filesystem::path(a.runs).filename().string();
     if (!a.overrides.empty()) title += fmt::format(" (--set {})", fmt::join(a.overrides, " "));
-    out << html_report(v.rows, v.summary, title);
+    out << html_report(v.rows, v.summary, title, v.fit ? fit_html(v.fit_args, *v.fit) : std::string());
   }
   return v;
 }

@@ -10,6 +10,7 @@
 
 #include "cli/config_catalog.h"
 #include "cli/progress_bar.h"
+#include "calibration/validation.h"
 #include "cli/table.h"
 #include "core/error.h"
 
@@ -207,6 +208,42 @@ std::string fit_text(const FitArgs& a, const FitReport& rep) {
   out += "(the fitted factors scale the roofline defaults; a held-out error is what to expect on runs the fit has "
          "not seen)\n";
   return out;
+}
+
+std::string fit_html(const FitArgs& a, const FitReport& rep) {
+  auto pct1 = [](double f) { return fmt::format("{:.1f}%", 100 * f); };
+  auto stats_rows = [&](const FitStats& before, const FitStats& fitted, const FitStats* held) {
+    std::string h = "<table><tr><th>step time</th><th>MAPE</th><th>median</th><th>bias</th></tr>\n";
+    auto row = [&](const char* name, const FitStats& s) {
+      h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       name, pct1(s.mape), pct1(s.median), pct(s.bias));
+    };
+    row("system file defaults", before);
+    row("fitted on every row", fitted);
+    if (held) row("held out", *held);
+    return h + "</table>\n";
+  };
+  std::string h = fmt::format("<h2>Fit of the systems' efficiencies to their rows ({})</h2>\n",
+                              calibration::html_escape(fmt::format("{}", fmt::join(a.groups, ", "))));
+  for (const auto& f : rep.systems) {
+    const RunFitResult& r = f.result;
+    h += fmt::format("<h3>{}: {} rows, {}; {}</h3>\n", calibration::html_escape(f.system), r.rows.size(),
+                     calibration::html_escape(factors_text(r.factors)), cross_validation(r));
+    h += stats_rows(f.before, f.fitted, r.folds.empty() ? nullptr : &f.held_out);
+    if (r.by_group) {
+      h += "<table><tr><th>source left out</th><th>its factors</th></tr>\n";
+      for (std::size_t i = 0; i < r.folds.size(); ++i) {
+        h += fmt::format("<tr><td>{}</td><td>{}</td></tr>\n", calibration::html_escape(r.folds[i]),
+                         calibration::html_escape(factors_text(r.held_out[i])));
+      }
+      h += "</table>\n";
+    }
+  }
+  if (rep.systems.size() > 1) {
+    h += fmt::format("<h3>All {} fitted rows</h3>\n", rep.rows);
+    h += stats_rows(rep.before, rep.fitted, &rep.held_out);
+  }
+  return h;
 }
 
 }  // namespace calisim::cli

@@ -44,5 +44,7 @@ struct FitReport {
 FitReport run_fits(const FitArgs& a, const std::vector<std::pair<std::string, calibration::FitRow>>& rows);
 nlohmann::json fit_json(const FitArgs& a, const FitReport& r);
 std::string fit_text(const FitArgs& a, const FitReport& r);
+// The same tables as fit_text for the HTML report (text escaped).
+std::string fit_html(const FitArgs& a, const FitReport& r);
 
 }  // namespace calisim::cli

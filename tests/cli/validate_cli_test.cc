@@ -210,9 +210,17 @@ TEST(ValidateCli, FitSystemToItsRows) {
   EXPECT_LE(all["step_time"]["fitted"]["mape"].get<double>(), all["step_time"]["defaults"]["mape"].get<double>());
   std::ifstream written(dir + "/h100-sxm-fit.json");
   EXPECT_TRUE(written.good());
-  const Out all_text = calisim("validate --runs " + kFixture + " --fit-system all");
+  const std::string html = ::testing::TempDir() + "validate_fit.html";
+  const Out all_text = calisim("validate --runs " + kFixture + " --fit-system all --report " + html);
   EXPECT_NE(all_text.text.find("all 2 fitted rows, each system fitted on its own rows:"), std::string::npos)
       << all_text.text;
+  // The HTML report carries the fit's tables after the rows.
+  std::ifstream page(html);
+  std::stringstream ss;
+  ss << page.rdbuf();
+  EXPECT_NE(ss.str().find("<h2>Fit of the systems' efficiencies to their rows (compute)</h2>"), std::string::npos);
+  EXPECT_NE(ss.str().find("<h3>h100-sxm: 1 rows, compute x"), std::string::npos);
+  EXPECT_NE(ss.str().find("<h3>All 2 fitted rows</h3>"), std::string::npos);
 }
 
 // --dump-inputs writes each simulated row's mapped inputs; `calisim simulate` on them reproduces
