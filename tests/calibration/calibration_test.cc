@@ -263,23 +263,34 @@ testing::AssertionResult all_mapped(const std::vector<MeasuredRun>& runs, const 
   return testing::AssertionSuccess();
 }
 
+// Rows under kHeader's columns plus `extra_columns` (",name,name"), parsed and mapped.
+struct MappedRows {
+  std::vector<MeasuredRun> runs;
+  std::vector<MappedRun> m;
+};
+MappedRows map_with_columns(const std::string& extra_columns, const std::string& rows) {
+  MappedRows out;
+  const std::string header = kHeader.substr(0, kHeader.size() - 1) + extra_columns + "\n";
+  out.runs = parse_measured_runs(header + rows, "t.csv");
+  out.m = map_all(out.runs);
+  return out;
+}
+
 // Framework defaults the rows leave unstated: fused cross-entropy (Megatron-Bridge, NeMo 2,
 // llm-foundry), bf16 main gradients (NeMo 2 performance scripts; NeMo 1's distributed_fused_adam
 // with grad_sync_dtype bf16), MaxText's full remat; NeMo 1 (24.07) and Megatron-LM keep the
 // unfused loss, Megatron-LM its fp32 gradients.
 TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
-  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",framework_version\n";
   const std::string body = "s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,";
-  const auto runs = parse_measured_runs(header +
-                                            "R1," + body + "NeMo (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.04\n"
-                                            "R2," + body + "NeMo (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,24.07\n"
-                                            "R3," + body + "Megatron-Bridge (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.11\n"
-                                            "R4," + body + "llm-foundry / Composer,bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
-                                            "R5," + body + "MaxText (JAX),bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
-                                            "R6," + body + "Megatron-LM,bf16,1,1,,,,,,,,1,8,,1.0,,,,,2025\n",
-                                        "t.csv");
+  const auto [runs, m] = map_with_columns(
+      ",framework_version",
+      "R1," + body + "NeMo (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.04\n"
+      "R2," + body + "NeMo (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,24.07\n"
+      "R3," + body + "Megatron-Bridge (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.11\n"
+      "R4," + body + "llm-foundry / Composer,bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
+      "R5," + body + "MaxText (JAX),bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
+      "R6," + body + "Megatron-LM,bf16,1,1,,,,,,,,1,8,,1.0,,,,,2025\n");
   ASSERT_EQ(runs.size(), 6u);
-  const std::vector<MappedRun> m = map_all(runs);
   ASSERT_TRUE(all_mapped(runs, m));
   const auto fused = [](const MappedRun& x) { return x.strategy.value("cross_entropy_loss_fusion", false); };
   const auto fp32_grads = [](const MappedRun& x) { return x.strategy.value("use_fp32_accum_grad", true); };
@@ -316,15 +327,13 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
 // tables leave VP out, so an unstated vpp takes the recipe's. A stated vpp, or another source, is
 // left alone.
 TEST(RunMapping, DgxcNemotron340bTakesTheRecipesVirtualStages) {
-  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_key\n";
   const std::string body = "Nemotron4 340b,dense,96,18432,73728,96,8,192,256000,4096,squared_relu,gqa,H100,1024,";
-  const auto runs = parse_measured_runs(
-      header + "R1,NVIDIA dgxc-benchmarking v25.04.01," + body + "NeMo (Megatron-Core),bf16,8,8,,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n" +
+  const auto [runs, m] = map_with_columns(
+      ",model_key",
+      "R1,NVIDIA dgxc-benchmarking v25.04.01," + body + "NeMo (Megatron-Core),bf16,8,8,,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n" +
           "R2,NVIDIA dgxc-benchmarking v25.05.04," + body + "NeMo (Megatron-Core),bf16,8,8,6,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n" +
-          "R3,Some other benchmark," + body + "NeMo (Megatron-Core),bf16,8,8,,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n",
-      "t.csv");
+          "R3,Some other benchmark," + body + "NeMo (Megatron-Core),bf16,8,8,,,,,,,,1,256,,4.41,,,,,nemotron4_340b\n");
   ASSERT_EQ(runs.size(), 3u);
-  const std::vector<MappedRun> m = map_all(runs);
   ASSERT_TRUE(all_mapped(runs, m));
   EXPECT_EQ(m[0].strategy.value("interleaving_size", 0), 12);
   EXPECT_TRUE(contains(m[0].inferred, "vpp 12 (DGX Cloud benchmarking Nemotron4-340B recipe"));
@@ -334,18 +343,16 @@ TEST(RunMapping, DgxcNemotron340bTakesTheRecipesVirtualStages) {
 
 // FP8 parameters and the other memory conventions of the frameworks' recipes (docs/validation.md).
 TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
-  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",framework_version,source_ref\n";
   const std::string l8 = "s,m,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,";
-  const auto runs = parse_measured_runs(
-      header + "R1," + l8 + "GB200,8,Megatron-Bridge (Megatron-Core),FP8-CS,1,1,,1,,,0,,,2,128,,,30000,,,,25.11,x\n" +
+  const auto [runs, m] = map_with_columns(
+      ",framework_version,source_ref",
+      "R1," + l8 + "GB200,8,Megatron-Bridge (Megatron-Core),FP8-CS,1,1,,1,,,0,,,2,128,,,30000,,,,25.11,x\n" +
           "R2," + l8 + "GB200,8,Megatron-Bridge (Megatron-Core),FP8-MX,1,1,,1,,,0,,,2,128,,,30000,,,,25.11,x\n" +
           "R3," + l8 + "H100,8,NeMo (Megatron-Core),fp8,1,1,,1,,,,,,1,128,,,14000,,,,25.04,x\n" +
           "R4," + l8 + "H100,8,Megatron-LM (Megatron-Core),fp8 (hybrid format),1,1,,2,,,,,,1,128,,,14000,,,,2025,"
           "NVIDIA/Megatron-LM examples/llama/README.md\n" +
-          "R5," + l8 + "H100-SXM 96GB HBM2e @500W,64,torchtitan,fp8 (Float8 linear torchao),2,4,,1,,,8,,full,8,,,,100,,,,,x\n",
-      "t.csv");
+          "R5," + l8 + "H100-SXM 96GB HBM2e @500W,64,torchtitan,fp8 (Float8 linear torchao),2,4,,1,,,8,,full,8,,,,100,,,,,x\n");
   ASSERT_EQ(runs.size(), 5u);
-  const std::vector<MappedRun> m = map_all(runs);
   ASSERT_TRUE(all_mapped(runs, m));
   const auto gather = [](const MappedRun& x) { return x.strategy.value("fp8_param_gather", false); };
   EXPECT_FALSE(m[0].strategy.value("use_precision_aware_optimizer", false));  // FP8 rows: the scripts' BF16-only switch
@@ -367,18 +374,16 @@ TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
 
 // Megatron-Bridge Llama 3 presets: applied only where the row's layout is the preset's.
 TEST(RunMapping, BridgeLlama3PresetsOffloadAndGraphs) {
-  const std::string header = kHeader.substr(0, kHeader.size() - 1) + ",model_key\n";
   const std::string l70 = "LLAMA3_70B,dense,80,8192,28672,64,8,128,128256,8192,swiglu,gqa,";
   const std::string l8 = "LLAMA3_8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,";
   const std::string bridge = "Megatron-Bridge (Megatron-Core),";
-  const auto runs = parse_measured_runs(
-      header + "R1,s," + l70 + "GB200,64," + bridge + "FP8-CS,1,1,1,1,,,64,,,2,256,,,4312,,,,llama3_70b\n" +
+  const auto [runs, m] = map_with_columns(
+      ",model_key",
+      "R1,s," + l70 + "GB200,64," + bridge + "FP8-CS,1,1,1,1,,,64,,,2,256,,,4312,,,,llama3_70b\n" +
           "R2,s," + l70 + "GB300,64," + bridge + "FP8-CS,1,1,1,1,,,64,,,2,256,,,4520,,,,llama3_70b\n" +
           "R3,s," + l8 + "B200,8," + bridge + "FP8-CS,1,1,1,1,,,0,,,2,128,,,30624,,,,llama3_8b\n" +
-          "R4,s," + l8 + "GB300,8," + bridge + "FP8-CS,1,1,1,1,,,0,,,2,128,,,37556,,,,llama3_8b\n",
-      "t.csv");
+          "R4,s," + l8 + "GB300,8," + bridge + "FP8-CS,1,1,1,1,,,0,,,2,128,,,37556,,,,llama3_8b\n");
   ASSERT_EQ(runs.size(), 4u);
-  const std::vector<MappedRun> m = map_all(runs);
   ASSERT_TRUE(all_mapped(runs, m));
   EXPECT_EQ(m[0].strategy.value("cpu_offloading_num_layers", 0), 40);  // GB200 FP8-CS preset
   EXPECT_EQ(m[1].strategy.value("cpu_offloading_num_layers", 0), 20);  // GB300 FP8-CS preset
