@@ -1,12 +1,15 @@
 #include "calibration/measured_runs.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 
@@ -157,6 +160,7 @@ std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std:
     }
   }
   std::vector<MeasuredRun> out;
+  std::map<std::string, int> line_of_id;
   for (const CsvRow& row : t.rows) {
     MeasuredRun r;
     r.line = row.line;
@@ -178,6 +182,10 @@ std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std:
       r.model = r.text("model");
       r.gpu_type = r.text("gpu_type");
       if (r.run_id.empty()) throw InputError(file, fmt::format("line {}, column run_id", row.line), "empty run_id");
+      if (const auto [it, fresh] = line_of_id.emplace(r.run_id, row.line); !fresh) {
+        throw InputError(file, fmt::format("line {}, column run_id", row.line),
+                         fmt::format("run_id '{}' repeats line {}'s (each run needs its own id)", r.run_id, it->second));
+      }
     } else {
       r.run_id = fmt::format("S{:02d}", out.size() + 1);
       r.source = "SimuMax A100-PCIe (MooreThreads/SimuMax)";
@@ -196,6 +204,32 @@ std::vector<MeasuredRun> read_measured_runs(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return parse_measured_runs(ss.str(), path);
+}
+
+std::vector<MeasuredRun> read_measured_runs(const std::vector<std::string>& paths) {
+  if (paths.empty()) throw InputError("<command line>", "--runs", "no runs file given");
+  std::vector<MeasuredRun> out;
+  std::map<std::string, std::string> file_of_id;
+  int generated = 0;
+  for (const std::string& path : paths) {
+    for (MeasuredRun& r : read_measured_runs(path)) {
+      if (r.format == RunFormat::simumax) {
+        r.run_id = fmt::format("S{:02d}", ++generated);
+      } else if (const auto [it, fresh] = file_of_id.emplace(r.run_id, path); !fresh) {
+        throw InputError(path, fmt::format("line {}, column run_id", r.line),
+                         fmt::format("run_id '{}' is already a row of {} (run ids must be unique across --runs files)",
+                                     r.run_id, it->second));
+      }
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
+std::string runs_files_label(const std::vector<std::string>& paths) {
+  std::vector<std::string> names;
+  for (const auto& p : paths) names.push_back(std::filesystem::path(p).filename().string());
+  return fmt::format("{}", fmt::join(names, " + "));
 }
 
 }  // namespace calisim::calibration

@@ -46,11 +46,20 @@ struct MeasuredRun {
 // Columns checked as numbers (integers where the name is a count or a size).
 const std::vector<std::string>& numeric_columns(RunFormat format);
 
-// Throws InputError for a missing required column, a malformed CSV record or a non-numeric cell
-// in a numeric column ("line 12, column tp: expected an integer, got 'x'").
+// Throws InputError for a missing required column, a malformed CSV record, a non-numeric cell
+// in a numeric column ("line 12, column tp: expected an integer, got 'x'") or a run_id repeated
+// in the file (every report keys rows by run_id).
 std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std::string& file);
 
 // Reads the file, then parse_measured_runs. InputError when unreadable.
 std::vector<MeasuredRun> read_measured_runs(const std::string& path);
+
+// Several files, their rows in file order. A run_id may appear in one file only (InputError naming
+// the later file, the line and the earlier file); SimuMax-format rows, whose ids are generated,
+// are numbered on across files (S01 … S30, S31 …) instead.
+std::vector<MeasuredRun> read_measured_runs(const std::vector<std::string>& paths);
+
+// The files' names for titles and provenance notes: "a.csv", "a.csv + b.csv".
+std::string runs_files_label(const std::vector<std::string>& paths);
 
 }  // namespace calisim::calibration

@@ -219,7 +219,10 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   std::vector<MeasuredRun> runs = read_measured_runs(a.runs);
   if (!a.source.empty()) {
     std::erase_if(runs, [&](const MeasuredRun& r) { return r.source.find(a.source) == std::string::npos; });
-    if (runs.empty()) throw InputError(a.runs, "--source", "no row's source contains '" + a.source + "'");
+    if (runs.empty()) {
+      throw InputError(fmt::format("{}", fmt::join(a.runs, ", ")), "--source",
+                       "no row's source contains '" + a.source + "'");
+    }
   }
   ValidationRun v;
   v.rows.reserve(runs.size());
@@ -231,7 +234,7 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   if (!a.report.empty()) {
     std::ofstream out(a.report);
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
-    std::string title = "calisim validate: " + std::filesystem::path(a.runs).filename().string();
+    std::string title = "calisim validate: " + runs_files_label(a.runs);
     if (!a.overrides.empty()) title += fmt::format(" (--set {})", fmt::join(a.overrides, " "));
     out << html_report(v.rows, v.summary, title, v.fit ? fit_html(v.fit_args, *v.fit) : std::string());
   }
@@ -241,7 +244,9 @@ ValidationRun validate_runs(const ValidateArgs& a) {
 nlohmann::json to_document(const ValidateArgs& a, const ValidationRun& v) {
   const ValidationSummary& s = v.summary;
   nlohmann::json j;
-  j["runs_file"] = a.runs;
+  // runs_files: every --runs file in order; runs_file (the one file) is kept for single-file runs.
+  j["runs_files"] = a.runs;
+  if (a.runs.size() == 1) j["runs_file"] = a.runs.front();
   j["overrides"] = a.overrides;
   j["database"] = a.db.empty() ? nlohmann::json() : nlohmann::json(a.db);
   j["error_convention"] = "(simulated - measured) / measured, on step time";
@@ -271,7 +276,7 @@ void run(const ValidateArgs& a) {
     fmt::print("{}\n", to_document(a, v).dump(2));
     return;
   }
-  fmt::print("{}", render(v.rows, v.summary, a.runs));
+  fmt::print("{}", render(v.rows, v.summary, fmt::format("{}", fmt::join(a.runs, " + "))));
   if (!a.overrides.empty()) fmt::print("overrides applied to every row (--set): {}\n", fmt::join(a.overrides, " "));
   for (const auto& [k, e] : v.systems) {
     if (!e.note.empty()) fmt::print("note: {}: {}\n", k.substr(0, k.find('|')), e.note);
@@ -292,8 +297,10 @@ void register_validate(CLI::App& app) {
   auto args = std::make_shared<ValidateArgs>();
   CLI::App* sub = app.add_subcommand("validate", "Simulate published measured runs and report the error");
   sub->add_option("--runs", args->runs,
-                  "CSV of measured runs (calibration/data/measured_runs.csv format, or simumax_a100_pcie.csv)")
-      ->required();
+                  "CSV of measured runs (calibration/data/measured_runs.csv format, or simumax_a100_pcie.csv); "
+                  "repeatable (--runs A --runs B): the files' rows together, run ids unique across them")
+      ->required()
+      ->take_all();
   sub->add_option("--db", args->db, "efficiency database to take measured efficiencies from (devices it lacks use "
                                     "the roofline defaults)");
   sub->add_flag("--json", args->json, "print one JSON document instead of tables");

@@ -10,7 +10,9 @@
 namespace calisim::cli {
 
 struct ValidateArgs {
-  std::string runs, db, report, source, dump_dir;
+  // --runs: one or more measured-runs CSVs, read in order; a run_id may appear in only one of them.
+  std::vector<std::string> runs;
+  std::string db, report, source, dump_dir;
   std::vector<std::string> overrides;  // --set section.key=value, applied to every mapped row
   bool json = false;
   // --fit-system: fit that system's default efficiencies to its rows (calibration/run_fit.h).

@@ -59,6 +59,13 @@ const char* cross_validation(const RunFitResult& r) {
   return r.folds.empty() ? "none (one row)" : r.by_group ? "leave one source out" : "leave one row out";
 }
 
+// "a.csv" or "a.csv --runs b.csv": the files as the command line named them, by file name.
+std::string runs_option_text(const std::vector<std::string>& files) {
+  std::vector<std::string> names;
+  for (const auto& f : files) names.push_back(std::filesystem::path(f).filename().string());
+  return fmt::format("{}", fmt::join(names, " --runs "));
+}
+
 // The shipped file of `f.system` with the fitted efficiencies and a sentence saying how.
 void write_fitted_system(const FitArgs& a, SystemFit& f, const std::string& path) {
   const std::string file = resolve_config(ConfigKind::system, f.system);
@@ -68,7 +75,7 @@ void write_fitted_system(const FitArgs& a, SystemFit& f, const std::string& path
   const std::string how = fmt::format(
       " Fitted to measured step times by calisim validate --runs {} --fit-system {} --fit {}{}: {} on {} rows ({} "
       "folds, {}); step-time MAPE {:.1f}% with the file's defaults, {:.1f}% fitted, {:.1f}% held out.",
-      std::filesystem::path(a.runs_file).filename().string(), a.system, fmt::join(a.groups, ","),
+      runs_option_text(a.runs_files), a.system, fmt::join(a.groups, ","),
       a.source.empty() ? "" : " --source '" + a.source + "'", factors_text(r.factors), r.rows.size(), r.folds.size(),
       cross_validation(r), 100 * f.before.mape, 100 * f.fitted.mape, 100 * f.held_out.mape);
   doc["description"] = doc.value("description", std::string()) + how;
@@ -95,7 +102,7 @@ FitReport run_fits(const FitArgs& a, const std::vector<std::pair<std::string, Fi
     if (std::find(order.begin(), order.end(), name) == order.end()) order.push_back(name);
   const bool all = a.system == "all";
   if (!all && std::find(order.begin(), order.end(), a.system) == order.end()) {
-    throw InputError(a.runs_file, "--fit-system",
+    throw InputError(fmt::format("{}", fmt::join(a.runs_files, ", ")), "--fit-system",
                      fmt::format("no simulated row maps to system '{}' (rows map to: {})", a.system,
                                  order.empty() ? "none" : fmt::format("{}", fmt::join(order, ", "))));
   }

@@ -15,7 +15,8 @@
 namespace calisim::cli {
 
 struct FitArgs {
-  std::string runs_file, source;  // for the provenance sentence of a written file
+  std::vector<std::string> runs_files;  // the --runs files, for the provenance sentence of a written file
+  std::string source;
   std::string system;             // a shipped system name, or "all"
   std::string out;                // file (one system) or directory (all); empty = none
   std::vector<std::string> groups;

@@ -173,7 +173,9 @@ PYBIND11_MODULE(_core, m) {
       [](const std::string& request_text) {
         const json r = parse_doc(request_text, "<validate>");
         cli::ValidateArgs a;
-        a.runs = r.at("runs").get<std::string>();
+        // One file or a list of files (calisim validate --runs A --runs B).
+        a.runs = r.at("runs").is_array() ? r.at("runs").get<std::vector<std::string>>()
+                                         : std::vector<std::string>{r.at("runs").get<std::string>()};
         a.db = r.value("db", std::string());
         a.source = r.value("source", std::string());
         a.report = r.value("report", std::string());

@@ -2,6 +2,8 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
+#include <map>
 #include <fstream>
 #include <sstream>
 
@@ -488,10 +490,68 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
 }
 
 TEST(MeasuredRunsCsv, ShippedFilesParse) {
-  for (const char* f : {"measured_runs.csv", "simumax_a100_pcie.csv"}) {
+  const std::map<std::string, std::size_t> rows{
+      {"measured_runs.csv", 196}, {"simumax_a100_pcie.csv", 30}, {"nemo_long_sequence_b200.csv", 8}};
+  for (const auto& [f, n] : rows) {
     const auto runs = read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/" + f);
-    EXPECT_EQ(runs.size(), std::string(f) == "measured_runs.csv" ? 196u : 30u) << f;
+    EXPECT_EQ(runs.size(), n) << f;
   }
+}
+
+// Each row's published parallel columns multiply to its GPU count (the B200 table's own "# of
+// GPUs" column does not, see the file's notes) and the file maps without failures to b200.
+TEST(MeasuredRunsCsv, NemoLongSequenceB200RowsMapToB200) {
+  const auto runs =
+      read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/nemo_long_sequence_b200.csv");
+  for (const MeasuredRun& r : runs) {
+    EXPECT_EQ(*r.number("tp") * *r.number("pp") * *r.number("cp") * *r.number("dp"), *r.number("num_gpus")) << r.run_id;
+    EXPECT_EQ(*r.number("seq_len"), 1024 * std::pow(2.0, 3 + (&r - runs.data()))) << r.run_id;
+  }
+}
+
+TEST(MeasuredRunsCsv, RepeatedRunIdIsRefusedWithBothLines) {
+  try {
+    parse("R1,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n"
+          "R2,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n"
+          "R1,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n");
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "line 4, column run_id");
+    EXPECT_NE(e.problem().find("line 2"), std::string::npos) << e.problem();
+  }
+}
+
+// Several --runs files: rows in file order, a run_id in two files refused (naming both), SimuMax
+// rows (generated ids) numbered on across files.
+TEST(MeasuredRunsCsv, SeveralFilesConcatenateWithUniqueIds) {
+  const std::string dir = ::testing::TempDir();
+  const std::string row = ",s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n";
+  const auto write = [&](const std::string& name, const std::string& text) {
+    std::ofstream(dir + name) << text;
+    return dir + name;
+  };
+  const std::string a = write("runs_a.csv", kHeader + "R1" + row + "R2" + row);
+  const std::string b = write("runs_b.csv", kHeader + "R3" + row);
+  const std::string c = write("runs_c.csv", kHeader + "R2" + row);
+  const auto both = read_measured_runs(std::vector<std::string>{a, b});
+  ASSERT_EQ(both.size(), 3u);
+  EXPECT_EQ(both[0].run_id, "R1");
+  EXPECT_EQ(both[2].run_id, "R3");
+  EXPECT_EQ(runs_files_label({a, b}), "runs_a.csv + runs_b.csv");
+  try {
+    read_measured_runs(std::vector<std::string>{a, b, c});
+    FAIL() << "expected InputError";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.file(), c);
+    EXPECT_EQ(e.where(), "line 2, column run_id");
+    EXPECT_NE(e.problem().find("runs_a.csv"), std::string::npos) << e.problem();
+  }
+  const std::string simumax = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/simumax_a100_pcie.csv";
+  const auto twice = read_measured_runs(std::vector<std::string>{simumax, simumax});
+  ASSERT_EQ(twice.size(), 60u);
+  EXPECT_EQ(twice[30].run_id, "S31");
+  EXPECT_EQ(twice[59].run_id, "S60");
+  EXPECT_THROW(read_measured_runs(std::vector<std::string>{}), InputError);
 }
 
 }  // namespace

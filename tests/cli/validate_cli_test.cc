@@ -29,6 +29,25 @@ Out calisim(const std::string& args, bool with_stderr = true) {
 
 const std::string kFixture = std::string(CALISIM_TEST_DATA_DIR) + "/validation/three_runs.csv";
 
+// Two --runs files: their rows together (the JSON lists both files), and a run id present in both
+// refused with exit 2 and both files named.
+TEST(ValidateCli, SeveralRunsFilesTogether) {
+  const std::string b200 = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/nemo_long_sequence_b200.csv";
+  const Out r = calisim("validate --runs " + kFixture + " --runs " + b200 + " --json", false);
+  ASSERT_EQ(r.code, 0) << r.text;
+  const auto j = nlohmann::json::parse(r.text);
+  EXPECT_EQ(j["rows"].size(), 11u);
+  ASSERT_EQ(j["runs_files"].size(), 2u);
+  EXPECT_EQ(j["runs_files"][1], b200);
+  EXPECT_FALSE(j.contains("runs_file")) << "runs_file names the one file of a single-file run only";
+  EXPECT_EQ(j["summary"]["all"]["count"], 10);
+  const Out text = calisim("validate --runs " + kFixture + " --runs " + b200);
+  EXPECT_NE(text.text.find("three_runs.csv + "), std::string::npos) << text.text.substr(0, 300);
+  const Out dup = calisim("validate --runs " + kFixture + " --runs " + kFixture);
+  EXPECT_EQ(dup.code, 2);
+  EXPECT_NE(dup.text.find("is already a row of"), std::string::npos) << dup.text;
+}
+
 TEST(ValidateCli, JsonRowsAndNotSimulatedReason) {
   const Out r = calisim("validate --runs " + kFixture + " --json", false);
   ASSERT_EQ(r.code, 0) << r.text;

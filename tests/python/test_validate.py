@@ -43,3 +43,13 @@ def test_validate_dataframes():
     assert len(rows) == 3 and "run_id" in rows.columns
     fit = r.to_dataframe("fit")
     assert list(fit["system"]) == ["h100-sxm"] and isinstance(fit, pd.DataFrame)
+
+
+def test_validate_several_runs_files():
+    b200 = os.path.join(REPO, "calibration", "data", "nemo_long_sequence_b200.csv")
+    py = calisim.validate([FIXTURE, b200])
+    cli = cli_json("validate", "--runs", FIXTURE, "--runs", b200, "--json")
+    assert py.to_dict() == cli
+    assert len(py.rows) == 11 and py.rows[-1].run_id == "A0008"
+    with pytest.raises(calisim.ConfigError, match="already a row"):
+        calisim.validate([FIXTURE, FIXTURE])
