@@ -386,6 +386,22 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       md["moe_shared_expert_intermediate_size"] = as_int(*num("moe_shared_expert_ffn_hidden_size"));
     const long long dense = num("moe_first_k_dense_layers") ? as_int(*num("moe_first_k_dense_layers")) : 0;
     md["dense_layers"] = dense;
+    // Token policy: a row marked token-dropping (moe_token_policy, or "(tokendrop)" in the model
+    // name as Megatron-Bridge's tables write it) runs Megatron-Bridge's apply_moe_token_drop
+    // defaults: capacity factor 1.0, each expert's input padded to its capacity (fixed shapes, no
+    // routing-count copy to the host). Anything else is dropless, Megatron's default.
+    const std::string policy = lower(r.text("moe_token_policy"));
+    if (!policy.empty() && !has(policy, "dropless") && !has(policy, "drop")) {
+      return fail(m, "moe_token_policy '" + r.text("moe_token_policy") +
+                         "' is not understood (expected dropless or tokendrop)");
+    }
+    const bool token_drop = (has(policy, "drop") && !has(policy, "dropless")) || has(lower(r.model), "tokendrop");
+    if (token_drop) {
+      md["capacity"] = 1.0;
+      md["moe_pad_expert_input_to_capacity"] = true;
+      inf.push_back("token dropping as Megatron-Bridge's apply_moe_token_drop sets it: capacity factor 1.0, expert "
+                    "inputs padded to capacity");
+    }
     if (num("ffn_hidden_size")) {
       md["intermediate_size"] = as_int(*num("ffn_hidden_size"));
     } else if (dense == 0) {
@@ -547,7 +563,19 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   st["micro_batch_size"] = mbs;
 
   // ---- Precision.
-  const std::string prec = lower(r.text("precision"));
+  std::string prec = lower(r.text("precision"));
+  if (bridge && prec == "fp8") {
+    // Megatron-Bridge's 26.02 tables write "FP8" beside "MXFP8" and "NVFP4" where the 25.11 tables
+    // wrote "FP8-CS": the same layouts measure within a few percent of their 25.11 FP8-CS figures
+    // (H100 Llama 3 70B 1,621 vs 1,602 tok/s/GPU), so bare FP8 is per-tensor current scaling.
+    prec = "fp8-cs";
+    inf.push_back("FP8 read as FP8-CS, per-tensor current scaling (Megatron-Bridge tables write FP8 for what their "
+                  "25.11 tables called FP8-CS; same layouts, figures within a few percent)");
+  }
+  if (has(prec, "fp4")) {
+    return fail(m, "precision '" + r.text("precision") +
+                       "': FP4 training (NVFP4) is not modelled (no FP4 GEMM efficiency, recipe or memory format)");
+  }
   st["dtype"] = prec.rfind("fp16", 0) == 0 ? "fp16" : "bf16";
   if (prec.empty()) inf.push_back("bf16 (precision not stated)");
   if (has(prec, "fp8")) {
@@ -555,6 +583,8 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     std::string recipe;
     if (has(prec, "mx")) {
       recipe = "mxfp8";
+    } else if (has(prec, "block")) {
+      recipe = "blockwise";  // DeepSeek-style 128x128 weight / 1x128 activation scaling
     } else if (has(prec, "-cs") || has(prec, "current scaling") || has(prec, "torchao")) {
       recipe = "tensorwise";
     } else {

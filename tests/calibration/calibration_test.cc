@@ -491,7 +491,10 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
 
 TEST(MeasuredRunsCsv, ShippedFilesParse) {
   const std::map<std::string, std::size_t> rows{
-      {"measured_runs.csv", 196}, {"simumax_a100_pcie.csv", 30}, {"nemo_long_sequence_b200.csv", 8}};
+      {"measured_runs.csv", 196},
+      {"simumax_a100_pcie.csv", 30},
+      {"nemo_long_sequence_b200.csv", 8},
+      {"megatron_bridge_archive.csv", 60}};
   for (const auto& [f, n] : rows) {
     const auto runs = read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/" + f);
     EXPECT_EQ(runs.size(), n) << f;
