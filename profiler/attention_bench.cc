@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
 #include <stdexcept>
 #include <string_view>
 #include <vector>
@@ -82,6 +83,9 @@ enum Uid : std::int64_t {
   // fp8 forward: per-tensor descales of the inputs and of P, scales of P and O (device fp32
   // scalars), and the amax outputs the next step's scales come from.
   kDescaleQ, kDescaleK, kDescaleV, kDescaleS, kScaleS, kScaleO, kAmaxS, kAmaxO,
+  // fp8 backward: descales of O, dO and dP, scales of dP, dQ, dK and dV, and the amax outputs of
+  // dQ, dK, dV and dP (what a delayed-scaling recipe reads the next step's scales from).
+  kDescaleO, kDescaleDO, kDescaleDP, kScaleDP, kScaleDQ, kScaleDK, kScaleDV, kAmaxDQ, kAmaxDK, kAmaxDV, kAmaxDP,
   kFirstVirtual = 100
 };
 
@@ -398,6 +402,103 @@ void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
   g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
 }
 
+// One fp8 matmul of the backward as cuDNN frontend's matmul_fp8 node composes it: C = A·B in
+// fp32 (a GQA gradient summed over each group's query heads when A and B carry hq heads and C
+// hk), × descale_a × descale_b, AMAX of that into amax_c, × scale_c cast into C.
+void matmul_fp8(GraphBuilder& g, const Desc& a, const Desc& b, const Dims& full_dim, const Dims& out_dim,
+                const Desc& descale_a, const Desc& descale_b, const Desc& scale_c, const Desc& c, const Desc& amax_c) {
+  const Desc& product = g.virt(CUDNN_DATA_FLOAT, full_dim);
+  g.matmul(a, b, product);
+  const Desc* summed = &product;
+  if (full_dim != out_dim) {
+    const Desc& group_sum = g.virt(CUDNN_DATA_FLOAT, out_dim);
+    g.reduction(CUDNN_REDUCE_TENSOR_ADD, product, group_sum);
+    summed = &group_sum;
+  }
+  const Desc& da = g.pointwise(CUDNN_POINTWISE_MUL, *summed, &descale_a, out_dim);
+  const Desc& dab = g.pointwise(CUDNN_POINTWISE_MUL, da, &descale_b, out_dim);
+  g.pointwise(CUDNN_POINTWISE_MUL, dab, &scale_c, nullptr, c);
+  g.reduction(CUDNN_REDUCE_TENSOR_AMAX, dab, amax_c);
+}
+
+// The fp8 (e4m3) backward graph, cuDNN frontend's SDPA_FP8_BWD composition with per-tensor scales:
+// D = rowsum(dO∘O) × descale_dO × descale_O; S = Q·Kᵀ × scale × descale_q × descale_k, causal
+// mask, P = exp(S − Stats); dV = matmul_fp8(P × scale_s as e4m3, transposed; dO; descale_s,
+// descale_dO, scale_dV); dP = (dO·Vᵀ × descale_dO × descale_V − D) ∘ P × scale, amax_dP, × scale_dP
+// as e4m3; dQ = matmul_fp8(dP, K; descale_dP, descale_K, scale_dQ); dK = matmul_fp8(dPᵀ, Q;
+// descale_dP, descale_Q, scale_dK). dQ, dK, dV are e4m3 (Hopper's engines write no other type).
+void build_backward_fp8(GraphBuilder& g, const Shape& s, bool causal) {
+  const Desc& q = g.real(kQ, s.io, s.q());
+  const Dims kt_dim{s.b, s.hk, s.dqk, s.skv}, kt_str{s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk};
+  const Desc& kt = g.tensor(kK, s.io, kt_dim, kt_str);
+  const Desc& vt = g.tensor(kV, s.io, {s.b, s.hk, s.dv, s.skv}, {s.hk * s.skv * s.dv, s.skv * s.dv, 1, s.dv});
+  const Desc& o = g.real(kO, s.io, s.o());
+  const Desc& d_o = g.real(kDO, s.io, s.o());
+  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
+  const Desc& scale = g.scalar(kScale);
+  const Desc& dq = g.real(kDQ, s.io, s.q());
+  const Desc& dk = g.real(kDK, s.io, s.k());
+  const Desc& dv = g.real(kDV, s.io, s.v());
+  const Desc& descale_q = g.device_scalar(kDescaleQ);
+  const Desc& descale_k = g.device_scalar(kDescaleK);
+  const Desc& descale_v = g.device_scalar(kDescaleV);
+  const Desc& descale_o = g.device_scalar(kDescaleO);
+  const Desc& descale_do = g.device_scalar(kDescaleDO);
+  const Desc& descale_s = g.device_scalar(kDescaleS);
+  const Desc& descale_dp = g.device_scalar(kDescaleDP);
+  const Desc& scale_s = g.device_scalar(kScaleS);
+  const Desc& scale_dp = g.device_scalar(kScaleDP);
+  const Desc& scale_dq = g.device_scalar(kScaleDQ);
+  const Desc& scale_dk = g.device_scalar(kScaleDK);
+  const Desc& scale_dv = g.device_scalar(kScaleDV);
+  const Desc& amax_dq = g.device_scalar(kAmaxDQ);
+  const Desc& amax_dk = g.device_scalar(kAmaxDK);
+  const Desc& amax_dv = g.device_scalar(kAmaxDV);
+  const Desc& amax_dp = g.device_scalar(kAmaxDP);
+
+  // D = rowsum(dO ∘ O), descaled.
+  const Desc& doo = g.pointwise(CUDNN_POINTWISE_MUL, d_o, &o, s.o());
+  const Desc& row_sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, row_sum);
+  const Desc& row_do = g.pointwise(CUDNN_POINTWISE_MUL, row_sum, &descale_do, s.rows());
+  const Desc& softmax_sum = g.pointwise(CUDNN_POINTWISE_MUL, row_do, &descale_o, s.rows());
+
+  // P = exp(S·scale·descales − Stats), the mask before the subtraction as the frontend orders it.
+  const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
+  g.matmul(q, kt, scores);
+  const Desc& scaled = g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
+  const Desc& dq_scaled = g.pointwise(CUDNN_POINTWISE_MUL, scaled, &descale_q, s.scores());
+  const Desc* logits = &g.pointwise(CUDNN_POINTWISE_MUL, dq_scaled, &descale_k, s.scores());
+  if (causal) logits = &g.causal_mask(*logits, s.scores(), CUDNN_DATA_INT32);
+  const Desc& shifted = g.pointwise(CUDNN_POINTWISE_SUB, *logits, &stats, s.scores());
+  const Desc& p = g.pointwise(CUDNN_POINTWISE_EXP, shifted, nullptr, s.scores());
+
+  // dV from P in e4m3, transposed.
+  const Desc& p8 = g.virt(s.io, s.scores());
+  g.pointwise(CUDNN_POINTWISE_MUL, p, &scale_s, nullptr, p8);
+  const Desc& pt = transposed(g, p8, s.scores(), s.io);
+  matmul_fp8(g, pt, d_o, {s.b, s.hq, s.skv, s.dv}, s.v(), descale_s, descale_do, scale_dv, dv, amax_dv);
+
+  // dP = (dO·Vᵀ − D) ∘ P × scale, its amax, then e4m3.
+  const Desc& dpv = g.virt(CUDNN_DATA_FLOAT, s.scores());
+  g.matmul(d_o, vt, dpv);
+  const Desc& dpv_do = g.pointwise(CUDNN_POINTWISE_MUL, dpv, &descale_do, s.scores());
+  const Desc& dpv_v = g.pointwise(CUDNN_POINTWISE_MUL, dpv_do, &descale_v, s.scores());
+  const Desc& dps = g.pointwise(CUDNN_POINTWISE_SUB, dpv_v, &softmax_sum, s.scores());
+  const Desc& ds0 = g.pointwise(CUDNN_POINTWISE_MUL, dps, &p, s.scores());
+  const Desc& ds = g.pointwise(CUDNN_POINTWISE_MUL, ds0, &scale, s.scores());
+  g.reduction(CUDNN_REDUCE_TENSOR_AMAX, ds, amax_dp);
+  const Desc& ds8 = g.virt(s.io, s.scores());
+  g.pointwise(CUDNN_POINTWISE_MUL, ds, &scale_dp, nullptr, ds8);
+
+  // dQ = dP·K, dK = dPᵀ·Q.
+  const Desc& k_view = g.virt(s.io, s.k(), dense_strides(s.k()));
+  g.reshape(kt, k_view);
+  matmul_fp8(g, ds8, k_view, s.q(), s.q(), descale_dp, descale_k, scale_dq, dq, amax_dq);
+  const Desc& dst = transposed(g, ds8, s.scores(), s.io);
+  matmul_fp8(g, dst, q, {s.b, s.hq, s.skv, s.dqk}, s.k(), descale_dp, descale_q, scale_dk, dk, amax_dk);
+}
+
 // A finalised execution plan with its engine's global index and workspace.
 struct Plan {
   std::unique_ptr<Desc> plan;
@@ -476,7 +577,10 @@ BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted
     out.g = std::make_unique<GraphBuilder>();
     std::string last;
     try {
-      if (fp8) {
+      if (fp8 && backward) {
+        build_backward_fp8(*out.g, s, key.causal);
+        out.variant = "bwd fp8";
+      } else if (fp8) {
         build_forward_fp8(*out.g, s, key.causal);
         out.variant = "fwd fp8";
       } else if (backward) {
@@ -493,7 +597,7 @@ BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted
       last = e.what();
     }
     if (!out.plans.empty()) return out;
-    const std::string what = fp8 ? "fwd fp8 graph" : backward ? "bwd graph" : out.variant;
+    const std::string what = fp8 ? (backward ? "bwd fp8 graph" : "fwd fp8 graph") : backward ? "bwd graph" : out.variant;
     errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", what, last);
   }
   throw GpuError("cuDNN has no SDPA engine for this shape: " + errors, GpuError::Kind::not_supported);
@@ -521,29 +625,45 @@ struct Tensors {
     fill_random(add(kV, count(s.v()), io), count(s.v()), key.dtype, 23, 1.0f, stream);
     add(kO, count(s.o()), io);
     add(kStats, count(s.rows()), 4);
-    if (key.dtype == DType::fp8_e4m3) {
-      const float one_f = 1.0f;
-      for (std::int64_t uid : {kDescaleQ, kDescaleK, kDescaleV, kDescaleS, kScaleS, kScaleO}) {
-        check_cuda(cudaMemcpyAsync(add(uid, 1, sizeof(float)), &one_f, sizeof one_f, cudaMemcpyHostToDevice, stream),
-                   "fp8 attention scale");
+    const bool fp8 = key.dtype == DType::fp8_e4m3, backward = key.direction == AttentionDirection::backward;
+    if (fp8) {
+      // Every scale and descale starts at 1: the inputs are uniform in [-1, 1), far inside
+      // e4m3's range. (check_backward_against_cpu rescales the gradients from their amax.)
+      std::vector<std::int64_t> ones{kDescaleQ, kDescaleK, kDescaleV, kDescaleS, kScaleS, kScaleO};
+      std::vector<std::int64_t> amax{kAmaxS, kAmaxO};
+      if (backward) {
+        ones.insert(ones.end(), {kDescaleO, kDescaleDO, kDescaleDP, kScaleDP, kScaleDQ, kScaleDK, kScaleDV});
+        amax.insert(amax.end(), {kAmaxDQ, kAmaxDK, kAmaxDV, kAmaxDP});
       }
-      add(kAmaxS, 1, sizeof(float));
-      add(kAmaxO, 1, sizeof(float));
-      // The copies above read a stack value: finish them before it goes away.
-      check_cuda(cudaStreamSynchronize(stream), "fp8 attention scales");
+      for (std::int64_t uid : ones) add(uid, 1, sizeof(float));
+      for (std::int64_t uid : amax) add(uid, 1, sizeof(float));
+      for (std::int64_t uid : ones) set_scalar(uid, 1.0f, stream);
     }
-    if (key.direction == AttentionDirection::backward) {
-      fill_random(add(kDO, count(s.o()), 2), count(s.o()), key.dtype, 24, 1.0f, stream);
-      add(kDQ, count(s.q()), 2);
-      add(kDK, count(s.k()), 2);
-      add(kDV, count(s.v()), 2);
-      add(kSoftmaxSum, count(s.rows()), 4);
-      add(kDQAccum, count(s.q()), 4);
-      if (s.hk != s.hq) {
-        add(kDKFullHead, s.b * s.hq * s.skv * s.dqk, 2);
-        add(kDVFullHead, s.b * s.hq * s.skv * s.dv, 2);
+    if (backward) {
+      fill_random(add(kDO, count(s.o()), io), count(s.o()), key.dtype, 24, 1.0f, stream);
+      add(kDQ, count(s.q()), io);
+      add(kDK, count(s.k()), io);
+      add(kDV, count(s.v()), io);
+      if (!fp8) {  // the fp8 graph keeps D and the GQA sums virtual, as the frontend's does
+        add(kSoftmaxSum, count(s.rows()), 4);
+        add(kDQAccum, count(s.q()), 4);
+        if (s.hk != s.hq) {
+          add(kDKFullHead, s.b * s.hq * s.skv * s.dqk, 2);
+          add(kDVFullHead, s.b * s.hq * s.skv * s.dv, 2);
+        }
       }
     }
+  }
+  // Writes one fp32 device scalar (synchronously: the value lives on the caller's stack).
+  void set_scalar(std::int64_t uid, float value, cudaStream_t stream) const {
+    check_cuda(cudaMemcpyAsync(get(uid), &value, sizeof value, cudaMemcpyHostToDevice, stream), "fp8 attention scale");
+    check_cuda(cudaStreamSynchronize(stream), "fp8 attention scale");
+  }
+  float read_scalar(std::int64_t uid, cudaStream_t stream) const {
+    float value = 0;
+    check_cuda(cudaMemcpyAsync(&value, get(uid), sizeof value, cudaMemcpyDeviceToHost, stream), "fp8 attention amax");
+    check_cuda(cudaStreamSynchronize(stream), "fp8 attention amax");
+    return value;
   }
   void* get(std::int64_t uid) const {
     for (const auto& [u, b] : buffers) {
@@ -642,17 +762,30 @@ std::string unsupported_reason(const AttentionKey& key) {
     return fmt::format("{} attention is not measured: cuDNN's SDPA graphs take bf16, fp16 or fp8_e4m3",
                        calisim::to_string(key.dtype));
   }
-  if (key.dtype == DType::fp8_e4m3 && key.direction == AttentionDirection::backward) {
-    return "fp8_e4m3 attention backward is not measured by this version: only the fp8 forward SDPA graph is built "
-           "(the fp8 backward graph needs descales of Q, K, V, O, dO, S and dP, scales and amax outputs of dQ, dK, "
-           "dV and dP); bf16 and fp16 backward are measured";
-  }
   if (key.dtype == DType::fp8_e4m3) {
     int device = 0, major = 0, minor = 0;
     if (cudaGetDevice(&device) == cudaSuccess &&
         cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess &&
         cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device) == cudaSuccess && major < 9) {
       return fmt::format("cuDNN's fp8 SDPA needs Hopper (sm_90) or newer; this GPU is sm_{}{}", major, minor);
+    }
+    if (key.direction == AttentionDirection::backward) {
+      // cuDNN's fp8 backward engines (the frontend's SDPA_FP8_BWD checks): cuDNN 9.1 or newer,
+      // not 9.10.0 (a known bug); Hopper takes head dims 128 / 128 only, Blackwell up to 128
+      // (multiples of 16) or 192 / 128.
+      const std::size_t v = cudnnGetVersion();
+      if (v < 90100 || v == 91000) {
+        return fmt::format("cuDNN {} has no usable fp8 SDPA backward (needs 9.1.0 or newer, not 9.10.0)", v);
+      }
+      const bool dims_ok = major == 9 ? key.head_dim_qk == 128 && key.head_dim_v == 128
+                                      : (key.head_dim_qk <= 128 && key.head_dim_qk % 16 == 0 && key.head_dim_v <= 128 &&
+                                         key.head_dim_v % 16 == 0) ||
+                                            (key.head_dim_qk == 192 && key.head_dim_v == 128);
+      if (!dims_ok) {
+        return fmt::format("cuDNN's fp8 SDPA backward on sm_{}{} takes head dims {}; this key has {} / {}", major, minor,
+                           major == 9 ? "128 / 128 only" : "up to 128 (multiples of 16) or 192 / 128",
+                           key.head_dim_qk, key.head_dim_v);
+      }
     }
   }
   if (key.heads_kv <= 0 || key.heads_q % key.heads_kv != 0) {
@@ -754,9 +887,37 @@ AttentionBench::GradientErrors AttentionBench::check_backward_against_cpu(const 
   Executor ex(handle_, built.plans.front(), *built.g, t);
   ex.run(stream);
   check_cuda(cudaStreamSynchronize(stream), "SDPA backward");
+  // fp8: gradients of random inputs are far below e4m3's smallest normal (2^-6) at scale 1, so the
+  // check runs the way delayed scaling does: a first pass gives the amax of dQ, dK, dV and dP, the
+  // scales become 448 / amax (dP's descale its inverse) and a second pass is compared, divided by
+  // its scale. A graph that dropped or misplaced a scale is off by that factor, not by rounding.
+  std::map<std::int64_t, double> unscale{{kDQ, 1.0}, {kDK, 1.0}, {kDV, 1.0}};
+  if (key.dtype == DType::fp8_e4m3) {
+    constexpr float kE4m3Max = 448.0f;
+    const auto scale_for = [&](std::int64_t amax_uid) {
+      const float amax = t.read_scalar(amax_uid, stream);
+      if (!std::isfinite(amax) || amax <= 0) {
+        throw GpuError(fmt::format("fp8 SDPA backward: amax {} of an output is not positive", amax),
+                       GpuError::Kind::other);
+      }
+      return kE4m3Max / amax;
+    };
+    const float sq = scale_for(kAmaxDQ), sk = scale_for(kAmaxDK), sv = scale_for(kAmaxDV), sp = scale_for(kAmaxDP);
+    t.set_scalar(kScaleDQ, sq, stream);
+    t.set_scalar(kScaleDK, sk, stream);
+    t.set_scalar(kScaleDV, sv, stream);
+    t.set_scalar(kScaleDP, sp, stream);
+    t.set_scalar(kDescaleDP, 1.0f / sp, stream);
+    unscale = {{kDQ, 1.0 / sq}, {kDK, 1.0 / sk}, {kDV, 1.0 / sv}};
+    ex.run(stream);
+    check_cuda(cudaStreamSynchronize(stream), "SDPA fp8 backward, rescaled");
+  }
   auto host = [&](std::int64_t uid, std::int64_t n) {
     std::vector<double> v(n);
     copy_to_host_as_double(t.get(uid), n, key.dtype, v.data());
+    if (const auto u = unscale.find(uid); u != unscale.end()) {
+      for (double& x : v) x *= u->second;
+    }
     return v;
   };
   const std::int64_t nq = s.b * s.hq * s.sq * s.dqk, nk = s.b * s.hk * s.skv * s.dqk;

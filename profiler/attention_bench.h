@@ -19,11 +19,14 @@
 // descale_v, amax of O, × scale_o into an e4m3 O; all scales 1, device fp32 scalars). cuDNN
 // offers it on Hopper and newer (skipped with that reason on older GPUs); which head dims it
 // takes depends on the cuDNN version at run time (9.1: 128; newer: up to 256), so other shapes
-// are left to cuDNN to refuse, and the skip carries its reason.
+// are left to cuDNN to refuse, and the skip carries its reason. fp8 backward keys use the
+// frontend's SDPA_FP8_BWD composition (build_backward_fp8: descales of Q, K, V, O, dO, S and dP,
+// scales of dP, dQ, dK, dV, amax outputs of dQ, dK, dV, dP; e4m3 gradients); keys outside its
+// support (cuDNN before 9.1 or 9.10.0; head dims other than 128 / 128 on Hopper) are skipped
+// saying so.
 //
 // Skipped with the reason (cuDNN's status and last error text) when no engine supports the
-// shape or buffers do not fit, and for fp8 backward keys (the fp8 backward graph, with its
-// descales of O, dO, dP and amax outputs of dQ, dK, dV, dP, is not built).
+// shape or buffers do not fit.
 #pragma once
 
 #include <cudnn.h>
@@ -55,7 +58,9 @@ class AttentionBench {
 
   // For tests: forward then backward once on random Q, K, V, dO; the largest |error| of dQ, dK
   // and dV relative to the largest |reference| value, against a double-precision CPU
-  // recomputation from the same (rounded) inputs. Keep shapes tiny: O(b·h·sq·skv·d) on the CPU.
+  // recomputation from the same (rounded) inputs. fp8 keys run the backward twice, the second
+  // time with the gradients' scales set from the first pass's amax (448 / amax), and compare the
+  // unscaled e4m3 gradients. Keep shapes tiny: O(b·h·sq·skv·d) on the CPU.
   struct GradientErrors {
     double dq = 0, dk = 0, dv = 0;
   };

@@ -74,7 +74,7 @@ if [[ "$mode" == selftest ]]; then
     check gemm "$bin/profiler_gpu_test" --gtest_filter='GpuGemm.Bf16AndFp32MatchCpuReference:GpuGemm.Fp8TnMatchesCpuReferenceWhereSupported'
     check attention_fwd "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.SdpaForwardMatchesReferenceKernel'
     check attention_bwd "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.SdpaBackwardMatchesCpuReference'
-    check attention_fp8 "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.Fp8ForwardMatchesCpuReferenceOnHopper'
+    check attention_fp8 "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.Fp8ForwardMatchesCpuReferenceOnHopper:GpuAttention.Fp8BackwardMatchesCpuReferenceOnHopper'
     check memory "$bin/profiler_gpu_test" --gtest_filter='GpuMemory.*'
     check cupti_vs_events "$bin/profiler_gpu_test" --gtest_filter='GpuTimers.*'
     check collective "$bin/profiler_gpu_test" --gtest_filter='GpuNccl.*'
