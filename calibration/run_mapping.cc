@@ -109,13 +109,19 @@ DeepSeekV3Layout deepseek_v3_bridge_layout(int pp, int vpp, long long layers, bo
   if ((pp == 16 && vpp == 1) || (pp == 8 && vpp == 2) || (pp == 4 && vpp == 4)) {
     return {"Et*4|(t*4|)*14t" + tail, recipe};
   }
+  if (pp == 2 && vpp == 8) {
+    // The same 16 chunks of four layers, as the GB300 preset spells it out (pp_layout
+    // "Et*4|(t*4|)*14tmL" with pp 2, vpp 8).
+    return {"Et*4|(t*4|)*14t" + tail, "Megatron-Bridge performance config pp_layout for DeepSeek-V3 pp 2 vpp 8 "
+                                      "(deepseek_workload_base_configs.py, GB300 preset)"};
+  }
   if (pp == 8 && vpp == 4) {
     return {"Et|(tt|)*30" + tail, "Megatron-Bridge performance config pp_layout for DeepSeek-V3 pp 8 vpp 4 "
                                   "(deepseek_workload_base_configs.py, H100 preset)"};
   }
   return {"", fmt::format("DeepSeek-V3 (61 layers) over pp {} · vpp {}: Megatron-Bridge's DeepSeek-V3 recipe has no "
                           "pipeline layout for this (pp, vpp) and the row states none; covered: (4,1) (8,1) (4,2) "
-                          "(16,1) (8,2) (4,4) (8,4)",
+                          "(16,1) (8,2) (4,4) (2,8) (8,4)",
                           pp, vpp)};
 }
 

@@ -17,8 +17,8 @@ const ModelLoader kNoModels = [](const std::string& name) -> nlohmann::json {
   throw InputError(name, "", "no shipped models in this test");
 };
 
-MeasuredRun shipped_row(const std::string& id) {
-  const auto runs = read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/measured_runs.csv");
+MeasuredRun shipped_row(const std::string& id, const std::string& file = "measured_runs.csv") {
+  const auto runs = read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/" + file);
   const auto it = std::find_if(runs.begin(), runs.end(), [&](const MeasuredRun& r) { return r.run_id == id; });
   if (it == runs.end()) throw std::runtime_error("no row " + id);
   return *it;
@@ -65,6 +65,16 @@ TEST(RunMappingLayout, UncoveredPipelineStaysNotSimulated) {
   EXPECT_FALSE(m.ok);
   EXPECT_NE(m.reason.find("pp 2 · vpp 4"), std::string::npos) << m.reason;
   EXPECT_NE(m.reason.find("no pipeline layout"), std::string::npos) << m.reason;
+}
+
+// B0015 (Megatron-Bridge 26.02, GB300, pp 2 · vpp 8): the GB300 preset's own pp_layout, the same 16
+// chunks of four layers as (16, 1); a row without MTP drops the "m".
+TEST(RunMappingLayout, DeepSeekV3Pp2Vpp8TakesTheGb300PresetLayout) {
+  const MappedRun m = map_run(shipped_row("B0015", "megatron_bridge_archive.csv"), kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.strategy.at("pipeline_layout"), "Et*4|(t*4|)*14tL");
+  EXPECT_TRUE(contains(m.inferred, "GB300 preset"));
+  EXPECT_EQ(load(m).layers_per_chunk.size(), 16u);
 }
 
 // R0153: Qwen3-235B on 256 H100s, tp 2 pp 8 ep 32 with etp unstated: Megatron's default etp = tp
