@@ -8,15 +8,19 @@
 // collectives across the job's GPUs, one rank per GPU (profiler/nccl_mpi_bench.h), in builds
 // that found MPI; other builds refuse under mpirun.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <csignal>
 #include <map>
 #include <memory>
+#include <set>
 #include <nlohmann/json.hpp>
 
+#include "calibration/measured_runs.h"
 #include "cli/commands.h"
+#include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
 #include "core/error.h"
 #include "profiler/profile_plan.h"
@@ -42,8 +46,14 @@ namespace prof = calisim::profiler;
 
 struct PlanArgs {
   std::string model, strategy, system = "h100-sxm", out;
+  std::vector<std::string> runs;  // --runs: plan the kernels of these measured runs instead
   std::vector<std::string> overrides;
   bool json = false;
+};
+
+// How the rows of --runs files were used.
+struct RowsPlanned {
+  int planned = 0, other_system = 0, not_simulated = 0;
 };
 
 struct RunArgs {
@@ -68,8 +78,64 @@ prof::ProfilePlan plan_from_configs(const PlanArgs& a) {
   return plan;
 }
 
+// The kernels every row of the --runs files needs on system a.system, the rows mapped as
+// `calisim validate` maps them (cli/mapped_run_inputs.h): what to measure on a GPU of that system
+// so that `calisim validate --db` prices those rows from measured data. Rows mapped to another
+// system, and rows validate cannot simulate, are counted and left out.
+prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
+  const std::vector<calibration::MeasuredRun> runs = calibration::read_measured_runs(a.runs);
+  prof::ProfilePlan plan;
+  std::set<std::string> systems;
+  for (const auto& run : runs) {
+    try {
+      const calibration::MappedRun m = map_with_overrides(run, a.overrides);
+      if (!m.ok) {
+        ++rows.not_simulated;
+        continue;
+      }
+      systems.insert(m.system);
+      if (m.system != a.system) {
+        ++rows.other_system;
+        continue;
+      }
+      const std::string where = "row " + run.run_id;
+      const SystemConfig system = parse_system(mapped_system_doc(m, a.overrides), where + " (system)");
+      const ModelConfig model = parse_model(m.model, where + " (model)", nullptr);
+      StrategyConfig strategy = parse_strategy(m.strategy, where + " (strategy)");
+      validate_layout(model, strategy, where + " (strategy)", where + " (model)");
+      const KernelPlan kp = plan_kernels(model, strategy, system);
+      for (const auto& k : kp.gemm) plan.add(k);
+      for (const auto& k : kp.attention) plan.add(k);
+      for (const auto& k : kp.memory) plan.add(k);
+      for (const auto& k : kp.collective) plan.add(k);
+      ++rows.planned;
+    } catch (const std::exception&) {
+      ++rows.not_simulated;  // validate lists these as not simulated, with the reason
+    }
+  }
+  const std::string files = calibration::runs_files_label(a.runs);
+  if (rows.planned == 0) {
+    throw InputError(files, "--system",
+                     fmt::format("no simulated row maps to system '{}' (rows map to: {})", a.system,
+                                 systems.empty() ? "none" : fmt::format("{}", fmt::join(systems, ", "))));
+  }
+  plan.description = fmt::format("kernels of the {} rows of {} that calisim validate maps to {}", rows.planned, files,
+                                 a.system);
+  return plan;
+}
+
 void run_plan_command(const PlanArgs& a) {
-  const prof::ProfilePlan plan = plan_from_configs(a);
+  const bool from_runs = !a.runs.empty();
+  if (from_runs == !(a.model.empty() && a.strategy.empty())) {
+    throw InputError("<command line>", "profile plan",
+                     from_runs ? "--runs plans the rows' own configs: leave out --model and --strategy"
+                               : "give --model and --strategy, or --runs FILE");
+  }
+  if (!from_runs && (a.model.empty() || a.strategy.empty())) {
+    throw InputError("<command line>", "profile plan", "give both --model and --strategy");
+  }
+  RowsPlanned rows;
+  const prof::ProfilePlan plan = from_runs ? plan_from_runs(a, rows) : plan_from_configs(a);
   if (!a.out.empty() && a.out != "-") prof::write_plan_file(plan, a.out);
   const std::size_t g = plan.count(db::KeyKind::gemm), at = plan.count(db::KeyKind::attention),
                     m = plan.count(db::KeyKind::memory), c = plan.count(db::KeyKind::collective);
@@ -78,13 +144,19 @@ void run_plan_command(const PlanArgs& a) {
     return;
   }
   if (a.json) {
-    fmt::print("{}\n", nlohmann::ordered_json{{"path", a.out}, {"gemm", g}, {"attention", at}, {"memory", m},
-                                              {"collective", c}}
-                           .dump(2));
+    nlohmann::ordered_json j{{"path", a.out}, {"gemm", g}, {"attention", at}, {"memory", m}, {"collective", c}};
+    if (from_runs) {
+      j["rows"] = {{"planned", rows.planned}, {"other_system", rows.other_system}, {"not_simulated", rows.not_simulated}};
+    }
+    fmt::print("{}\n", j.dump(2));
     return;
   }
   fmt::print("wrote {}: {} kernels ({} GEMM, {} attention, {} memory, {} collective)\n", a.out, plan.kernels.size(), g,
              at, m, c);
+  if (from_runs) {
+    fmt::print("from {} rows mapped to {} ({} rows of other systems and {} not simulated left out)\n", rows.planned,
+               a.system, rows.other_system, rows.not_simulated);
+  }
   fmt::print("measure them with: calisim profile run --plan {} --db FILE\n", a.out);
 }
 
@@ -289,9 +361,14 @@ void register_profile(CLI::App& app) {
 
   auto pa = std::make_shared<PlanArgs>();
   CLI::App* plan = profile->add_subcommand("plan", "List the kernel shapes a simulation of this config needs");
-  plan->add_option("--model", pa->model, "model config name or path")->required();
-  plan->add_option("--strategy", pa->strategy, "strategy config name or path")->required();
-  plan->add_option("--system", pa->system, "system config name or path (default h100-sxm)");
+  plan->add_option("--model", pa->model, "model config name or path");
+  plan->add_option("--strategy", pa->strategy, "strategy config name or path");
+  plan->add_option("--runs", pa->runs,
+                   "instead of --model/--strategy: every kernel the rows of these measured-runs CSVs need on "
+                   "--system, mapped as calisim validate maps them (repeatable)")
+      ->take_all();
+  plan->add_option("--system", pa->system,
+                   "system config name or path (default h100-sxm); with --runs the shipped name the rows map to");
   plan->add_option("--set", pa->overrides, "override a config field, e.g. strategy.tp_size=4");
   plan->add_option("--out,-o", pa->out, "write the plan here (default: print it)");
   plan->add_flag("--json", pa->json, "print a JSON summary");

@@ -18,6 +18,7 @@
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
+#include "cli/mapped_run_inputs.h"
 #include "cli/validate_command.h"
 #include "cli/validate_fit.h"
 #include "cli/table.h"
@@ -39,25 +40,13 @@ struct SystemEntry {
 
 std::string pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
 
-// The row's system document: the shipped file of its mapped system with the row's patch and the
-// --set overrides (which were applied to m.model and m.strategy when the row was mapped).
-nlohmann::json system_doc(const MappedRun& m, const std::vector<std::string>& overrides) {
-  nlohmann::json system = read_json_file(resolve_config(ConfigKind::system, m.system));
-  system.merge_patch(m.system_patch);
-  nlohmann::json unused_model = nlohmann::json::object(), unused_strategy = nlohmann::json::object();
-  for (const auto& o : overrides) {
-    if (o.rfind("system.", 0) == 0) apply_override(o, unused_model, unused_strategy, system);
-  }
-  return system;
-}
-
 // Writes the row's mapped inputs as DIR/<run>.{model,strategy,system}.json, so that
 // `calisim simulate --model DIR/S03.model.json ...` reproduces the row with the per-op table
 // (overrides included).
 void dump_inputs(const std::string& run_id, const MappedRun& m, const std::vector<std::string>& overrides,
                  const std::string& dir) {
   std::filesystem::create_directories(dir);
-  const nlohmann::json system = system_doc(m, overrides);
+  const nlohmann::json system = mapped_system_doc(m, overrides);
   const std::pair<const char*, const nlohmann::json*> docs[] = {
       {"model", &m.model}, {"strategy", &m.strategy}, {"system", &system}};
   for (const auto& [kind, doc] : docs) {
@@ -71,21 +60,13 @@ void dump_inputs(const std::string& run_id, const MappedRun& m, const std::vecto
 // configs and measured step).
 RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::string, SystemEntry>& systems,
                    std::vector<std::pair<std::string, FitRow>>* fit) {
-  const ModelLoader loader = [](const std::string& name) {
-    return read_json_file(resolve_config(ConfigKind::model, name));
-  };
   MappedRun m;
   try {
-    m = map_run(run, loader);
+    m = map_with_overrides(run, a.overrides);
   } catch (const std::exception& e) {
     return not_simulated(run, m, e.what());
   }
   if (!m.ok) return not_simulated(run, m, m.reason);
-  // --set applies to every row after the mapping, so it overrides inferred and stated settings.
-  nlohmann::json unused_system = nlohmann::json::object();
-  for (const auto& o : a.overrides) {
-    if (o.rfind("system.", 0) != 0) apply_override(o, m.model, m.strategy, unused_system);
-  }
   if (!a.dump_dir.empty()) dump_inputs(run.run_id, m, a.overrides, a.dump_dir);
   const std::string with_set = a.overrides.empty() ? "" : " with --set overrides";
   try {
@@ -94,7 +75,7 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     if (it == systems.end()) {
       SystemEntry e;
       const std::string file = resolve_config(ConfigKind::system, m.system);
-      e.config = parse_system(system_doc(m, a.overrides), file + with_set);
+      e.config = parse_system(mapped_system_doc(m, a.overrides), file + with_set);
       try {
         const EfficiencyChoice c = make_efficiency_source(e.config, file, a.db);
         e.efficiency = c.model;

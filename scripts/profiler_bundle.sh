@@ -5,7 +5,8 @@
 #   scripts/profiler_bundle.sh [BUILD_DIR] [BUNDLE_DIR]     (defaults: build-prof, .prof-bundle)
 #
 # The bundle holds the calisim executable, the GPU test executables, libcalisim_trace.so and the
-# small CUDA program its test traces, scripts/profiler_device_run.sh, and every shared library
+# small CUDA program its test traces, scripts/profiler_device_run.sh, the plan of the kernels the
+# shipped measured runs need on an H100 (plans/, for the run script's `rows` mode), and every shared library
 # they need except glibc's and the large CUDA libraries (cuBLASLt, cuDNN, NCCL, cudart), which
 # the device run script takes from the GPU machine. libcupti is carried: the kernel-record
 # struct is fixed at compile time (CUPTI 13.0 here), so the run-time CUPTI must match the
@@ -30,6 +31,11 @@ mkdir -p "$bundle/bin" "$bundle/lib"
 cp "${bins[@]}" "$bundle/bin/"
 cp "$trace_lib" "$bundle/lib/"
 cp scripts/profiler_device_run.sh "$bundle/"
+# The kernels the shipped measured runs need on an H100 (the device script's `rows` mode).
+mkdir -p "$bundle/plans"
+"$build/cli/calisim" profile plan --runs calibration/data/measured_runs.csv \
+  --runs calibration/data/nemo_long_sequence_b200.csv --runs calibration/data/megatron_bridge_archive.csv \
+  --system h100-sxm -o "$bundle/plans/h100-sxm_rows.plan.json"
 # Libraries provided on the GPU machine (driver, glibc, the big CUDA libraries) stay behind.
 skip='^(linux-vdso|ld-linux|libc\.|libm\.|libdl\.|libpthread\.|librt\.|libutil\.|libgcc_s\.|libcuda\.|libcudart\.|libcublas|libcudnn|libnccl|libnvidia)'
 for f in "${bins[@]}" "$trace_lib"; do

@@ -2,7 +2,8 @@
 # GPU-free consistency check of a bundle made by scripts/profiler_bundle.sh against the device
 # run script it carries (profiler_device_run.sh), so a device session does not find out the hard
 # way that the bundle and the script drifted apart:
-#   1. every binary and library the run script calls ($bin/NAME, $here/lib/NAME) is in the bundle;
+#   1. every binary, library and plan the run script calls ($bin/NAME, $here/lib/NAME,
+#      $here/plans/NAME) is in the bundle;
 #   2. every --gtest_filter pattern of the selftest matches at least one test of its binary
 #      (`--gtest_list_tests` runs without a GPU): a renamed test would otherwise run 0 tests and
 #      read as PASS;
@@ -26,7 +27,8 @@ files=0
 while read -r ref; do
   files=$((files + 1))
   [[ -e "$bundle/$ref" ]] || fail "profiler_device_run.sh calls $ref, which the bundle lacks"
-done < <(grep -oE '\$(bin|here/lib)/[A-Za-z0-9_.+-]+' "$run" | sed -e 's#^\$bin/#bin/#' -e 's#^\$here/lib/#lib/#' | sort -u)
+done < <(grep -oE '\$(bin|here/lib|here/plans)/[A-Za-z0-9_.+-]+' "$run" |
+         sed -e 's#^\$bin/#bin/#' -e 's#^\$here/lib/#lib/#' -e 's#^\$here/plans/#plans/#' | sort -u)
 
 # 2. Selftest gtest filters against the tests each binary has.
 patterns=0

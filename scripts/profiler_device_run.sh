@@ -4,6 +4,11 @@
 # ./profile-out).
 #
 #   .prof-bundle/profiler_device_run.sh selftest        one tiny case per benchmark, PASS/FAIL each (~1 min)
+#   .prof-bundle/profiler_device_run.sh rows [ARGS]     every kernel the H100 rows of the shipped measured
+#                                                       runs need (plans/h100-sxm_rows.plan.json, made by
+#                                                       `calisim profile plan --runs ... --system h100-sxm`),
+#                                                       into rows.db and its text export: the data
+#                                                       `calisim validate --db` prices those rows from
 #   .prof-bundle/profiler_device_run.sh [SWEEP] [ARGS]  GPU tests, trace smoke test, the sweep into a
 #                                                       database, the text export
 #   SWEEP: all (default; gemm, attention, memory, collective), gemm, attention, memory, collective;
@@ -83,6 +88,16 @@ if [[ "$mode" == selftest ]]; then
     check profile_run "$bin/calisim" profile run --plan "$out/selftest_plan.json" --db "$out/selftest.db" --budget-s 0.5
     echo "profile run summary:"; sed -n '/planned:/,$p' "$out/selftest/profile_run.log" | sed 's/^/    /'
   } 2>&1 | tee "$out/selftest.txt"
+  exit 0
+fi
+
+if [[ "$mode" == rows ]]; then
+  db="$out/rows.db"
+  "$bin/calisim" profile run --plan "$here/plans/h100-sxm_rows.plan.json" --db "$db" --csv "$out/rows_details.csv" "$@" \
+    2>&1 | tee "$out/rows_run.log"
+  "$bin/calisim" db export "$db" "$out/rows.json" 2>&1 | tee -a "$out/rows_run.log"
+  "$bin/calisim" db export "$db" "$out/rows.csv" --skip-profile-log 2>&1 | tee -a "$out/rows_run.log"
+  "$bin/calisim" db list "$db" 2>&1 | tee -a "$out/rows_run.log"
   exit 0
 fi
 

@@ -30,6 +30,36 @@ TEST(ProfileCli, PlanWritesAReadablePlanFile) {
   EXPECT_GT(plan.count(calisim::db::KeyKind::collective), 0u);
 }
 
+// `profile plan --runs`: the kernels of the rows calisim validate maps to one system. The fixture
+// has one H100 row (R0287), one A100 row (R0021) and one validate cannot simulate (R0145): the plan
+// holds the H100 row's kernels only, the summary counts the other two; the plan is the one the
+// row's dumped configs give; a system no row maps to, or --runs with --model, exits 2.
+TEST(ProfileCli, PlanFromMeasuredRunsTakesTheRowsOfOneSystem) {
+  const std::string runs = std::string(CALISIM_TEST_DATA_DIR) + "/validation/three_runs.csv";
+  const std::string path = ::testing::TempDir() + "cli_runs_plan.json";
+  const CmdResult r = run("profile plan --runs " + runs + " --system h100-sxm -o " + path + " --json");
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("\"planned\": 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"other_system\": 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"not_simulated\": 1"), std::string::npos) << r.out;
+  const calisim::profiler::ProfilePlan plan = calisim::profiler::read_plan_file(path);
+  EXPECT_GT(plan.count(calisim::db::KeyKind::gemm), 0u);
+  EXPECT_GT(plan.count(calisim::db::KeyKind::attention), 0u);
+  // The same kernels as planning the row's own configs, dumped by validate.
+  const std::string dir = ::testing::TempDir() + "cli_runs_plan_dump";
+  ASSERT_EQ(run("validate --runs " + runs + " --source torchtitan --dump-inputs " + dir).code, 0);
+  const std::string direct = ::testing::TempDir() + "cli_runs_plan_direct.json";
+  const CmdResult d = run("profile plan --model " + dir + "/R0287.model.json --strategy " + dir +
+                          "/R0287.strategy.json --system " + dir + "/R0287.system.json -o " + direct);
+  ASSERT_EQ(d.code, 0) << d.out;
+  EXPECT_EQ(calisim::profiler::read_plan_file(direct).kernels, plan.kernels);
+  const CmdResult none = run("profile plan --runs " + runs + " --system mi300x");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.out.find("no simulated row maps to system 'mi300x'"), std::string::npos) << none.out;
+  EXPECT_EQ(run("profile plan --runs " + runs + " --model llama3-8b").code, 2);
+  EXPECT_EQ(run("profile plan --model llama3-8b").code, 2);
+}
+
 TEST(ProfileCli, RunWithoutAUsableGpuExplainsWhy) {
   const std::string db = ::testing::TempDir() + "cli_run.db";
   const CmdResult r = run("profile run --sweep memory --db " + db);
