@@ -47,6 +47,7 @@ RowResult score_run(const MeasuredRun& run, const MappedRun& mapped, const Simul
   r.simulated = true;
   r.simulated_step_s = res.duration_time_per_iter_s;
   r.fits_in_memory = res.fits_in_memory;
+  r.kernels_per_source = res.kernels_per_source;
   r.warnings.insert(r.warnings.end(), res.warnings.begin(), res.warnings.end());
   const double sim = res.duration_time_per_iter_s;
   if (run.format == RunFormat::simumax) {
@@ -159,6 +160,11 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
     by_gpu[r.system].emplace_back(r.run_id, r.step_error);
     out.worst.push_back(&r);
     if (!r.fits_in_memory) out.not_fitting.push_back(&r);
+    auto& per_gpu = out.kernels_per_source_by_gpu[r.system];
+    for (std::size_t i = 0; i < r.kernels_per_source.size(); ++i) {
+      out.kernels_per_source[i] += r.kernels_per_source[i];
+      per_gpu[i] += r.kernels_per_source[i];
+    }
   }
   out.all = error_stats("all", all);
   out.all_throughput = error_stats("all (throughput)", tput);
@@ -171,6 +177,23 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
     return std::fabs(a->step_error) > std::fabs(b->step_error);
   });
   if (out.worst.size() > 10) out.worst.resize(10);
+  return out;
+}
+
+nlohmann::json kernel_sources_json(const std::array<long long, kEfficiencySourceCount>& counts) {
+  nlohmann::json j = nlohmann::json::object();
+  for (std::size_t i = 0; i < counts.size(); ++i) j[std::string(to_string(static_cast<EfficiencySource>(i)))] = counts[i];
+  return j;
+}
+
+std::string kernel_sources_text(const std::array<long long, kEfficiencySourceCount>& counts) {
+  long long total = 0;
+  for (long long c : counts) total += c;
+  std::string out;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    out += fmt::format("{}{} {} ({:.1f}%)", i ? ", " : "", counts[i], to_string(static_cast<EfficiencySource>(i)),
+                       total > 0 ? 100.0 * static_cast<double>(counts[i]) / static_cast<double>(total) : 0.0);
+  }
   return out;
 }
 
@@ -200,6 +223,9 @@ nlohmann::json to_json(const RowResult& r) {
               {"measured_causal_pct", r.mfu_measured_causal_pct},
               {"simulated_pct", r.mfu_simulated_pct}};
   j["fits_in_memory"] = r.fits_in_memory;
+  std::array<long long, kEfficiencySourceCount> counts{};
+  std::copy(r.kernels_per_source.begin(), r.kernels_per_source.end(), counts.begin());
+  j["kernels_per_source"] = kernel_sources_json(counts);
   j["warnings"] = r.warnings;
   return j;
 }

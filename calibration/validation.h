@@ -5,6 +5,8 @@
 // FLOP count, see docs/validation.md). Pure functions.
 #pragma once
 
+#include <array>
+#include <map>
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -38,6 +40,9 @@ struct RowResult {
   double mfu_simulated_pct = 0;
   bool fits_in_memory = true;
   std::vector<std::string> warnings;
+  // Kernel lookups of the simulation by where their efficiency came from (measured, interpolated,
+  // scaled, roofline: core/efficiency_model.h): how much of the row a --db actually priced.
+  std::array<int, kEfficiencySourceCount> kernels_per_source{};
 };
 
 RowResult not_simulated(const MeasuredRun& run, const MappedRun& mapped, const std::string& reason);
@@ -67,6 +72,9 @@ struct ValidationSummary {
   // Memory feasibility: every measured run ran, so a simulated row that does not fit in its GPU's
   // memory is a false "does not fit" (the memory model, or the inferred settings, too large).
   std::vector<const RowResult*> not_fitting;
+  // Kernel lookups of every simulated row by efficiency source, over all rows and per system.
+  std::array<long long, kEfficiencySourceCount> kernels_per_source{};
+  std::map<std::string, std::array<long long, kEfficiencySourceCount>> kernels_per_source_by_gpu;
 };
 ValidationSummary summarize(const std::vector<RowResult>& rows);
 
@@ -76,6 +84,10 @@ std::string bias_label(double bias);
 std::string bias_label(const ErrorStats& stats);
 
 nlohmann::json to_json(const RowResult& row);
+// A tally of kernel lookups by efficiency source: {"measured": n, "interpolated": n, ...}, and as
+// text, "n measured (x %), n interpolated (...), ...".
+nlohmann::json kernel_sources_json(const std::array<long long, kEfficiencySourceCount>& counts);
+std::string kernel_sources_text(const std::array<long long, kEfficiencySourceCount>& counts);
 nlohmann::json to_json(const ErrorStats& stats);
 
 // Self-contained HTML: tables, an inline-SVG scatter of simulated vs measured step time (log-log,

@@ -168,6 +168,13 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
     out += fmt::format("\nmemory fit check: {} of {} simulated rows do not fit their GPU's memory in the simulation, "
                        "although every measured run ran{}{}\n",
                        s.not_fitting.size(), s.all.count, s.not_fitting.empty() ? "" : ": ", ids);
+    // Where the efficiencies came from: with --db, how much of each system the database priced.
+    out += fmt::format("kernel lookups of the simulated rows: {}\n", kernel_sources_text(s.kernels_per_source));
+    if (s.kernels_per_source_by_gpu.size() > 1) {
+      for (const auto& [system, counts] : s.kernels_per_source_by_gpu) {
+        out += fmt::format("  {}: {}\n", system, kernel_sources_text(counts));
+      }
+    }
   }
   out += "\nFLOP convention: calisim's MFU counts 6·N + non-causal attention per token against the dense peak of the\n"
          "training dtype (bf16/fp16, also for FP8 runs); measured MFU is recomputed from the measured step time with\n"
@@ -243,6 +250,10 @@ nlohmann::json to_document(const ValidateArgs& a, const ValidationRun& v) {
   nlohmann::json nf = nlohmann::json::array();
   for (const RowResult* r : s.not_fitting) nf.push_back(r->run_id);
   j["summary"]["fit_check"] = {{"simulated", s.all.count}, {"predicted_not_to_fit", nf.size()}, {"runs", nf}};
+  j["summary"]["kernels_per_source"] = kernel_sources_json(s.kernels_per_source);
+  for (const auto& [system, counts] : s.kernels_per_source_by_gpu) {
+    j["summary"]["kernels_per_source_by_gpu"][system] = kernel_sources_json(counts);
+  }
   std::vector<std::string> notes;
   for (const auto& [k, e] : v.systems)
     if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
