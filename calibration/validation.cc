@@ -355,6 +355,8 @@ std::string html_report(const std::vector<RowResult>& rows, const ValidationSumm
   h += fmt::format("<p>Memory fit check: {} of {} simulated rows do not fit their GPU's memory in the simulation, although "
                    "every measured run ran{}{}.</p>\n",
                    sum.not_fitting.size(), sum.all.count, not_fitting.empty() ? "" : ": ", not_fitting);
+  h += fmt::format("<p>Kernel lookups of the simulated rows by efficiency source: {}.</p>\n",
+                   html_escape(kernel_sources_text(sum.kernels_per_source)));
   h += "<h2>Simulated vs measured step time</h2>\n" + scatter_svg(rows) + "\n";
   h += "<h2>Error distribution</h2>\n" + histogram_svg(rows) + "\n";
   h += stats_table("Per source", sum.by_source);

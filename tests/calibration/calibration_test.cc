@@ -471,8 +471,14 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
     rows[i].step_error = 0.01 * i * (i % 2 ? -1 : 1);
     rows[i].measured_step_s = 1;
     rows[i].simulated_step_s = 1 + rows[i].step_error;
+    rows[i].kernels_per_source = {i, 0, 0, 10};  // measured, interpolated, scaled, roofline
   }
   const ValidationSummary s = summarize(rows);
+  // Kernel lookups add up over the simulated rows (R11 left out), and per system.
+  EXPECT_EQ(s.kernels_per_source[0], 55);  // 0 + 1 + ... + 10
+  EXPECT_EQ(s.kernels_per_source[3], 110);
+  EXPECT_EQ(s.kernels_per_source_by_gpu.at("h100-sxm")[0], 1 + 3 + 5 + 7 + 9);
+  EXPECT_EQ(kernel_sources_text({1, 0, 0, 3}), "1 measured (25.0%), 0 interpolated (0.0%), 0 scaled (0.0%), 3 roofline (75.0%)");
   EXPECT_EQ(s.all.count, 11);
   ASSERT_EQ(s.by_source.size(), 2u);
   EXPECT_EQ(s.by_source[1].count, 5);
@@ -484,6 +490,7 @@ TEST(ErrorStatistics, SummaryGroupsAndWorstRowsSkipUnsimulated) {
   EXPECT_NE(html.find("<svg"), std::string::npos);
   EXPECT_NE(html.find("t &lt;&amp;&gt; &quot;q&quot;"), std::string::npos);
   EXPECT_NE(html.find("Memory fit check: 1 of 11 simulated rows do not fit"), std::string::npos);
+  EXPECT_NE(html.find("Kernel lookups of the simulated rows by efficiency source: 55 measured"), std::string::npos);
   EXPECT_EQ(html.find("<script"), std::string::npos);
   EXPECT_EQ(html.find("https://"), std::string::npos);  // nothing fetched from the network
   EXPECT_EQ(html.find(" src="), std::string::npos);
