@@ -81,6 +81,7 @@ void run_search_command(const SearchArgs& a) {
   const StrategyConfig& base = in.base;
   const SystemConfig& system = in.system;
   const EfficiencyChoice eff = make_efficiency_source(system, in.system_file, a.db);
+  for (const auto& n : eff.notes) fmt::print(stderr, "note: {}\n", n);
   SearchSpace space = in.lists;
   fill_default_lists(space, model, system.scale_up_domain_size);
 

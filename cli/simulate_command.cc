@@ -157,6 +157,7 @@ void run(const SimulateArgs& a) {
   r.efficiency_db = db;
   r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
+  r.warnings.insert(r.warnings.end(), source.notes.begin(), source.notes.end());
   if (!a.no_ops || a.json) {
     r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *eff);
   }

@@ -80,6 +80,7 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
         const EfficiencyChoice c = make_efficiency_source(e.config, file, a.db);
         e.efficiency = c.model;
         e.database = c.database;
+        for (const auto& n : c.notes) e.note += (e.note.empty() ? "" : "; ") + n;
       } catch (const InputError& err) {
         // A database for another device: this GPU falls back to the system file's roofline.
         e.efficiency = std::make_shared<const DefaultEfficiencyModel>(e.config);

@@ -97,6 +97,7 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
   r.efficiency_db = source.database;
   r.strategy_name = std::filesystem::path(rc.strategy_file).stem().string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
+  r.warnings.insert(r.warnings.end(), source.notes.begin(), source.notes.end());
   if (details) r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *source.model);
   return {to_json(r).dump(), trace ? chrome_trace(r).dump() : std::string()};
 }

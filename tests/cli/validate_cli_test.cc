@@ -109,6 +109,20 @@ TEST(ValidateCli, SimumaxRunsWithTheirEfficiencyTableBeatSimumax) {
   const Out text = calisim("validate --runs " + runs + " --db " + db);
   EXPECT_NE(text.text.find("kernel lookups of the simulated rows: "), std::string::npos);
   EXPECT_NE(text.text.find("0 roofline (0.0%)"), std::string::npos) << text.text;
+
+  // A system that selects another attention kernel is not priced from the database's
+  // default-kernel attention rows: attention falls back to that implementation's defaults (the
+  // only roofline lookups), GEMMs still come from the database, and a note says so.
+  const Out flash2 = calisim("validate --runs " + runs + " --db " + db +
+                                 " --set system.efficiency.attention_implementation=flash2 --json",
+                             false);
+  ASSERT_EQ(flash2.code, 0) << flash2.text;
+  const auto f = nlohmann::json::parse(flash2.text);
+  EXPECT_GT(f["summary"]["kernels_per_source"]["roofline"].get<long long>(), 0);
+  EXPECT_GT(f["summary"]["kernels_per_source"]["measured"].get<long long>(), 0);
+  bool noted = false;
+  for (const auto& n : f["efficiency_notes"]) noted |= n.get<std::string>().find("'flash2' defaults") != std::string::npos;
+  EXPECT_TRUE(noted) << f["efficiency_notes"].dump();
 }
 
 TEST(ValidateCli, TableAndHtmlReport) {
