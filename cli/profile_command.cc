@@ -54,6 +54,7 @@ struct PlanArgs {
 // How the rows of --runs files were used.
 struct RowsPlanned {
   int planned = 0, other_system = 0, not_simulated = 0;
+  std::vector<std::string> not_simulated_ids;  // calisim validate gives each one's reason
 };
 
 struct RunArgs {
@@ -91,6 +92,7 @@ prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
       const calibration::MappedRun m = map_with_overrides(run, a.overrides);
       if (!m.ok) {
         ++rows.not_simulated;
+        rows.not_simulated_ids.push_back(run.run_id);
         continue;
       }
       systems.insert(m.system);
@@ -111,6 +113,7 @@ prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
       ++rows.planned;
     } catch (const std::exception&) {
       ++rows.not_simulated;  // validate lists these as not simulated, with the reason
+      rows.not_simulated_ids.push_back(run.run_id);
     }
   }
   const std::string files = calibration::runs_files_label(a.runs);
@@ -146,7 +149,10 @@ void run_plan_command(const PlanArgs& a) {
   if (a.json) {
     nlohmann::ordered_json j{{"path", a.out}, {"gemm", g}, {"attention", at}, {"memory", m}, {"collective", c}};
     if (from_runs) {
-      j["rows"] = {{"planned", rows.planned}, {"other_system", rows.other_system}, {"not_simulated", rows.not_simulated}};
+      j["rows"] = {{"planned", rows.planned},
+                   {"other_system", rows.other_system},
+                   {"not_simulated", rows.not_simulated},
+                   {"not_simulated_ids", rows.not_simulated_ids}};
     }
     fmt::print("{}\n", j.dump(2));
     return;
@@ -154,8 +160,10 @@ void run_plan_command(const PlanArgs& a) {
   fmt::print("wrote {}: {} kernels ({} GEMM, {} attention, {} memory, {} collective)\n", a.out, plan.kernels.size(), g,
              at, m, c);
   if (from_runs) {
-    fmt::print("from {} rows mapped to {} ({} rows of other systems and {} not simulated left out)\n", rows.planned,
-               a.system, rows.other_system, rows.not_simulated);
+    fmt::print("from {} rows mapped to {} ({} rows of other systems and {} not simulated left out{}{})\n",
+               rows.planned, a.system, rows.other_system, rows.not_simulated,
+               rows.not_simulated_ids.empty() ? "" : ": ", fmt::join(rows.not_simulated_ids, " "));
+    if (!rows.not_simulated_ids.empty()) fmt::print("calisim validate --runs ... lists why each is not simulated\n");
   }
   fmt::print("measure them with: calisim profile run --plan {} --db FILE\n", a.out);
 }

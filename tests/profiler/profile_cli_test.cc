@@ -42,6 +42,7 @@ TEST(ProfileCli, PlanFromMeasuredRunsTakesTheRowsOfOneSystem) {
   EXPECT_NE(r.out.find("\"planned\": 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"other_system\": 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"not_simulated\": 1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("\"R0145\""), std::string::npos) << r.out;  // which one, for validate to explain
   const calisim::profiler::ProfilePlan plan = calisim::profiler::read_plan_file(path);
   EXPECT_GT(plan.count(calisim::db::KeyKind::gemm), 0u);
   EXPECT_GT(plan.count(calisim::db::KeyKind::attention), 0u);
