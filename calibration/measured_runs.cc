@@ -226,10 +226,10 @@ std::vector<MeasuredRun> read_measured_runs(const std::vector<std::string>& path
   return out;
 }
 
-std::string runs_files_label(const std::vector<std::string>& paths) {
+std::string runs_files_label(const std::vector<std::string>& paths, const std::string& separator) {
   std::vector<std::string> names;
   for (const auto& p : paths) names.push_back(std::filesystem::path(p).filename().string());
-  return fmt::format("{}", fmt::join(names, " + "));
+  return fmt::format("{}", fmt::join(names, separator));
 }
 
 }  // namespace calisim::calibration

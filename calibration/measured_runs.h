@@ -59,7 +59,8 @@ std::vector<MeasuredRun> read_measured_runs(const std::string& path);
 // are numbered on across files (S01 … S30, S31 …) instead.
 std::vector<MeasuredRun> read_measured_runs(const std::vector<std::string>& paths);
 
-// The files' names for titles and provenance notes: "a.csv", "a.csv + b.csv".
-std::string runs_files_label(const std::vector<std::string>& paths);
+// The files' names (no directories) for titles and provenance notes, joined by `separator`:
+// "a.csv", "a.csv + b.csv", or "a.csv --runs b.csv" to repeat a command line.
+std::string runs_files_label(const std::vector<std::string>& paths, const std::string& separator = " + ");
 
 }  // namespace calisim::calibration

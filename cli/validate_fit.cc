@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "calibration/measured_runs.h"
 #include "cli/config_catalog.h"
 #include "cli/progress_bar.h"
 #include "calibration/validation.h"
@@ -59,13 +60,6 @@ const char* cross_validation(const RunFitResult& r) {
   return r.folds.empty() ? "none (one row)" : r.by_group ? "leave one source out" : "leave one row out";
 }
 
-// "a.csv" or "a.csv --runs b.csv": the files as the command line named them, by file name.
-std::string runs_option_text(const std::vector<std::string>& files) {
-  std::vector<std::string> names;
-  for (const auto& f : files) names.push_back(std::filesystem::path(f).filename().string());
-  return fmt::format("{}", fmt::join(names, " --runs "));
-}
-
 // The shipped file of `f.system` with the fitted efficiencies and a sentence saying how.
 void write_fitted_system(const FitArgs& a, SystemFit& f, const std::string& path) {
   const std::string file = resolve_config(ConfigKind::system, f.system);
@@ -75,7 +69,7 @@ void write_fitted_system(const FitArgs& a, SystemFit& f, const std::string& path
   const std::string how = fmt::format(
       " Fitted to measured step times by calisim validate --runs {} --fit-system {} --fit {}{}: {} on {} rows ({} "
       "folds, {}); step-time MAPE {:.1f}% with the file's defaults, {:.1f}% fitted, {:.1f}% held out.",
-      runs_option_text(a.runs_files), a.system, fmt::join(a.groups, ","),
+      calibration::runs_files_label(a.runs_files, " --runs "), a.system, fmt::join(a.groups, ","),
       a.source.empty() ? "" : " --source '" + a.source + "'", factors_text(r.factors), r.rows.size(), r.folds.size(),
       cross_validation(r), 100 * f.before.mape, 100 * f.fitted.mape, 100 * f.held_out.mape);
   doc["description"] = doc.value("description", std::string()) + how;

@@ -340,30 +340,63 @@ const Desc& transposed(GraphBuilder& g, const Desc& x, const Dims& dim, cudnnDat
   return y;
 }
 
+// The tensors both backward graphs bind: Q, Kᵀ and Vᵀ (views of the [b, hk, skv, d] buffers),
+// O and dO, the fp32 softmax Stats of the forward, the attention scale, and dQ, dK, dV.
+struct BackwardIo {
+  const Desc& q;
+  const Desc& kt;
+  const Desc& vt;
+  const Desc& o;
+  const Desc& d_o;
+  const Desc& stats;
+  const Desc& scale;
+  const Desc& dq;
+  const Desc& dk;
+  const Desc& dv;
+};
+BackwardIo backward_io(GraphBuilder& g, const Shape& s) {
+  const Desc& q = g.real(kQ, s.io, s.q());
+  const Desc& kt = g.tensor(kK, s.io, {s.b, s.hk, s.dqk, s.skv}, {s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk});
+  const Desc& vt = g.tensor(kV, s.io, {s.b, s.hk, s.dv, s.skv}, {s.hk * s.skv * s.dv, s.skv * s.dv, 1, s.dv});
+  const Desc& o = g.real(kO, s.io, s.o());
+  const Desc& d_o = g.real(kDO, s.io, s.o());
+  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
+  const Desc& scale = g.scalar(kScale);
+  const Desc& dq = g.real(kDQ, s.io, s.q());
+  const Desc& dk = g.real(kDK, s.io, s.k());
+  const Desc& dv = g.real(kDV, s.io, s.v());
+  return {q, kt, vt, o, d_o, stats, scale, dq, dk, dv};
+}
+
+// rowsum(dO ∘ O) in fp32, [b, hq, sq, 1]: the softmax-gradient term both backward graphs start from.
+const Desc& rowsum_do_o(GraphBuilder& g, const Shape& s, const BackwardIo& io) {
+  const Desc& doo = g.pointwise(CUDNN_POINTWISE_MUL, io.d_o, &io.o, s.o());
+  const Desc& row_sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
+  g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, row_sum);
+  return row_sum;
+}
+
+// K as [b, hk, skv, dqk] again (a reshape of the Kᵀ view) for dQ = dS·K.
+const Desc& k_from_kt(GraphBuilder& g, const Shape& s, const Desc& kt) {
+  const Desc& k_view = g.virt(s.io, s.k(), dense_strides(s.k()));
+  g.reshape(kt, k_view);
+  return k_view;
+}
+
 // The backward graph the fused flash-attention backward engines match: softmax_sum =
 // rowsum(dO∘O)·1, P = exp(S·scale − Stats) (causal mask before the exp), dV = Pᵀ·dO,
 // dS = P∘(dO·Vᵀ − softmax_sum)·scale, dK = dSᵀ·Q, dQ = dS·K accumulated in fp32 (dQ_accum)
 // and cast by an identity. GQA: dK and dV are computed per query head into full-head buffers
 // and summed over each group by a reduction.
 void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
-  const Desc& q = g.real(kQ, s.io, s.q());
-  const Dims kt_dim{s.b, s.hk, s.dqk, s.skv}, kt_str{s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk};
-  const Desc& kt = g.tensor(kK, s.io, kt_dim, kt_str);
-  const Desc& vt = g.tensor(kV, s.io, {s.b, s.hk, s.dv, s.skv}, {s.hk * s.skv * s.dv, s.skv * s.dv, 1, s.dv});
-  const Desc& o = g.real(kO, s.io, s.o());
-  const Desc& d_o = g.real(kDO, s.io, s.o());
-  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
-  const Desc& scale = g.scalar(kScale);
+  const BackwardIo io = backward_io(g, s);
+  const Desc &q = io.q, &kt = io.kt, &vt = io.vt, &d_o = io.d_o, &stats = io.stats, &scale = io.scale;
+  const Desc &dq = io.dq, &dk = io.dk, &dv = io.dv;
   const Desc& one = g.scalar(kOne);
   const Desc& softmax_sum = g.real(kSoftmaxSum, CUDNN_DATA_FLOAT, s.rows());
   const Desc& dq_accum = g.real(kDQAccum, CUDNN_DATA_FLOAT, s.q());
-  const Desc& dq = g.real(kDQ, s.io, s.q());
-  const Desc& dk = g.real(kDK, s.io, s.k());
-  const Desc& dv = g.real(kDV, s.io, s.v());
 
-  const Desc& doo = g.pointwise(CUDNN_POINTWISE_MUL, d_o, &o, s.o());
-  const Desc& row_sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
-  g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, row_sum);
+  const Desc& row_sum = rowsum_do_o(g, s, io);
   g.pointwise(CUDNN_POINTWISE_MUL, row_sum, &one, nullptr, softmax_sum);  // the dropout-scale slot
 
   const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
@@ -396,9 +429,7 @@ void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
   } else {
     g.matmul(dst, q, dk);
   }
-  const Desc& k_view = g.virt(s.io, s.k(), dense_strides(s.k()));
-  g.reshape(kt, k_view);
-  g.matmul(ds, k_view, dq_accum);
+  g.matmul(ds, k_from_kt(g, s, kt), dq_accum);
   g.pointwise(CUDNN_POINTWISE_IDENTITY, dq_accum, nullptr, nullptr, dq);
 }
 
@@ -428,17 +459,9 @@ void matmul_fp8(GraphBuilder& g, const Desc& a, const Desc& b, const Dims& full_
 // as e4m3; dQ = matmul_fp8(dP, K; descale_dP, descale_K, scale_dQ); dK = matmul_fp8(dPᵀ, Q;
 // descale_dP, descale_Q, scale_dK). dQ, dK, dV are e4m3 (Hopper's engines write no other type).
 void build_backward_fp8(GraphBuilder& g, const Shape& s, bool causal) {
-  const Desc& q = g.real(kQ, s.io, s.q());
-  const Dims kt_dim{s.b, s.hk, s.dqk, s.skv}, kt_str{s.hk * s.skv * s.dqk, s.skv * s.dqk, 1, s.dqk};
-  const Desc& kt = g.tensor(kK, s.io, kt_dim, kt_str);
-  const Desc& vt = g.tensor(kV, s.io, {s.b, s.hk, s.dv, s.skv}, {s.hk * s.skv * s.dv, s.skv * s.dv, 1, s.dv});
-  const Desc& o = g.real(kO, s.io, s.o());
-  const Desc& d_o = g.real(kDO, s.io, s.o());
-  const Desc& stats = g.real(kStats, CUDNN_DATA_FLOAT, s.rows());
-  const Desc& scale = g.scalar(kScale);
-  const Desc& dq = g.real(kDQ, s.io, s.q());
-  const Desc& dk = g.real(kDK, s.io, s.k());
-  const Desc& dv = g.real(kDV, s.io, s.v());
+  const BackwardIo io = backward_io(g, s);
+  const Desc &q = io.q, &kt = io.kt, &vt = io.vt, &d_o = io.d_o, &stats = io.stats, &scale = io.scale;
+  const Desc &dq = io.dq, &dk = io.dk, &dv = io.dv;
   const Desc& descale_q = g.device_scalar(kDescaleQ);
   const Desc& descale_k = g.device_scalar(kDescaleK);
   const Desc& descale_v = g.device_scalar(kDescaleV);
@@ -457,10 +480,7 @@ void build_backward_fp8(GraphBuilder& g, const Shape& s, bool causal) {
   const Desc& amax_dp = g.device_scalar(kAmaxDP);
 
   // D = rowsum(dO ∘ O), descaled.
-  const Desc& doo = g.pointwise(CUDNN_POINTWISE_MUL, d_o, &o, s.o());
-  const Desc& row_sum = g.virt(CUDNN_DATA_FLOAT, s.rows());
-  g.reduction(CUDNN_REDUCE_TENSOR_ADD, doo, row_sum);
-  const Desc& row_do = g.pointwise(CUDNN_POINTWISE_MUL, row_sum, &descale_do, s.rows());
+  const Desc& row_do = g.pointwise(CUDNN_POINTWISE_MUL, rowsum_do_o(g, s, io), &descale_do, s.rows());
   const Desc& softmax_sum = g.pointwise(CUDNN_POINTWISE_MUL, row_do, &descale_o, s.rows());
 
   // P = exp(S·scale·descales − Stats), the mask before the subtraction as the frontend orders it.
@@ -492,9 +512,7 @@ void build_backward_fp8(GraphBuilder& g, const Shape& s, bool causal) {
   g.pointwise(CUDNN_POINTWISE_MUL, ds, &scale_dp, nullptr, ds8);
 
   // dQ = dP·K, dK = dPᵀ·Q.
-  const Desc& k_view = g.virt(s.io, s.k(), dense_strides(s.k()));
-  g.reshape(kt, k_view);
-  matmul_fp8(g, ds8, k_view, s.q(), s.q(), descale_dp, descale_k, scale_dq, dq, amax_dq);
+  matmul_fp8(g, ds8, k_from_kt(g, s, kt), s.q(), s.q(), descale_dp, descale_k, scale_dq, dq, amax_dq);
   const Desc& dst = transposed(g, ds8, s.scores(), s.io);
   matmul_fp8(g, dst, q, {s.b, s.hq, s.skv, s.dqk}, s.k(), descale_dp, descale_q, scale_dk, dk, amax_dk);
 }

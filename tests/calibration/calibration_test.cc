@@ -509,13 +509,16 @@ TEST(MeasuredRunsCsv, ShippedFilesParse) {
 }
 
 // Each row's published parallel columns multiply to its GPU count (the B200 table's own "# of
-// GPUs" column does not, see the file's notes) and the file maps without failures to b200.
+// GPUs" column does not, see the file's notes), the lengths run 8K … 1M, and every row maps to b200.
 TEST(MeasuredRunsCsv, NemoLongSequenceB200RowsMapToB200) {
   const auto runs =
       read_measured_runs(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/nemo_long_sequence_b200.csv");
   for (const MeasuredRun& r : runs) {
     EXPECT_EQ(*r.number("tp") * *r.number("pp") * *r.number("cp") * *r.number("dp"), *r.number("num_gpus")) << r.run_id;
     EXPECT_EQ(*r.number("seq_len"), 1024 * std::pow(2.0, 3 + (&r - runs.data()))) << r.run_id;
+    const MappedRun m = map_run(r, kNoModels);
+    EXPECT_TRUE(m.ok) << r.run_id << ": " << m.reason;
+    EXPECT_EQ(m.system, "b200") << r.run_id;
   }
 }
 

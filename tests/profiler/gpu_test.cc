@@ -36,6 +36,17 @@ LoopOptions quick_loop() {
   return o;
 }
 
+// One benchmark on device 0, timed by CUDA events with the quick loop: the setup most tests share.
+// Construct it after REQUIRE_GPU (the L2 flush buffer lives on the device).
+template <class Bench>
+struct EventTimed {
+  CudaEventTimer timer;
+  NvmlMonitor nvml{0};
+  L2Flush flush{0};
+  MeasureLoop loop{nullptr, timer, nvml, flush, quick_loop()};
+  Bench bench{loop};
+};
+
 // CUPTI (kernel time only) against CUDA events over the same loop (which also include the launch
 // gap): within 1 % below to 5 % above.
 void expect_cupti_within_events(const Measurement& cupti, const Measurement& events) {
@@ -46,11 +57,8 @@ void expect_cupti_within_events(const Measurement& cupti, const Measurement& eve
 
 TEST(GpuGemm, Bf16AndFp32MatchCpuReference) {
   REQUIRE_GPU(1);
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  GemmBench bench(loop);
+  EventTimed<GemmBench> rig;
+  GemmBench& bench = rig.bench;
   // Odd sizes and every layout, accumulation and a batch: indexing mistakes show up as O(1) errors.
   for (GemmLayout l : {GemmLayout::TN, GemmLayout::NN, GemmLayout::NT}) {
     const GemmKey bf{96, 80, 64, 1, DType::bf16, l, false};
@@ -68,11 +76,8 @@ TEST(GpuGemm, Fp8TnMatchesCpuReferenceWhereSupported) {
   REQUIRE_GPU(1);
   const CudaEnvironment env = describe_cuda(0);
   if (env.compute_capability < 89) GTEST_SKIP() << "fp8 GEMMs need sm_89 or newer; this GPU is sm_" << env.compute_capability;
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  GemmBench bench(loop);
+  EventTimed<GemmBench> rig;
+  GemmBench& bench = rig.bench;
   EXPECT_LT(bench.check_against_cpu({128, 128, 128, 1, DType::fp8_e4m3, GemmLayout::TN, false}, nullptr), 2e-2);
 }
 
@@ -134,11 +139,8 @@ TEST(GpuGemm, MeasuredRowIsPlausible) {
 // order and the rounding of O.
 TEST(GpuAttention, SdpaForwardMatchesReferenceKernel) {
   REQUIRE_GPU(1);
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  AttentionBench bench(loop);
+  EventTimed<AttentionBench> rig;
+  AttentionBench& bench = rig.bench;
   const AttentionKey keys[] = {
       {2, 4, 4, 128, 128, 64, 64, false, DType::bf16, AttentionDirection::forward},
       {2, 4, 4, 192, 192, 128, 128, true, DType::bf16, AttentionDirection::forward},
@@ -161,11 +163,8 @@ TEST(GpuAttention, SdpaForwardMatchesReferenceKernel) {
 // that ignored a scale or mis-wired P·V is off by far more. Then a timed measurement.
 TEST(GpuAttention, Fp8ForwardMatchesCpuReferenceOnHopper) {
   REQUIRE_GPU(1);
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  AttentionBench bench(loop);
+  EventTimed<AttentionBench> rig;
+  AttentionBench& bench = rig.bench;
   const AttentionKey small{1, 2, 2, 128, 128, 128, 128, true, DType::fp8_e4m3, AttentionDirection::forward};
   const Measurement m = bench.measure({2, 16, 16, 1024, 1024, 128, 128, true, DType::fp8_e4m3,
                                        AttentionDirection::forward});
@@ -191,11 +190,8 @@ TEST(GpuAttention, Fp8ForwardMatchesCpuReferenceOnHopper) {
 // bounds that, while a scale the graph dropped or applied twice is off by a factor of ~10^2.
 TEST(GpuAttention, Fp8BackwardMatchesCpuReferenceOnHopper) {
   REQUIRE_GPU(1);
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  AttentionBench bench(loop);
+  EventTimed<AttentionBench> rig;
+  AttentionBench& bench = rig.bench;
   const Measurement m = bench.measure({2, 16, 16, 1024, 1024, 128, 128, true, DType::fp8_e4m3,
                                        AttentionDirection::backward});
   if (m.status == MeasurementStatus::skipped &&
@@ -226,11 +222,8 @@ TEST(GpuAttention, Fp8BackwardMatchesCpuReferenceOnHopper) {
 // the bf16 Pᵀ / dSᵀ the graph feeds its matmuls leave about 1e-2.
 TEST(GpuAttention, SdpaBackwardMatchesCpuReference) {
   REQUIRE_GPU(1);
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  AttentionBench bench(loop);
+  EventTimed<AttentionBench> rig;
+  AttentionBench& bench = rig.bench;
   const AttentionKey keys[] = {
       {1, 2, 2, 128, 128, 64, 64, false, DType::bf16, AttentionDirection::backward},
       {1, 4, 2, 128, 128, 128, 128, true, DType::bf16, AttentionDirection::backward},  // GQA
@@ -277,11 +270,8 @@ TEST(GpuAttention, CuptiTimeAgreesWithCudaEventsAndRowIsPlausible) {
 
 TEST(GpuAttention, UnsupportedKeysAreSkippedWithAReason) {
   REQUIRE_GPU(1);
-  CudaEventTimer timer;
-  NvmlMonitor nvml(0);
-  L2Flush flush(0);
-  MeasureLoop loop(nullptr, timer, nvml, flush, quick_loop());
-  AttentionBench bench(loop);
+  EventTimed<AttentionBench> rig;
+  AttentionBench& bench = rig.bench;
   // Head dim 256 is outside cuDNN's fp8 backward on every architecture (Hopper: 128 only;
   // Blackwell: up to 128 or 192 / 128); on a pre-Hopper GPU every fp8 key is refused.
   const Measurement fp8_bwd =
