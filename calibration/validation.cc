@@ -113,10 +113,11 @@ ErrorStats error_stats(const std::string& group, const std::vector<std::pair<std
   s.group = group;
   s.count = static_cast<int>(errors.size());
   if (errors.empty()) return s;
-  std::vector<double> abs;
+  std::vector<double> abs, signed_errors;
   double sum_abs = 0, sum = 0, worst_abs = -1;
   for (const auto& [id, e] : errors) {
     abs.push_back(std::fabs(e));
+    signed_errors.push_back(e);
     sum_abs += std::fabs(e);
     sum += e;
     if (e > 0) ++s.over;
@@ -132,6 +133,9 @@ ErrorStats error_stats(const std::string& group, const std::vector<std::pair<std
   s.median = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
   s.mape = sum_abs / static_cast<double>(n);
   s.bias = sum / static_cast<double>(n);
+  s.p10 = percentile(signed_errors, 0.1);
+  s.p50 = percentile(signed_errors, 0.5);
+  s.p90 = percentile(signed_errors, 0.9);
   return s;
 }
 
@@ -150,7 +154,7 @@ std::string bias_label(const ErrorStats& s) {
 ValidationSummary summarize(const std::vector<RowResult>& rows) {
   ValidationSummary out;
   std::vector<std::pair<std::string, double>> all, tput, mem;
-  std::map<std::string, std::vector<std::pair<std::string, double>>> by_source, by_gpu;
+  std::map<std::string, std::vector<std::pair<std::string, double>>> by_source, by_gpu, by_class;
   for (const RowResult& r : rows) {
     if (!r.simulated) continue;
     all.emplace_back(r.run_id, r.step_error);
@@ -158,6 +162,9 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
     if (r.mem_error) mem.emplace_back(r.run_id, *r.mem_error);
     by_source[r.source].emplace_back(r.run_id, r.step_error);
     by_gpu[r.system].emplace_back(r.run_id, r.step_error);
+    if (!r.cls.model_class.empty()) {
+      by_class[r.cls.system + " " + r.cls.model_class + " " + r.cls.precision].emplace_back(r.run_id, r.step_error);
+    }
     out.worst.push_back(&r);
     if (!r.fits_in_memory) out.not_fitting.push_back(&r);
     auto& per_gpu = out.kernels_per_source_by_gpu[r.system];
@@ -173,6 +180,7 @@ ValidationSummary summarize(const std::vector<RowResult>& rows) {
   out.memory.metric = "memory";
   for (const auto& [k, v] : by_source) out.by_source.push_back(error_stats(k, v));
   for (const auto& [k, v] : by_gpu) out.by_gpu.push_back(error_stats(k, v));
+  for (const auto& [k, v] : by_class) out.by_class.push_back(error_stats(k, v));
   std::stable_sort(out.worst.begin(), out.worst.end(), [](const RowResult* a, const RowResult* b) {
     return std::fabs(a->step_error) > std::fabs(b->step_error);
   });
@@ -206,6 +214,8 @@ nlohmann::json to_json(const RowResult& r) {
     j["reason"] = r.reason;
     return j;
   }
+  j["model_class"] = r.cls.model_class;
+  j["precision"] = r.cls.precision;
   j["measured_from"] = r.measured_from;
   j["measured_step_s"] = r.measured_step_s;
   j["simulated_step_s"] = r.simulated_step_s;
@@ -234,7 +244,7 @@ nlohmann::json to_json(const ErrorStats& s) {
   return {{"group", s.group}, {"count", s.count},         {"mape", s.mape},
           {"median", s.median}, {"worst", s.worst},       {"worst_run", s.worst_run},
           {"bias", s.bias},   {"bias_sign", bias_label(s)}, {"metric", s.metric}, {"over", s.over},
-          {"under", s.under}};
+          {"under", s.under}, {"p10", s.p10}, {"p50", s.p50}, {"p90", s.p90}};
 }
 
 std::string html_escape(const std::string& text) {
@@ -361,6 +371,7 @@ std::string html_report(const std::vector<RowResult>& rows, const ValidationSumm
   h += "<h2>Error distribution</h2>\n" + histogram_svg(rows) + "\n";
   h += stats_table("Per source", sum.by_source);
   h += stats_table("Per GPU (system)", sum.by_gpu);
+  if (!sum.by_class.empty()) h += stats_table("Per class (system, model, precision)", sum.by_class);
   h += "<h2>Rows</h2>\n<table><tr><th>run</th><th>model</th><th>GPUs</th><th>system</th><th>layout</th>"
        "<th>measured s</th><th>simulated s</th><th>error</th><th>memory error</th><th>warnings; inferred / reason</th>"
        "</tr>\n";

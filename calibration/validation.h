@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "calibration/accuracy_envelope.h"
 #include "calibration/measured_runs.h"
 #include "calibration/run_mapping.h"
 #include "simulator/result.h"
@@ -43,6 +44,9 @@ struct RowResult {
   // Kernel lookups of the simulation by where their efficiency came from (measured, interpolated,
   // scaled, roofline: core/efficiency_model.h): how much of the row a --db actually priced.
   std::array<int, kEfficiencySourceCount> kernels_per_source{};
+  // The simulated configuration's class (system, dense / MoE, precision), set by whoever parsed the
+  // mapped configs (the CLI): what `simulate --accuracy` matches runs on.
+  RunClass cls;
 };
 
 RowResult not_simulated(const MeasuredRun& run, const MappedRun& mapped, const std::string& reason);
@@ -59,6 +63,7 @@ struct ErrorStats {
   double worst = 0;      // signed error of the largest |error|
   std::string worst_run;
   double bias = 0;       // mean signed error
+  double p10 = 0, p50 = 0, p90 = 0;  // signed error percentiles (what simulate --accuracy reports)
   int over = 0, under = 0;  // rows with error > 0 / < 0
 };
 
@@ -68,6 +73,9 @@ ErrorStats error_stats(const std::string& group, const std::vector<std::pair<std
 struct ValidationSummary {
   ErrorStats all, all_throughput, memory;
   std::vector<ErrorStats> by_source, by_gpu;  // step-time errors
+  // Step-time errors per class "system model_class precision" (RowResult::cls): the envelopes
+  // `simulate --accuracy` draws from, before any widening.
+  std::vector<ErrorStats> by_class;
   std::vector<const RowResult*> worst;        // up to 10, largest |step error| first
   // Memory feasibility: every measured run ran, so a simulated row that does not fit in its GPU's
   // memory is a false "does not fit" (the memory model, or the inferred settings, too large).

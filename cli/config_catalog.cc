@@ -13,6 +13,10 @@
 #define CALISIM_CONFIG_DIR "configs"
 #endif
 
+#ifndef CALISIM_RUNS_DIR
+#define CALISIM_RUNS_DIR "calibration/data"
+#endif
+
 namespace fs = std::filesystem;
 
 namespace calisim::cli {
@@ -26,15 +30,36 @@ const char* kind_dir(ConfigKind k) {
   return "models";
 }
 
-std::string config_root() {
-  if (const char* env = std::getenv("CALISIM_CONFIG_DIR"); env && *env && fs::is_directory(env)) return env;
+namespace {
+// $ENV, then <exe>/../share/calisim/<installed>, then the compiled-in source folder.
+std::string data_root(const char* env_name, const char* installed_dir, const char* source_dir) {
+  if (const char* env = std::getenv(env_name); env && *env && fs::is_directory(env)) return env;
   std::error_code ec;
   const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
   if (!ec) {
-    const fs::path installed = exe.parent_path().parent_path() / "share" / "calisim" / "configs";
+    const fs::path installed = exe.parent_path().parent_path() / "share" / "calisim" / installed_dir;
     if (fs::is_directory(installed)) return installed.string();
   }
-  return CALISIM_CONFIG_DIR;
+  return source_dir;
+}
+}  // namespace
+
+std::string config_root() { return data_root("CALISIM_CONFIG_DIR", "configs", CALISIM_CONFIG_DIR); }
+
+std::string runs_root() { return data_root("CALISIM_RUNS_DIR", "runs", CALISIM_RUNS_DIR); }
+
+std::vector<std::string> shipped_runs_files() {
+  const std::string root = runs_root();
+  std::vector<std::string> files;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(root, ec)) {
+    if (entry.is_regular_file() && entry.path().extension() == ".csv") files.push_back(entry.path().string());
+  }
+  if (files.empty()) {
+    throw InputError(root, "", "no measured-runs files (*.csv) here: set CALISIM_RUNS_DIR or give --accuracy-runs");
+  }
+  std::sort(files.begin(), files.end());
+  return files;
 }
 
 std::vector<std::string> list_configs(ConfigKind kind) {

@@ -20,6 +20,11 @@ enum class ConfigKind { model, strategy, system };
 const char* kind_dir(ConfigKind k);  // "models", "strategies", "systems"
 
 std::string config_root();
+// The shipped measured-runs files (calibration/data/*.csv), found like the configs: the first
+// existing of $CALISIM_RUNS_DIR, <executable dir>/../share/calisim/runs and the source tree's
+// calibration/data (compiled in). Sorted paths; throws InputError when the folder has none.
+std::string runs_root();
+std::vector<std::string> shipped_runs_files();
 // Throws InputError naming the shipped names when `name` is not found.
 std::string resolve_config(ConfigKind kind, const std::string& name_or_path);
 std::vector<std::string> list_configs(ConfigKind kind);  // shipped names, sorted

@@ -5,11 +5,13 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <optional>
 
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
 #include "cli/table.h"
+#include "cli/accuracy_report.h"
 #include "core/error.h"
 #include "simulator/collective_table.h"
 #include "simulator/rank_placement.h"
@@ -25,6 +27,9 @@ struct SimulateArgs {
   std::vector<std::string> overrides;
   bool json = false;
   bool no_ops = false;
+  // --accuracy / --accuracy-runs: compare with the validated runs of the same class.
+  bool accuracy = false;
+  std::vector<std::string> accuracy_runs;
 };
 
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
@@ -166,10 +171,15 @@ void run(const SimulateArgs& a) {
     if (!out) throw InputError(a.trace_file, "--trace", "cannot write the trace file");
     out << chrome_trace(r).dump() << "\n";
   }
+  std::optional<AccuracyReport> acc;
+  if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc, r.duration_time_per_iter_s);
   if (a.json) {
-    fmt::print("{}\n", to_json(r).dump(2));
+    nlohmann::json doc = to_json(r);
+    if (acc) doc["accuracy"] = accuracy_json(*acc);
+    fmt::print("{}\n", doc.dump(2));
   } else {
     fmt::print("{}", render(r, rc, !a.no_ops));
+    if (acc) fmt::print("{}", accuracy_text(*acc));
     if (!a.trace_file.empty()) fmt::print("trace written to {} (open in ui.perfetto.dev)\n", a.trace_file);
   }
 }
@@ -192,6 +202,12 @@ void register_simulate(CLI::App& app) {
   sub->add_option("--db", args->db,
                   "efficiency database (SQLite) to take measured efficiencies from; default: the system file's "
                   "efficiency_db, if any");
+  sub->add_flag("--accuracy", args->accuracy,
+                "also report how far calisim's step times were from measured ones on the validated runs of this "
+                "configuration's class (system, dense/MoE, precision) and the step time that implies; validates the "
+                "shipped runs files (calibration/data) with the same efficiencies (docs/validation.md)");
+  sub->add_option("--accuracy-runs", args->accuracy_runs,
+                  "measured-runs CSV(s) for --accuracy instead of the shipped ones (implies --accuracy); repeatable");
   sub->callback([args] { run(*args); });
 }
 

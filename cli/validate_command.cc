@@ -98,6 +98,7 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     opt.details = false;
     const SimulationResult res = simulate(model, strategy, sys.config, *sys.efficiency, opt);
     RowResult r = score_run(run, m, res);
+    r.cls = run_class(model, strategy, sys.config.name);
     if (!sys.note.empty()) r.warnings.push_back(sys.note);
     if (fit) {
       // The cited document without its table / column detail: sources citing it are one fold.
@@ -158,6 +159,15 @@ std::string render(const std::vector<RowResult>& rows, const ValidationSummary& 
   out += "\nstep-time error = (simulated - measured) / measured\n";
   out += stats_table("per source", s.by_source) + "\n";
   out += stats_table("per GPU (system)", s.by_gpu) + "\n";
+  if (!s.by_class.empty()) {
+    // Signed percentiles: the envelope `simulate --accuracy` gives a run of the class.
+    Table ct({"per class (system, model, precision)", "rows", "MAPE", "p10", "median", "p90", "bias"});
+    for (const auto& e : s.by_class) {
+      ct.add_row({e.group, std::to_string(e.count), fmt::format("{:.1f}%", 100 * e.mape), pct(e.p10), pct(e.p50),
+                  pct(e.p90), fmt::format("{} ({})", pct(e.bias), bias_label(e))});
+    }
+    out += ct.render() + "  (signed step-time errors; p10 / median / p90 of the class's rows)\n\n";
+  }
   out += stats_table("overall", {s.all, s.all_throughput, s.memory}) + "\n";
   Table w({"10 worst rows", "model", "layout", "error", "measured from"});
   for (const RowResult* r : s.worst) w.add_row({r->run_id, r->model, r->layout, pct(r->step_error), r->measured_from});
@@ -246,6 +256,7 @@ nlohmann::json to_document(const ValidateArgs& a, const ValidationRun& v) {
   j["summary"] = {{"all", to_json(s.all)}, {"throughput", to_json(s.all_throughput)}, {"memory", to_json(s.memory)}};
   for (const auto& e : s.by_source) j["summary"]["by_source"].push_back(to_json(e));
   for (const auto& e : s.by_gpu) j["summary"]["by_gpu"].push_back(to_json(e));
+  for (const auto& e : s.by_class) j["summary"]["by_class"].push_back(to_json(e));
   j["summary"]["worst"] = nlohmann::json::array();
   for (const RowResult* r : s.worst) j["summary"]["worst"].push_back(r->run_id);
   nlohmann::json nf = nlohmann::json::array();
@@ -280,6 +291,8 @@ void run(const ValidateArgs& a) {
 }
 
 }  // namespace
+
+std::vector<calibration::RowResult> validated_rows(const ValidateArgs& a) { return validate_runs(a).rows; }
 
 nlohmann::json validate_document(const ValidateArgs& a) {
   const ValidationRun v = validate_runs(a);

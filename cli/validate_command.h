@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "calibration/validation.h"
+
 namespace calisim::cli {
 
 struct ValidateArgs {
@@ -23,5 +25,9 @@ struct ValidateArgs {
 // Validates the runs (writing the HTML report, dumped inputs and fitted system files the args ask
 // for) and returns the --json document. Throws InputError for bad input (file, line, option).
 nlohmann::json validate_document(const ValidateArgs& a);
+
+// The scored rows of the same run (simulated or not, in file order): what `simulate --accuracy`
+// compares a simulation with.
+std::vector<calibration::RowResult> validated_rows(const ValidateArgs& a);
 
 }  // namespace calisim::cli

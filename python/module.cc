@@ -23,6 +23,7 @@
 #include "simulator/collective_table.h"
 #include "simulator/config_loader.h"
 #include "simulator/result_json.h"
+#include "cli/accuracy_report.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
 
@@ -86,8 +87,9 @@ std::string resolve_run(const RunInputs& in) {
 }
 
 // What `calisim simulate --json [--trace]` computes, from documents.
+// accuracy: add "accuracy" (simulate --accuracy; accuracy_runs empty = the shipped runs files).
 std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std::string& db, bool details,
-                                                 bool trace) {
+                                                 bool trace, bool accuracy, const std::vector<std::string>& accuracy_runs) {
   const cli::RunConfigs rc = load_run_docs(in.model, in.strategy, in.system, in.overrides);
   const cli::EfficiencyChoice source = cli::make_efficiency_source(rc.system, rc.system_file, db);
   SimulateOptions opt;
@@ -99,7 +101,9 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
   r.warnings.insert(r.warnings.end(), source.notes.begin(), source.notes.end());
   if (details) r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *source.model);
-  return {to_json(r).dump(), trace ? chrome_trace(r).dump() : std::string()};
+  json doc = to_json(r);
+  if (accuracy) doc["accuracy"] = cli::accuracy_json(cli::accuracy_report(accuracy_runs, db, rc, r.duration_time_per_iter_s));
+  return {doc.dump(), trace ? chrome_trace(r).dump() : std::string()};
 }
 
 void register_errors(py::module_& m) {
@@ -144,12 +148,14 @@ PYBIND11_MODULE(_core, m) {
   m.def(
       "simulate",
       [](const std::vector<std::string>& docs, const std::vector<std::string>& files,
-         std::vector<std::string> overrides, const std::string& db, bool details, bool trace) {
+         std::vector<std::string> overrides, const std::string& db, bool details, bool trace, bool accuracy,
+         const std::vector<std::string>& accuracy_runs) {
         const RunInputs in = run_inputs(docs, files, std::move(overrides));
         py::gil_scoped_release release;
-        return simulate_run(in, db, details, trace);
+        return simulate_run(in, db, details, trace, accuracy, accuracy_runs);
       },
       py::arg("docs"), py::arg("files"), py::arg("overrides"), py::arg("db"), py::arg("details"), py::arg("trace"),
+      py::arg("accuracy") = false, py::arg("accuracy_runs") = std::vector<std::string>{},
       "(result JSON as `calisim simulate --json` prints it, Chrome trace JSON or '')");
   m.def(
       "search",

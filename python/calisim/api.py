@@ -37,15 +37,20 @@ def override_list(configs, overrides=None, fields=None):
     return out
 
 
-def run_simulation(model, strategy, system, db=None, overrides=(), details=True, trace=False):
+def run_simulation(model, strategy, system, db=None, overrides=(), details=True, trace=False, accuracy=False,
+                   accuracy_runs=None):
     """SimulationResult of three config objects (no name resolution), as `calisim simulate`."""
     docs = [_native.dumps(c.to_dict()) for c in (model, strategy, system)]
     files = [c.file for c in (model, strategy, system)]
-    text, trace_text = _core.simulate(docs, files, list(overrides), os.fspath(db or ""), details, trace)
+    runs = [os.fspath(r) for r in ([accuracy_runs] if isinstance(accuracy_runs, (str, os.PathLike))
+                                   else (accuracy_runs or []))]
+    text, trace_text = _core.simulate(docs, files, list(overrides), os.fspath(db or ""), details, trace,
+                                      bool(accuracy or runs), runs)
     return SimulationResult(json.loads(text), json.loads(trace_text) if trace_text else None)
 
 
-def simulate(model, strategy, system, db=None, overrides=None, details=True, trace=False, **fields):
+def simulate(model, strategy, system, db=None, overrides=None, details=True, trace=False, accuracy=False,
+             accuracy_runs=None, **fields):
     """Simulates one training iteration.
 
     model, strategy, system: shipped names, paths, dicts or config objects.
@@ -53,12 +58,16 @@ def simulate(model, strategy, system, db=None, overrides=None, details=True, tra
     overrides: --set style strings; **fields: more overrides by field name
     (``tp_size=4``, or ``**{"system.device.memory_gb": 141}``).
     details: include the per-op table; trace: also return the Perfetto trace (``result.trace``).
+    accuracy: also validate the shipped measured runs (or accuracy_runs: one path or a list) with
+    the same efficiencies and give ``result.accuracy``: the step-time errors of the runs of this
+    configuration's class and the step time they imply (`calisim simulate --accuracy`).
     Raises ConfigError (a ValueError) with the CLI's message on bad input.
     """
     configs = {"model": ModelConfig.load(model), "strategy": StrategyConfig.load(strategy),
                "system": SystemConfig.load(system)}
     sets = override_list(configs, overrides, fields)
-    return run_simulation(configs["model"], configs["strategy"], configs["system"], db, sets, details, trace)
+    return run_simulation(configs["model"], configs["strategy"], configs["system"], db, sets, details, trace,
+                          accuracy, accuracy_runs)
 
 
 class NoFeasibleLayout(ConfigError):

@@ -347,4 +347,54 @@ TEST(ValidateCli, SetOverridesEveryMappedRow) {
   EXPECT_NE(bad.text.find("--set nonsense"), std::string::npos) << bad.text;
 }
 
+// simulate --accuracy: the flagship beside the shipped runs of its class (h100-sxm, dense, bf16),
+// the implied step time is simulated / (1 + median error), the text names the class; a runs file
+// with too few runs of the class says so; validate rows carry the class; a missing file is exit 2.
+TEST(ValidateCli, SimulateAccuracyAgainstTheShippedRuns) {
+  const std::string flagship = "simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm";
+  const Out r = calisim(flagship + " --json --accuracy", false);
+  ASSERT_EQ(r.code, 0) << r.text.substr(0, 500);
+  const auto j = nlohmann::json::parse(r.text);
+  const auto& a = j["accuracy"];
+  ASSERT_TRUE(a["available"].get<bool>()) << a.dump();
+  EXPECT_EQ(a["query"]["system"], "h100-sxm");
+  EXPECT_EQ(a["query"]["model_class"], "dense");
+  EXPECT_EQ(a["query"]["precision"], "bf16");
+  EXPECT_EQ(a["matched_on"][0], "system h100-sxm") << a.dump();
+  EXPECT_GE(a["runs"].get<int>(), 40) << "the public file alone has 55 dense bf16 H100 rows";
+  EXPECT_GE(a["runs_files"].size(), 3u);
+  const double sim = j["cost"]["duration_time_per_iter_s"].get<double>();
+  EXPECT_DOUBLE_EQ(a["simulated_step_s"].get<double>(), sim);
+  EXPECT_NEAR(a["expected_step_s"].get<double>(), sim / (1 + a["median_error"].get<double>()), 1e-9 * sim);
+  EXPECT_LE(a["expected_step_low_s"].get<double>(), a["expected_step_s"].get<double>());
+  EXPECT_GE(a["expected_step_high_s"].get<double>(), a["expected_step_s"].get<double>());
+  EXPECT_FALSE(calisim(flagship + " --json", false).text.find("\"accuracy\"") != std::string::npos)
+      << "accuracy only on request";
+
+  const Out text = calisim(flagship + " --no-ops --accuracy");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("validated runs (system h100-sxm, dense, bf16)"), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("step time those errors imply for this run"), std::string::npos);
+
+  // The fixture's three rows simulate two: fewer than 5 dense runs, no envelope (and --accuracy-runs
+  // alone turns the report on).
+  const Out few = calisim(flagship + " --json --accuracy-runs " + kFixture, false);
+  ASSERT_EQ(few.code, 0) << few.text.substr(0, 300);
+  const auto f = nlohmann::json::parse(few.text)["accuracy"];
+  EXPECT_FALSE(f["available"].get<bool>()) << f.dump();
+  EXPECT_NE(f["reason"].get<std::string>().find("fewer than 5"), std::string::npos);
+  EXPECT_EQ(f["simulated_rows"], 2);
+
+  const Out rows = calisim("validate --runs " + kFixture + " --json", false);
+  for (const auto& row : nlohmann::json::parse(rows.text)["rows"]) {
+    if (!row["simulated"].get<bool>()) continue;
+    EXPECT_EQ(row["model_class"], "dense") << row.dump();
+    EXPECT_EQ(row["precision"], "bf16") << row.dump();
+  }
+
+  const Out missing = calisim(flagship + " --accuracy-runs /nonexistent/runs.csv");
+  EXPECT_EQ(missing.code, 2) << missing.text;
+  EXPECT_NE(missing.text.find("/nonexistent/runs.csv"), std::string::npos) << missing.text;
+}
+
 }  // namespace

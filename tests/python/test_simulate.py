@@ -116,3 +116,17 @@ def test_memory_convention_fields_equal_cli():
     strategy = calisim.StrategyConfig.init_from_config_file("llama3-8b-8gpu")
     assert strategy.fp8_param_gather is False and strategy.use_precision_aware_optimizer is False
     assert strategy.fp8_implementation == "transformer_engine"
+
+
+def test_accuracy_equals_cli():
+    flagship = ("llama3-70b", "llama3-70b-64gpu", "h100-sxm")
+    py = calisim.simulate(*flagship, accuracy=True)
+    cli = cli_json("simulate", "--model", flagship[0], "--strategy", flagship[1], "--system", flagship[2],
+                   "--json", "--accuracy")
+    assert py.to_dict() == cli
+    assert py.accuracy["available"] and py.accuracy["query"]["model_class"] == "dense"
+    assert py.accuracy["expected_step_s"] == pytest.approx(
+        py.cost.duration_time_per_iter_s / (1 + py.accuracy["median_error"]))
+    assert "accuracy" not in calisim.simulate(*flagship).to_dict()
+    with pytest.raises(calisim.ConfigError, match="nope.csv"):
+        calisim.simulate(*flagship, accuracy_runs="/nope.csv")
