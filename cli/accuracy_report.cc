@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "cli/config_catalog.h"
 #include "cli/validate_command.h"
 
 namespace calisim::cli {
 
 AccuracyReport accuracy_report(const std::vector<std::string>& runs_files, const std::string& db,
-                               const RunConfigs& rc, double simulated_step_s) {
+                               const ModelConfig& model, const StrategyConfig& strategy, const SystemConfig& system,
+                               double simulated_step_s) {
   AccuracyReport rep;
   rep.files = runs_files.empty() ? shipped_runs_files() : runs_files;
   ValidateArgs v;
@@ -18,7 +20,7 @@ AccuracyReport accuracy_report(const std::vector<std::string>& runs_files, const
     if (r.simulated) scored.push_back({r.run_id, r.cls, r.step_error});
   }
   rep.simulated_rows = static_cast<int>(scored.size());
-  rep.query = calibration::run_class(rc.model, rc.strategy, rc.system.name);
+  rep.query = calibration::run_class(model, strategy, system.name);
   rep.envelope = calibration::accuracy_envelope(scored, rep.query, simulated_step_s);
   return rep;
 }
@@ -39,7 +41,7 @@ nlohmann::json accuracy_json(const AccuracyReport& rep) {
   return j;
 }
 
-std::string accuracy_text(const AccuracyReport& rep) {
+std::string accuracy_text(const AccuracyReport& rep, const std::string& what) {
   std::string out = fmt::format("accuracy against measured runs (--accuracy: {} runs files, {} rows simulated)\n",
                                 rep.files.size(), rep.simulated_rows);
   if (!rep.envelope) {
@@ -48,9 +50,9 @@ std::string accuracy_text(const AccuracyReport& rep) {
   }
   const calibration::AccuracyEnvelope& e = *rep.envelope;
   out += "  " + e.summary() + "\n";
-  out += fmt::format("  step time those errors imply for this run: {:.4g} s (median), {:.4g} … {:.4g} s (from the 90th "
+  out += fmt::format("  step time those errors imply for {}: {:.4g} s (median), {:.4g} … {:.4g} s (from the 90th "
                      "and 10th percentile)\n\n",
-                     e.expected_step_s, e.expected_step_low_s, e.expected_step_high_s);
+                     what, e.expected_step_s, e.expected_step_low_s, e.expected_step_high_s);
   return out;
 }
 

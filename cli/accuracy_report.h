@@ -12,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "calibration/accuracy_envelope.h"
-#include "cli/config_catalog.h"
+#include "simulator/model_config.h"
+#include "simulator/strategy_config.h"
+#include "simulator/system_config.h"
 
 namespace calisim::cli {
 
@@ -25,11 +27,12 @@ struct AccuracyReport {
 
 // runs_files empty = the shipped ones. Throws InputError for an unreadable or malformed runs file.
 AccuracyReport accuracy_report(const std::vector<std::string>& runs_files, const std::string& db,
-                               const RunConfigs& rc, double simulated_step_s);
+                               const ModelConfig& model, const StrategyConfig& strategy, const SystemConfig& system,
+                               double simulated_step_s);
 
 // The envelope's JSON plus "available" (false: "reason"), "query", "runs_files", "simulated_rows".
 nlohmann::json accuracy_json(const AccuracyReport& rep);
-// The CLI's text section.
-std::string accuracy_text(const AccuracyReport& rep);
+// The CLI's text section; `what` names the step time judged ("this run", "the best layout").
+std::string accuracy_text(const AccuracyReport& rep, const std::string& what = "this run");
 
 }  // namespace calisim::cli

@@ -2,8 +2,10 @@
 #include <fmt/format.h>
 
 #include <memory>
+#include <optional>
 #include <thread>
 
+#include "cli/accuracy_report.h"
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
@@ -25,6 +27,9 @@ struct SearchArgs {
   std::vector<std::string> merge_files;
   int top = 10;
   bool json = false;
+  // --accuracy / --accuracy-runs: the best layout beside the validated runs of its class.
+  bool accuracy = false;
+  std::vector<std::string> accuracy_runs;
 };
 
 std::string layout(const CandidateResult& r) {
@@ -118,6 +123,12 @@ void run_search_command(const SearchArgs& a) {
   if (!a.out.empty()) write_search_csv(a.out, res.top);
 
   const double rate = res.elapsed_s > 0 ? res.space_size / res.elapsed_s : 0;
+  // The class (system, dense / MoE, precision) is the same for every candidate: the search varies
+  // the layout, not the precision.
+  std::optional<AccuracyReport> acc;
+  if ((a.accuracy || !a.accuracy_runs.empty()) && !res.top.empty()) {
+    acc = accuracy_report(a.accuracy_runs, a.db, model, base, system, res.top.front().step_time_s);
+  }
   if (a.json) {
     nlohmann::json j;
     j["model"] = model.model_name;
@@ -135,6 +146,7 @@ void run_search_command(const SearchArgs& a) {
     for (const auto& r : res.top) top.push_back(search_candidate_json(r));
     j["top"] = top;
     j["explanation"] = res.explanation.empty() ? nlohmann::json(nullptr) : nlohmann::json(res.explanation);
+    if (acc) j["accuracy"] = accuracy_json(*acc);
     fmt::print("{}\n", j.dump(2));
     if (!res.explanation.empty()) throw InputError("search", "", res.explanation);
     return;
@@ -153,6 +165,7 @@ void run_search_command(const SearchArgs& a) {
              opt.memory_margin_gb > 0 ? fmt::format(", margin {:.1f} GB", opt.memory_margin_gb) : "");
   if (!a.csv.empty()) fmt::print("all {} feasible candidates written to {}\n", res.feasible.size(), a.csv);
   if (!a.out.empty()) fmt::print("top {} written to {}\n", res.top.size(), a.out);
+  if (acc) fmt::print("\n{}", accuracy_text(*acc, "the best layout (#1)"));
 }
 
 void run_merge(const SearchArgs& a) {
@@ -192,6 +205,12 @@ void register_search(CLI::App& app) {
   sub->add_option("--shard", a->shard, "search only shard i of n (i/n); merge the --out files with `search merge`");
   sub->add_option("--db", a->db, "efficiency database (default: the system file's efficiency_db)");
   sub->add_flag("--json", a->json, "print one JSON document");
+  sub->add_flag("--accuracy", a->accuracy,
+                "also report how far calisim's step times were from measured ones on the validated runs of this "
+                "class (system, dense/MoE, precision) and the step time that implies for the best layout "
+                "(as simulate --accuracy)");
+  sub->add_option("--accuracy-runs", a->accuracy_runs,
+                  "measured-runs CSV(s) for --accuracy instead of the shipped ones (implies --accuracy); repeatable");
   sub->callback([a, sub] {
     if (sub->get_subcommands().empty()) run_search_command(*a);
   });

@@ -172,7 +172,7 @@ void run(const SimulateArgs& a) {
     out << chrome_trace(r).dump() << "\n";
   }
   std::optional<AccuracyReport> acc;
-  if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc, r.duration_time_per_iter_s);
+  if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s);
   if (a.json) {
     nlohmann::json doc = to_json(r);
     if (acc) doc["accuracy"] = accuracy_json(*acc);

@@ -102,7 +102,7 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
   r.warnings.insert(r.warnings.end(), source.notes.begin(), source.notes.end());
   if (details) r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *source.model);
   json doc = to_json(r);
-  if (accuracy) doc["accuracy"] = cli::accuracy_json(cli::accuracy_report(accuracy_runs, db, rc, r.duration_time_per_iter_s));
+  if (accuracy) doc["accuracy"] = cli::accuracy_json(cli::accuracy_report(accuracy_runs, db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s));
   return {doc.dump(), trace ? chrome_trace(r).dump() : std::string()};
 }
 

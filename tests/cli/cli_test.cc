@@ -161,6 +161,25 @@ std::vector<std::uint64_t> top_indices(const nlohmann::json& j) {
   return out;
 }
 
+// search --accuracy: the best layout's step time beside the validated H100 dense bf16 runs; the
+// text names the layout it judges; without the flag no "accuracy" field.
+TEST(CliSearch, AccuracyOfTheBestLayout) {
+  const CmdResult r = run(kSmallSearch + " --json --accuracy");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const auto j = nlohmann::json::parse(r.out);
+  ASSERT_TRUE(j.contains("accuracy")) << r.out.substr(0, 300);
+  const auto& a = j["accuracy"];
+  ASSERT_TRUE(a["available"].get<bool>()) << a.dump();
+  EXPECT_EQ(a["matched_on"], (nlohmann::json{"system h100-sxm", "dense", "bf16"}));
+  const double best = j["top"][0]["step_time_s"].get<double>();
+  EXPECT_DOUBLE_EQ(a["simulated_step_s"].get<double>(), best);
+  EXPECT_NEAR(a["expected_step_s"].get<double>(), best / (1 + a["median_error"].get<double>()), 1e-9 * best);
+  EXPECT_FALSE(nlohmann::json::parse(run(kSmallSearch + " --json").out).contains("accuracy"));
+  const CmdResult text = run(kSmallSearch + " --accuracy");
+  ASSERT_EQ(text.code, 0) << text.out;
+  EXPECT_NE(text.out.find("step time those errors imply for the best layout (#1)"), std::string::npos) << text.out;
+}
+
 TEST(CliSearch, JsonTopAndCounts) {
   const CmdResult r = run(kSmallSearch + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
