@@ -106,7 +106,11 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage},
             {"zero_state", s.zero_state},
             {"cp_comm_type", cp_comm_type_name(s.cp_comm_type)},
-            {"moe_dispatcher_policy", s.moe_dispatcher == MoeDispatcher::all_to_all ? "all2all" : "allgather"},
+            {"moe_dispatcher_policy", s.moe_dispatcher == MoeDispatcher::all_to_all  ? "all2all"
+                                      : s.moe_dispatcher == MoeDispatcher::all_gather ? "allgather"
+                                                                                      : "flex"},
+            {"moe_flex_dispatcher_backend", s.flex_backend == FlexBackend::hybridep ? "hybridep" : "deepep"},
+            {"flex_num_sms", s.flex_num_sms},
             {"dispatch_probs", s.dispatch_probs},
             {"moe_token_imbalance_factor", s.moe_token_imbalance_factor},
             {"moe_shared_expert_overlap", s.moe_shared_expert_overlap},

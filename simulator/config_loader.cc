@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 
@@ -278,8 +279,8 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   // SimuMax downgrades the deprecated "all2all-seq" to "all2all"; Megatron spells it "alltoall".
   if (disp == "all2all" || disp == "alltoall" || disp == "all2all-seq") s.moe_dispatcher = MoeDispatcher::all_to_all;
   else if (disp == "allgather") s.moe_dispatcher = MoeDispatcher::all_gather;
-  else r.fail("moe_dispatcher_policy", "expected \"all2all\" or \"allgather\" (the DeepEP \"flex\" dispatcher is "
-                                       "not modeled), got \"" + disp + "\"");
+  else if (disp == "flex") s.moe_dispatcher = MoeDispatcher::flex;
+  else r.fail("moe_dispatcher_policy", "expected \"all2all\", \"allgather\" or \"flex\", got \"" + disp + "\"");
   s.dispatch_probs = r.bool_or("dispatch_probs", false);
   s.moe_token_imbalance_factor = r.positive_number_or("moe_token_imbalance_factor", 1.0);
   if (s.moe_token_imbalance_factor < 1.0) {
@@ -293,12 +294,47 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
     MoeDispatcher d = MoeDispatcher::all_to_all;
     if (*megatron_disp == "alltoall") d = MoeDispatcher::all_to_all;
     else if (*megatron_disp == "allgather") d = MoeDispatcher::all_gather;
-    else r.fail("moe_token_dispatcher_type", "expected \"alltoall\" or \"allgather\" (the DeepEP/HybridEP \"flex\" "
-                                             "dispatcher is not modeled), got \"" + *megatron_disp + "\"");
+    else if (*megatron_disp == "flex") d = MoeDispatcher::flex;
+    else r.fail("moe_token_dispatcher_type", "expected \"alltoall\", \"allgather\" or \"flex\", got \"" +
+                                             *megatron_disp + "\"");
     if (doc.contains("moe_dispatcher_policy") && d != s.moe_dispatcher) {
       r.fail("moe_token_dispatcher_type", "contradicts moe_dispatcher_policy (SimuMax's name for the same switch)");
     }
     s.moe_dispatcher = d;
+  }
+  // Megatron's older switch for the same thing: --moe-enable-deepep = flex over DeepEP.
+  if (r.bool_or("moe_enable_deepep", false)) {
+    if ((doc.contains("moe_token_dispatcher_type") || doc.contains("moe_dispatcher_policy")) &&
+        s.moe_dispatcher != MoeDispatcher::flex) {
+      r.fail("moe_enable_deepep", "needs the flex dispatcher (moe_token_dispatcher_type \"flex\"), which the config "
+                                  "sets to another one");
+    }
+    s.moe_dispatcher = MoeDispatcher::flex;
+  }
+  if (const auto backend = r.opt_string("moe_flex_dispatcher_backend")) {
+    if (*backend == "deepep") s.flex_backend = FlexBackend::deepep;
+    else if (*backend == "hybridep") s.flex_backend = FlexBackend::hybridep;
+    else r.fail("moe_flex_dispatcher_backend", "expected \"deepep\" or \"hybridep\", got \"" + *backend + "\"");
+    if (s.moe_dispatcher != MoeDispatcher::flex) {
+      r.fail("moe_flex_dispatcher_backend", "applies to the flex dispatcher only: set moe_token_dispatcher_type "
+                                            "\"flex\" (Megatron-Bridge's apply_flex_dispatcher_backend does)");
+    }
+    if (doc.value("moe_enable_deepep", false) && s.flex_backend != FlexBackend::deepep) {
+      r.fail("moe_flex_dispatcher_backend", "contradicts moe_enable_deepep (DeepEP)");
+    }
+  }
+  s.flex_num_sms = s.flex_backend == FlexBackend::hybridep ? 16 : 20;
+  for (const char* key : {"moe_deepep_num_sms", "moe_hybridep_num_sms"}) {
+    if (!doc.contains(key)) continue;
+    const bool mine = (s.flex_backend == FlexBackend::hybridep) == (std::string(key) == "moe_hybridep_num_sms");
+    const double v = r.positive_number_or(key, 1);
+    if (v != std::floor(v) || v > 1024) r.fail(key, "expected a whole number of SMs (1 to 1024)");
+    if (s.moe_dispatcher != MoeDispatcher::flex || !mine) {
+      r.fail(key, s.moe_dispatcher != MoeDispatcher::flex
+                      ? "applies to the flex dispatcher only (moe_token_dispatcher_type \"flex\")"
+                      : "is for the other flex backend than moe_flex_dispatcher_backend selects");
+    }
+    s.flex_num_sms = static_cast<int>(v);
   }
   s.moe_grouped_gemm = r.bool_or("moe_grouped_gemm", false);
   // CUDA graphs (host_dispatch.h): "none", "full_iteration", or a list of TransformerEngine scopes.
@@ -950,6 +986,12 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     }
     if (s.tp_size > 1 && !s.sequence_parallel) {
       fail("enable_sequence_parallel", "MoE layers with tp_size > 1 need sequence parallelism (Megatron requires it)");
+    }
+    // Megatron's flex dispatcher exchanges tokens over the combined expert-TP x EP group; calisim
+    // models its exchange over the EP group only.
+    if (s.moe_dispatcher == MoeDispatcher::flex && s.etp_size > 1) {
+      fail("etp_size", "the flex (DeepEP / HybridEP) dispatcher with expert tensor parallelism (etp_size > 1) is not "
+                       "modeled; use etp_size 1 or the alltoall dispatcher");
     }
   } else if (s.ep_size != 1 || s.etp_size != 1) {
     fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");

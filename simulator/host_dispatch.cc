@@ -97,7 +97,10 @@ int moe_sync_index(const std::vector<LayerOp>& ops, const StrategyConfig& st, bo
   // All-to-all: before the dispatch all-to-all (Megatron's cuda_sync_point "before_ep_alltoall");
   // all-gather: the grouped GEMM needs tokens_per_expert on the host, before the first expert op.
   for (std::size_t i = 0; i < ops.size(); ++i) {
-    if (st.moe_dispatcher == MoeDispatcher::all_to_all && std::strcmp(ops[i].name, "ep_dispatch") == 0) {
+    // Flex: DeepEP's normal dispatch (and HybridEP's blocking one, Megatron's default) waits on the
+    // host for the received-token count before it can size its output.
+    if ((st.moe_dispatcher == MoeDispatcher::all_to_all || st.moe_dispatcher == MoeDispatcher::flex) &&
+        std::strcmp(ops[i].name, "ep_dispatch") == 0) {
       return static_cast<int>(i);
     }
     if (st.moe_dispatcher == MoeDispatcher::all_gather && ops[i].unit == OpUnit::expert) return static_cast<int>(i);

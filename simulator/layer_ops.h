@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/kernel_keys.h"
+#include "simulator/flex_dispatch.h"
 #include "simulator/model_config.h"
 #include "simulator/strategy_config.h"
 
@@ -79,6 +80,9 @@ struct LayerOp {
   // transfer (fwd_comm / bwd_comm_with_dgrad: one send_recv of the local K, V) and, in backward,
   // the previous step's dK, dV (bwd_comm_with_wgrad).
   int cp_ring_steps = 0;
+  // The flex (DeepEP / HybridEP) dispatcher's dispatch or combine: not an NCCL collective; op_cost
+  // prices it with simulator/flex_dispatch.h, forward and backward alike (exposed, EP group).
+  std::optional<FlexExchange> flex;
 
   double fwd_flops() const;
   double bwd_flops() const;

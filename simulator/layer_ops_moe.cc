@@ -17,6 +17,10 @@
 // Layout copies: permute (Tsp in, R out), with the all-to-all dispatcher and E/e > 1 the chunk
 // sort after dispatch and its inverse before combine (X tokens read and written; the same
 // row-gather kernel family as the permute, so its memory kinds), unpermute.
+// Flex dispatcher (DeepEP / HybridEP, simulator/flex_dispatch.h; etp 1): the tokens travel
+// unpermuted, once per destination GPU; the receiving rank permutes its V deduplicated tokens into
+// the X expert inputs (permute: V in, X out) and reduces them back before the combine (unpermute:
+// X in, V out); no chunk sort. The exchange is priced by its own model, not as an NCCL collective.
 #include <cmath>
 
 #include "simulator/op_builders.h"
@@ -68,12 +72,32 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
     ops.push_back(memory_op("router_topk", OpUnit::router, "topk_softmax_fwd", 2 * logits + R * 8, "topk_softmax_bwd",
                             3 * logits, logits));
   }
-  // Permutation copies every token once per chosen expert (int32 row map kept for backward).
-  ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", d.Tsp * tok + R * tok, "permute_bwd",
-                          R * tok + d.Tsp * tok, R * 4.0));
   const double probs = st.dispatch_probs ? received * 4.0 : 0.0;  // fp32 prob per routed token
+  const bool flex = st.moe_dispatcher == MoeDispatcher::flex;
+  const FlexExchange fx = flex ? flex_exchange(static_cast<double>(d.Tsp), tok, E, k, static_cast<int>(ep),
+                                               ep_per_domain, load)
+                               : FlexExchange{};
+  const double V = fx.received_tokens;  // flex: deduplicated tokens arriving at the busiest rank
+  auto flex_op = [&](const char* name) {
+    LayerOp op = comm_only(name, OpUnit::moe_dispatch, CommGroup::ep, CollectiveKey{}, CollectiveKey{}, V * tok);
+    op.fwd_comm.reset();
+    op.bwd_comm.reset();
+    if (ep > 1) op.flex = fx;
+    ops.push_back(op);
+  };
+  if (flex) {
+    flex_op("ep_dispatch");
+    // Received tokens into per-expert order (int32 row map kept for backward).
+    ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", V * tok + static_cast<double>(X) * tok,
+                            "permute_bwd", static_cast<double>(X) * tok + V * tok, static_cast<double>(X) * 4.0));
+  } else {
+    // Permutation copies every token once per chosen expert (int32 row map kept for backward).
+    ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", d.Tsp * tok + R * tok, "permute_bwd",
+                            R * tok + d.Tsp * tok, R * 4.0));
+  }
   // Dispatch (forward: tokens out; backward: their gradients back) and combine, its mirror.
   auto ep_exchange = [&](const char* name, bool dispatch) {
+    if (flex) return;  // flex_op above / below
     if (st.moe_dispatcher == MoeDispatcher::all_to_all) {
       const CollectiveKey a2a = collective(CollectiveOp::all_to_all, received * tok + (dispatch ? probs : 0.0),
                                            static_cast<int>(ep), ep_per_domain, d.dtype);
@@ -126,9 +150,17 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
   ep_exchange("ep_combine", false);
   // Un-permutation: the probability-weighted sum of each token's k expert outputs. Unless the
   // probabilities travelled with the tokens (dispatch_probs, applied in the expert activation),
-  // it keeps the expert outputs for the probabilities' gradient.
-  ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", R * tok + d.Tsp * tok, "unpermute_bwd",
-                          d.Tsp * tok + 2 * R * tok, st.dispatch_probs ? 0.0 : R * tok));
+  // it keeps the expert outputs for the probabilities' gradient. Flex: the local experts' sum
+  // per received token, before the combine reduces across ranks.
+  if (flex) {
+    const double Xb = static_cast<double>(X) * tok;
+    ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", Xb + V * tok, "unpermute_bwd",
+                            V * tok + 2 * Xb, st.dispatch_probs ? 0.0 : Xb));
+    flex_op("ep_combine");
+  } else {
+    ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", R * tok + d.Tsp * tok,
+                            "unpermute_bwd", d.Tsp * tok + 2 * R * tok, st.dispatch_probs ? 0.0 : R * tok));
+  }
   if (m.moe_shared_expert_intermediate_size > 0) {
     add_dense_mlp(d, m, st, m.moe_shared_expert_intermediate_size, OpUnit::shared_expert, kSharedExpertNames, ops);
   }

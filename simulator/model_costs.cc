@@ -4,6 +4,7 @@
 #include <set>
 
 #include "core/error.h"
+#include "simulator/flex_dispatch.h"
 #include "simulator/host_dispatch.h"
 #include "simulator/op_cost.h"
 #include "simulator/overlap.h"
@@ -303,7 +304,7 @@ ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st
     const RecomputePlan moe_plan = recompute_plan(ops.moe_layer, st);
     mc.moe_layer = cost_block(ops.moe_layer, &moe_plan, coster, &tally, "moe_layer", report,
                               host_for(ops.moe_layer, true));
-    apply_moe_overlap(mc.moe_layer, st, sys.comm_compute_slowdown);
+    apply_moe_overlap(mc.moe_layer, st, flex_overlap_slowdown(st, sys));
   }
   if (!layers_only) {
     mc.embedding = cost_block(ops.embedding, nullptr, coster, &tally, "embedding", report, host_for(ops.embedding, false));
@@ -316,7 +317,7 @@ ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st
     const RecomputePlan mtp_plan = recompute_plan(ops.mtp_layer, st);
     BlockCost core = cost_block(ops.mtp_layer, &mtp_plan, coster, &tally, "mtp", report,
                                 host_for(ops.mtp_layer, model.mtp_layer_is_moe()));
-    if (model.mtp_layer_is_moe()) apply_moe_overlap(core, st, sys.comm_compute_slowdown);
+    if (model.mtp_layer_is_moe()) apply_moe_overlap(core, st, flex_overlap_slowdown(st, sys));
     append_block(mc.mtp, core);
     append_block(mc.mtp, cost_block(ops.mtp_head, nullptr, coster, &tally, "mtp", report, host_for(ops.mtp_head, false)));
   }
@@ -363,9 +364,11 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
                  s.moe_grouped_gemm}) {
     moe |= static_cast<std::uint32_t>(b) << bit++;
   }
+  moe |= static_cast<std::uint32_t>(s.flex_backend) << 8;
   moe |= static_cast<std::uint32_t>(s.cuda_graph_scope) << 16;
   k.moe = moe;
   k.moe_token_imbalance_factor = s.moe_token_imbalance_factor;
+  k.flex_num_sms = s.moe_dispatcher == MoeDispatcher::flex ? s.flex_num_sms : 0;
   const LayerGroupStrides strides = layer_group_strides(s);
   k.tp_stride = strides.tp, k.cp_stride = strides.cp, k.ep_stride = strides.ep, k.etp_stride = strides.etp;
   k.tp_2d_rows = s.tp_mode == TensorParallelMode::two_d ? s.tp_2d_rows : 0;

@@ -79,8 +79,9 @@ struct LayerCostKey {
   int tp = 0, cp = 0, ep = 0, etp = 0;
   std::uint32_t flags = 0;  // dtype, SP, attention kind, dropout, fusions, grad accumulation, FP8, TP overlap, CP kind
   std::uint32_t recompute = 0;  // granularity, selective switches, Megatron recompute modules
-  std::uint32_t moe = 0;        // dispatcher, dispatch_probs, shared-expert and EP all-to-all overlap, grouped GEMM, CUDA graphs
+  std::uint32_t moe = 0;        // dispatcher, flex backend, dispatch_probs, shared-expert and EP all-to-all overlap, grouped GEMM, CUDA graphs
   double moe_token_imbalance_factor = 1.0;
+  int flex_num_sms = 0;         // SMs of the flex dispatcher's kernels (0 unless flex)
   int tp_stride = 1, cp_stride = 1, ep_stride = 1, etp_stride = 1;  // rank order: which share a scale-up domain
   int tp_2d_rows = 0;  // 0 = 1D tensor parallelism; else the 2D grid's rows (cols = tp / rows)
   int cp_2d_rows = 0;  // 0 = 1D context parallelism; else the 2D CP grid's rows (cols = cp / rows)

@@ -136,6 +136,13 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
     t.fwd_comm_s = op.fwd_comm_overlapped ? overlap_extra_s(t.fwd_compute_s, c_fwd, slow) : c_fwd;
   }
   t.fwd_comm_s += weight_fwd_s;
+  // The flex dispatcher's dispatch / combine: its own model (flex_dispatch.h), the same bytes in
+  // both directions (the backward of a dispatch is a combine and the reverse).
+  if (op.flex) {
+    const double f = flex_exchange_s(*op.flex, sys_);
+    t.fwd_comm_s += f;
+    t.bwd_comm_s += f;
+  }
   return t;
 }
 

@@ -9,7 +9,8 @@
 // part (simulator/overlap.h); the rest are exposed. Ring context-parallel attention
 // (LayerOp::cp_ring_steps) is priced step by step: a causal diagonal kernel and c-1 chunk-pair
 // kernels, each with its own efficiency, each hiding one K/V (and dK/dV) transfer.
-// Attention efficiencies without a database row follow simulator/attention_shape.h.
+// Attention efficiencies without a database row follow simulator/attention_shape.h. The flex
+// dispatcher's exchanges (LayerOp::flex) are priced by simulator/flex_dispatch.h, exposed.
 #pragma once
 
 #include <array>

@@ -66,7 +66,12 @@ enum class TensorParallelMode : std::uint8_t { one_d, two_d };
 enum class ContextParallelMode : std::uint8_t { one_d, two_d };
 
 // MoE token dispatcher (Megatron `--moe-token-dispatcher-type`, SimuMax `moe_dispatcher_policy`).
-enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather };
+// flex = Megatron's MoEFlexTokenDispatcher over a DeepEP-family library (FlexBackend): each token
+// crosses the network once per destination GPU (and RDMA once per destination node), not once per
+// chosen expert (simulator/flex_dispatch.h).
+enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather, flex };
+// Megatron `--moe-flex-dispatcher-backend`: DeepEP's normal kernels or NVIDIA's HybridEP.
+enum class FlexBackend : std::uint8_t { deepep, hybridep };
 
 // CUDA-graph capture (Megatron `--cuda-graph-impl` / `--cuda-graph-scope`, JSON cuda_graph_scope):
 // bits of the parts of a layer replayed as graphs (TransformerEngine per-layer scopes), or the
@@ -170,6 +175,10 @@ struct StrategyConfig {
 
   // MoE.
   MoeDispatcher moe_dispatcher = MoeDispatcher::all_to_all;
+  FlexBackend flex_backend = FlexBackend::deepep;  // with moe_dispatcher flex
+  // SMs the flex dispatcher's communication kernels occupy (Megatron --moe-deepep-num-sms, default
+  // 20; --moe-hybridep-num-sms, default 16): the compute beside an overlapped dispatch runs on the rest.
+  int flex_num_sms = 20;
   bool dispatch_probs = false;              // probs travel with the tokens (Megatron >= 0.14)
   double moe_token_imbalance_factor = 1.0;  // busiest EP rank's routed tokens / the average (>= 1)
   bool moe_shared_expert_overlap = false;   // shared experts run during the dispatch/combine all-to-all

@@ -906,8 +906,8 @@ TEST(Validation, RejectedStrategyValues) {
        "expected \"p2p\" (ring attention), \"a2a\" (Ulysses), \"allgather\" (K/V all-gather, also \"all_gather\") "
        "or \"a2a+p2p\" (hierarchical, with hierarchical_context_parallel_sizes), got \"ring\""},
       {"hierarchical_context_parallel_sizes", json::array({2, 4}), "only valid with cp_comm_type \"a2a+p2p\""},
-      {"moe_dispatcher_policy", "flex",
-       "expected \"all2all\" or \"allgather\" (the DeepEP \"flex\" dispatcher is not modeled), got \"flex\""},
+      {"moe_dispatcher_policy", "deepep",
+       "expected \"all2all\", \"allgather\" or \"flex\", got \"deepep\""},
       {"moe_token_imbalance_factor", 0.5, "expected >= 1 (busiest EP rank's routed tokens / the average), got 0.5"},
       {"offload_groupgemm_col_inputs", true,
        "offloading grouped-GEMM inputs alone is not modeled; use cpu_offloading_num_layers (whole layers' "

@@ -132,7 +132,7 @@ TEST(HostDispatchConfig, LoaderChecksFieldsWithTheirPath) {
   const std::string base = R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 4, )";
   EXPECT_THROW(strategy_from_json(base + R"("cuda_graph_scope": ["attn", "everything"]})", m), InputError);
   EXPECT_THROW(strategy_from_json(base + R"("cuda_graph_scope": "partial"})", m), InputError);
-  EXPECT_THROW(strategy_from_json(base + R"("moe_token_dispatcher_type": "flex"})", m), InputError);
+  EXPECT_THROW(strategy_from_json(base + R"("moe_token_dispatcher_type": "deepep"})", m), InputError);
   EXPECT_THROW(strategy_from_json(base + R"("moe_token_dispatcher_type": "allgather",
                                            "moe_dispatcher_policy": "all2all"})", m), InputError);
   const StrategyConfig st =
