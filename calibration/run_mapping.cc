@@ -126,19 +126,33 @@ DeepSeekV3Layout deepseek_v3_bridge_layout(int pp, int vpp, long long layers, bo
 }
 
 // Megatron-Bridge's DeepSeek-V3 performance presets whose layout is the row's own
-// (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py, V1): what they recompute
-// and which TransformerEngine CUDA-graph scopes they capture. Only exact matches (system, pp, vpp,
-// ep, precision) are used; empty modules: no preset matches. Their flex "hybridep" dispatcher is
-// not modelled (calisim's all-to-all dispatcher stands in for it).
+// (scripts/performance/configs/deepseek/deepseek_workload_base_configs.py, V1, and the earlier
+// per-GPU config functions): what they recompute, which TransformerEngine CUDA-graph scopes they
+// capture and which flex dispatcher backend they run. Only exact matches (system, pp, vpp, ep,
+// precision) are used; empty modules: no preset matches. Backend "" = the all-to-all dispatcher.
+//   GB200 (NVL72): moe_flex_dispatcher_backend "hybridep" in every preset version, and Bridge's
+//     apply_flex_dispatcher_backend turns it into the flex dispatcher on GB200 in every helper
+//     version (the first ones: "HybridEP is applicable only to MoE models on GB200 GPUs with NVL72").
+//   H100 1024 GPUs (tp 2, pp 8, vpp 4, ep 64): enable_deepep=True in every earlier config function
+//     (deepseek_v3_h100_1024gpus_bf16_config and its variants) and a flex backend in the presets;
+//     DeepEP runs on Hopper under every helper version. Recompute mla_up_proj and mlp in all. The
+//     earlier functions also turned on the 1F1B all-to-all overlap, the presets turn it off: not
+//     applied (which one a release ran is not established).
+//   B200 (pp 16, ep 8): the presets name "hybridep" too, but the first helper versions apply it
+//     on GB200 only, and which one a release shipped is not established: all-to-all kept.
 struct DeepSeekV3Preset {
   std::vector<std::string> recompute_modules, cuda_graph_scope;
+  std::string flex_backend;
 };
 DeepSeekV3Preset deepseek_v3_bridge_preset(const std::string& system, int pp, int vpp, int ep,
                                            const std::string& precision) {
   if (system == "gb200-nvl72" && pp == 4 && vpp == 4 && ep == 64 && precision == "bf16") {
-    return {{"mla_up_proj"}, {"attn", "moe_router", "moe_preprocess"}};  // DEEPSEEK_V3_..._GB200_BF16_V1
+    return {{"mla_up_proj"}, {"attn", "moe_router", "moe_preprocess"}, "hybridep"};  // DEEPSEEK_V3_..._GB200_BF16_V1
   }
-  if (system == "b200" && pp == 16 && vpp == 1 && ep == 8) return {{"mla_up_proj"}, {}};  // ..._B200_V1
+  if (system == "b200" && pp == 16 && vpp == 1 && ep == 8) return {{"mla_up_proj"}, {}, ""};  // ..._B200_V1
+  if (system == "h100-sxm" && pp == 8 && vpp == 4 && ep == 64) {
+    return {{"mla_up_proj", "mlp"}, {}, "deepep"};  // ..._H100_V1, deepseek_v3_h100_1024gpus_*_config
+  }
   return {};
 }
 
@@ -514,7 +528,8 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       // moe_grouped_gemm True and leave cuda_graph_impl "none"; the row names neither, nor the dispatcher.
       st["moe_grouped_gemm"] = true;
       inf.push_back("MoE grouped GEMM on, all-to-all token dispatcher, no CUDA graphs (Megatron-Bridge/NeMo MoE "
-                    "recipe defaults: moe_grouped_gemm True, cuda_graph_impl \"none\")");
+                    "recipe defaults: moe_grouped_gemm True, cuda_graph_impl \"none\"; a DeepSeek-V3 performance "
+                    "preset below may name a flex dispatcher instead)");
       if (megatron_core_0_14_or_later(r)) {
         // Megatron-Core 0.14+: the dispatcher carries each routed token's probability and
         // TEGroupedMLP applies it in the (weighted) SwiGLU, so the un-permutation keeps no copy of
@@ -776,12 +791,25 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["megatron_recompute"] = true;
     st["megatron_recompute_modules"] = ds.recompute_modules;
     if (!ds.cuda_graph_scope.empty()) st["cuda_graph_scope"] = ds.cuda_graph_scope;
-    inf.push_back(fmt::format("recompute of {}{} (Megatron-Bridge DeepSeek-V3 performance preset of this layout, "
-                              "deepseek_workload_base_configs.py; its hybridep dispatcher modelled as all-to-all)",
+    // Token dropping: Bridge's config functions turn DeepEP off with it ("Using token drop,
+    // disabling DeepEP"); such rows keep the all-to-all dispatcher.
+    const bool drop = md.value("moe_pad_expert_input_to_capacity", false);
+    if (!ds.flex_backend.empty() && !drop) {
+      st["moe_token_dispatcher_type"] = "flex";
+      st["moe_flex_dispatcher_backend"] = ds.flex_backend;
+    }
+    inf.push_back(fmt::format("recompute of {}{}, {} (Megatron-Bridge DeepSeek-V3 performance preset of this layout, "
+                              "deepseek_workload_base_configs.py and the earlier per-GPU config functions)",
                               fmt::join(ds.recompute_modules, ", "),
                               ds.cuda_graph_scope.empty()
                                   ? std::string()
-                                  : fmt::format(", CUDA graphs on {}", fmt::join(ds.cuda_graph_scope, ", "))));
+                                  : fmt::format(", CUDA graphs on {}", fmt::join(ds.cuda_graph_scope, ", ")),
+                              ds.flex_backend.empty() || drop
+                                  ? std::string(drop ? "all-to-all dispatcher (token dropping: Bridge turns DeepEP off)"
+                                                     : "all-to-all dispatcher (the preset's hybridep is applied on "
+                                                       "GB200 only by the first Bridge helper versions)")
+                                  : fmt::format("flex dispatcher over {}", ds.flex_backend == "deepep" ? "DeepEP"
+                                                                                                        : "HybridEP")));
   } else if (rc.empty() && bridge && key == "gpt_oss_120b" && sys.system != "b300") {
     // Every version of Megatron-Bridge's GPT-OSS 120B performance presets recomputes the norms and
     // the experts' activation on H100, B200 and GB200 (scripts/performance/configs/gpt_oss/

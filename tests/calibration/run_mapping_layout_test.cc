@@ -106,6 +106,33 @@ TEST(RunMappingLayout, DeepSeekV3RowsTakeTheirPresetsRecompute) {
   EXPECT_FALSE(other.strategy.contains("megatron_recompute"));
 }
 
+// The presets' token dispatcher: GB200 HybridEP (R0135), H100 1024 GPUs DeepEP with its recompute
+// of mla_up_proj and the dense MLP (B0058), B200 and token-dropping rows the all-to-all dispatcher
+// (R0144; B0050), each said in the inferred settings, and the mapped strategies load.
+TEST(RunMappingLayout, DeepSeekV3PresetsFlexDispatcher) {
+  const MappedRun gb200 = map_run(shipped_row("R0135"), kNoModels);
+  ASSERT_TRUE(gb200.ok) << gb200.reason;
+  EXPECT_EQ(gb200.strategy.at("moe_token_dispatcher_type"), "flex");
+  EXPECT_EQ(gb200.strategy.at("moe_flex_dispatcher_backend"), "hybridep");
+  EXPECT_TRUE(contains(gb200.inferred, "flex dispatcher over HybridEP"));
+  EXPECT_EQ(load(gb200).flex_backend, FlexBackend::hybridep);
+  const MappedRun h100 = map_run(shipped_row("B0058", "megatron_bridge_archive.csv"), kNoModels);
+  ASSERT_TRUE(h100.ok) << h100.reason;
+  EXPECT_EQ(h100.strategy.at("moe_flex_dispatcher_backend"), "deepep");
+  EXPECT_EQ(h100.strategy.at("megatron_recompute_modules"), nlohmann::json::array({"mla_up_proj", "mlp"}));
+  EXPECT_TRUE(contains(h100.inferred, "flex dispatcher over DeepEP"));
+  const StrategyConfig st = load(h100);
+  EXPECT_EQ(st.moe_dispatcher, MoeDispatcher::flex);
+  EXPECT_EQ(st.megatron_recompute_modules, kRecomputeMlaUpProj | kRecomputeMlp);
+  const MappedRun b200 = map_run(shipped_row("R0144"), kNoModels);
+  ASSERT_TRUE(b200.ok) << b200.reason;
+  EXPECT_FALSE(b200.strategy.contains("moe_token_dispatcher_type"));
+  EXPECT_TRUE(contains(b200.inferred, "applied on GB200 only by the first Bridge helper versions"));
+  const MappedRun drop = map_run(shipped_row("B0050", "megatron_bridge_archive.csv"), kNoModels);
+  ASSERT_TRUE(drop.ok) << drop.reason;
+  EXPECT_FALSE(drop.strategy.contains("moe_token_dispatcher_type"));
+}
+
 // Qwen3-235B on H100 (R0153): the Bridge preset of that exact layout overlaps the EP all-to-all.
 TEST(RunMappingLayout, Qwen3H100RowOverlapsTheExpertAllToAll) {
   const MappedRun m = map_run(shipped_row("R0153"), kNoModels);
