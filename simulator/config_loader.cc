@@ -552,8 +552,11 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
                                    "mlp_rms_recompute");
     }
     if (s.megatron_recompute_modules == 0) r.fail("megatron_recompute_modules", "megatron_recompute needs modules");
-  } else {
-    s.megatron_recompute_modules = 0;
+  } else if (s.megatron_recompute_modules != 0) {
+    // Megatron reads --recompute-modules only with --recompute-granularity selective; a list
+    // without the switch would be ignored, which a user would want to know.
+    r.fail("megatron_recompute_modules", "needs megatron_recompute: true (with recompute_granularity "
+                                         "\"selective_recompute\"); without it the modules are not recomputed");
   }
   s.mem_factor = r.fraction_or("mem_factor", 0.94);
 

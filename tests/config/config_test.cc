@@ -919,6 +919,9 @@ TEST(Validation, RejectedStrategyValues) {
       {"megatron_recompute_modules", json::array({"layernorm", "core_attn"}),
        "expected module names among \"layernorm\", \"mla_up_proj\", \"moe_act\", \"mlp\", \"moe\" (\"core_attn\" "
        "is not supported), got core_attn"},
+      {"megatron_recompute_modules", json::array({"layernorm"}),
+       "needs megatron_recompute: true (with recompute_granularity \"selective_recompute\"); without it the "
+       "modules are not recomputed"},
       {"attention_sparse_ratio", 0.5, "sparse attention is not modeled; causal masking is applied automatically"},
       {"pp_schedule", "zero_bubble",
        "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled"},
