@@ -24,7 +24,8 @@ FlexExchange flex_exchange(double tokens, double token_bytes, std::int64_t exper
   FlexExchange x;
   x.ep = std::max(1, ep);
   x.ep_per_domain = std::clamp(ep_per_domain, 1, x.ep);
-  const int domains = x.ep / x.ep_per_domain;
+  // Domains the group spans (a group whose size the domain does not divide straddles one more).
+  const int domains = (x.ep + x.ep_per_domain - 1) / x.ep_per_domain;
   const double d_ranks = expected_groups_hit(experts, topk, x.ep);
   const double d_domains = expected_groups_hit(experts, topk, domains);
   const double n = x.ep_per_domain, N = domains;

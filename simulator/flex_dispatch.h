@@ -54,7 +54,8 @@ struct FlexExchange {
 };
 
 // tokens: per rank entering the MoE block (Tsp); token_bytes: one token's hidden state;
-// ep_per_domain: EP ranks per scale-up domain (divides ep); load: busiest rank / average.
+// ep_per_domain: EP ranks per scale-up domain (the group spans ceil(ep / ep_per_domain) domains);
+// load: busiest rank / average.
 FlexExchange flex_exchange(double tokens, double token_bytes, std::int64_t experts, std::int64_t topk, int ep,
                            int ep_per_domain, double load);
 
