@@ -46,8 +46,12 @@ std::string layout(const CandidateResult& r) {
   const std::string cp_comm = c.cp > 1 && c.cp_comm > 0 && !c.cp_2d_rows
                                   ? std::string("/") + cp_comm_type_name(static_cast<CpCommType>(c.cp_comm))
                                   : "";
-  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid, cp_comm,
-                     c.ep, etp, r.dp);
+  // A MoE dispatcher other than the all-to-all is shown after ep: "ep8/flex".
+  const std::string dispatcher =
+      c.ep > 1 && c.dispatcher > 0 ? std::string("/") + moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher))
+                                   : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid,
+                     cp_comm, c.ep, dispatcher, etp, r.dp);
 }
 
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {

@@ -17,8 +17,14 @@ const char* const kColumns[] = {"index", "tp", "pp", "vpp", "cp", "ep", "mbs", "
                                 "last_stage_peak_gb", "max_peak_gb", "order", "tp_per_domain", "cp_per_domain",
                                 "dp_cp_per_domain", "ep_per_domain", "etp_per_domain", "edp_per_domain",
                                 "pp_per_domain", "pp_next_per_domain", "pp_ends_per_domain", "tp_2d_rows",
-                                "tp_2d_cols", "cp_2d_rows", "cp_2d_cols", "etp", "cp_comm_type"};
+                                "tp_2d_cols", "cp_2d_rows", "cp_2d_cols", "etp", "cp_comm_type",
+                                "moe_dispatcher"};
 constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
+
+// The candidate's effective dispatcher (search results always carry it; -1 only in hand-made rows).
+const char* dispatcher_name(const Candidate& c) {
+  return moe_dispatcher_name(c.dispatcher >= 0 ? static_cast<MoeDispatcher>(c.dispatcher) : MoeDispatcher::all_to_all);
+}
 
 nlohmann::json placement_json(const RankPlacement& p) {
   return {{"tp", p.tp}, {"cp", p.cp}, {"dp_cp", p.dense_dp}, {"ep", p.ep}, {"etp", p.etp}, {"edp", p.expert_dp},
@@ -44,7 +50,8 @@ nlohmann::json search_candidate_json(const CandidateResult& r) {
           {"tp_2d_cols", c.tp_2d_rows ? c.tp / c.tp_2d_rows : 1},
           {"context_parallel_mode", c.cp_2d_rows ? "2d" : "1d"}, {"cp_2d_rows", c.cp_2d_rows ? c.cp_2d_rows : 1},
           {"cp_2d_cols", c.cp_2d_rows ? c.cp / c.cp_2d_rows : 1}, {"etp", c.etp},
-          {"cp_comm_type", c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p"}};
+          {"cp_comm_type", c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p"},
+          {"moe_dispatcher", dispatcher_name(c)}};
 }
 
 std::string search_csv_header() {
@@ -60,7 +67,7 @@ std::string search_csv_row(const CandidateResult& r) {
   const Candidate& c = r.candidate;
   // %.17g keeps doubles exact so merged shards rank exactly as one run would.
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
-                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                      r.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.mbs, r.dp, c.zero, to_string(c.recompute),
                      r.micro_batch_num, r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers,
                      r.step_time_s, r.mfu, r.tokens_per_s_per_gpu, r.bubble_fraction, r.tp_comm_s,
@@ -69,7 +76,8 @@ std::string search_csv_row(const CandidateResult& r) {
                      r.placement.ep, r.placement.etp, r.placement.expert_dp, r.placement.pp, r.placement.pp_next,
                      r.placement.pp_ends, c.tp_2d_rows, c.tp_2d_rows ? c.tp / c.tp_2d_rows : 0, c.cp_2d_rows,
                      c.cp_2d_rows ? c.cp / c.cp_2d_rows : 0, c.etp,
-                     c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p");
+                     c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p",
+                     dispatcher_name(c));
 }
 
 void write_search_csv(const std::string& path, const std::vector<CandidateResult>& rows) {
@@ -164,6 +172,13 @@ CandidateResult parse_search_csv_row(const std::string& line, const std::string&
                      "expected p2p, a2a or allgather, got '" + f[col] + "'");
   }
   c.cp_comm = static_cast<int>(cp_comm);
+  ++col;
+  MoeDispatcher dispatcher;
+  if (!parse_moe_dispatcher(f[col], &dispatcher)) {
+    throw InputError(path, fmt::format("line {}, column moe_dispatcher", lineno),
+                     "expected alltoall, allgather or flex, got '" + f[col] + "'");
+  }
+  c.dispatcher = static_cast<int>(dispatcher);
   return r;
 }
 

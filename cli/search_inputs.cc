@@ -32,6 +32,10 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--cp-comm-type", a.cp_comm_types,
                   "context-parallel communication types to try: p2p, a2a, allgather (default: the base strategy's)")
       ->delimiter(',');
+  sub->add_option("--dispatcher", a.dispatchers,
+                  "MoE token dispatchers to try: alltoall, allgather, flex (flex with the base strategy's "
+                  "moe_flex_dispatcher_backend, DeepEP unless it says; default: the base strategy's)")
+      ->delimiter(',');
   sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',');
   sub->add_option("--recompute", a.recompute,
                   "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full (default "
@@ -101,6 +105,13 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
       throw InputError("<command line>", "--cp-comm-type", "expected p2p, a2a or allgather, got '" + name + "'");
     }
     if (std::find(s.cp_comm.begin(), s.cp_comm.end(), t) == s.cp_comm.end()) s.cp_comm.push_back(t);
+  }
+  for (const auto& name : a.dispatchers) {
+    MoeDispatcher d;
+    if (!parse_moe_dispatcher(name, &d)) {
+      throw InputError("<command line>", "--dispatcher", "expected alltoall, allgather or flex, got '" + name + "'");
+    }
+    if (std::find(s.dispatchers.begin(), s.dispatchers.end(), d) == s.dispatchers.end()) s.dispatchers.push_back(d);
   }
   for (int e : a.etp) {
     if (e < 1) throw InputError("<command line>", "--etp", fmt::format("expert TP sizes must be >= 1, got {}", e));

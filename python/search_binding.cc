@@ -45,6 +45,18 @@ SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConf
       if (std::find(space.cp_comm.begin(), space.cp_comm.end(), t) == space.cp_comm.end()) space.cp_comm.push_back(t);
     }
   }
+  if (j.contains("moe_dispatcher") && !j["moe_dispatcher"].is_null()) {
+    for (const auto& v : j["moe_dispatcher"]) {
+      const std::string name = v.get<std::string>();
+      MoeDispatcher d;
+      if (!parse_moe_dispatcher(name, &d)) {
+        throw InputError("<search>", "moe_dispatcher", "expected alltoall, allgather or flex, got '" + name + "'");
+      }
+      if (std::find(space.dispatchers.begin(), space.dispatchers.end(), d) == space.dispatchers.end()) {
+        space.dispatchers.push_back(d);
+      }
+    }
+  }
   for (int e : space.etp) {
     if (e < 1) throw InputError("<search>", "etp", "expert TP sizes must be >= 1, got " + std::to_string(e));
   }

@@ -197,6 +197,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
       CandidateResult cr = summarize(r, c, index, opt.use_reserved_memory);
       cr.candidate.etp = st.etp_size;  // the effective expert TP, also when the space leaves it to the base
       cr.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
+      cr.candidate.dispatcher = static_cast<int>(st.moe_dispatcher);
       cr.placement = place_ranks(st, sys.scale_up_domain_size);
       if (!w.have_smallest || cr.max_peak_gb < w.smallest.max_peak_gb) {
         w.smallest = cr;
@@ -238,6 +239,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
     CandidateResult cr = summarize(r, c, b.index, opt.use_reserved_memory);
     cr.candidate.etp = st.etp_size;
     cr.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
+    cr.candidate.dispatcher = static_cast<int>(st.moe_dispatcher);
     cr.placement = place_ranks(st, sys.scale_up_domain_size);
     ++w.simulated;
     if (opt.keep_all) w.feasible.push_back(cr);

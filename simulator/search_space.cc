@@ -106,7 +106,8 @@ std::uint64_t space_size(const SearchSpace& s) {
   return static_cast<std::uint64_t>(s.tp.size()) * s.pp.size() * s.vpp.size() * s.cp.size() * s.ep.size() *
          s.mbs.size() * s.recompute.size() * s.zero.size() * s.orders.size() *
          std::max<std::size_t>(1, s.tp_2d_rows.size()) * std::max<std::size_t>(1, s.cp_2d_rows.size()) *
-         std::max<std::size_t>(1, s.etp.size()) * std::max<std::size_t>(1, s.cp_comm.size());
+         std::max<std::size_t>(1, s.etp.size()) * std::max<std::size_t>(1, s.cp_comm.size()) *
+         std::max<std::size_t>(1, s.dispatchers.size());
 }
 
 Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
@@ -130,6 +131,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
   c.cp_2d_rows = s.cp_2d_rows.empty() ? 0 : take(s.cp_2d_rows);
   c.etp = s.etp.empty() ? 0 : take(s.etp);
   c.cp_comm = s.cp_comm.empty() ? -1 : static_cast<int>(take(s.cp_comm));
+  c.dispatcher = s.dispatchers.empty() ? -1 : static_cast<int>(take(s.dispatchers));
   return c;
 }
 
@@ -170,6 +172,10 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
     if (c.cp == 1) return no("the CP communication type only matters with cp > 1 (the list's first one stands for it)");
     if (c.cp_2d_rows) return no("a 2D CP grid fixes its communication (the list's first type stands for it)");
   }
+  if (c.dispatcher >= 0 && !space.dispatchers.empty() && c.dispatcher != static_cast<int>(space.dispatchers.front())) {
+    if (!m.is_moe) return no("the MoE dispatcher only matters for a MoE model (the list's first one stands for it)");
+    if (c.ep == 1) return no("the MoE dispatcher only matters with ep > 1 (the list's first one stands for it)");
+  }
   if (c.zero < 0 || c.zero > kMaxModeledZeroStage) {
     return no(fmt::format("ZeRO stage {} is not modeled (0..{})", c.zero, kMaxModeledZeroStage));
   }
@@ -183,6 +189,10 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   out.ep_size = c.ep;
   if (c.etp > 0) out.etp_size = c.etp;
   if (c.cp_comm >= 0) out.cp_comm_type = static_cast<CpCommType>(c.cp_comm);
+  if (c.dispatcher >= 0) out.moe_dispatcher = static_cast<MoeDispatcher>(c.dispatcher);
+  if (m.is_moe && out.moe_dispatcher == MoeDispatcher::flex && out.etp_size > 1) {
+    return no("the flex dispatcher with expert tensor parallelism (etp > 1) is not modeled");
+  }
   out.zero_state = c.zero;
   out.rank_order = c.order;
   out.tp_mode = c.tp_2d_rows ? TensorParallelMode::two_d : TensorParallelMode::one_d;
@@ -267,6 +277,7 @@ std::string describe(const Candidate& c, int dp) {
   if (c.cp_2d_rows) text += fmt::format(" cp2d {}x{}", c.cp_2d_rows, c.cp / c.cp_2d_rows);
   if (c.etp > 1) text += fmt::format(" etp {}", c.etp);
   if (c.cp > 1 && c.cp_comm >= 0) text += fmt::format(" cp_comm {}", cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)));
+  if (c.ep > 1 && c.dispatcher >= 0) text += fmt::format(" dispatcher {}", moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher)));
   return text;
 }
 

@@ -51,6 +51,10 @@ struct SearchSpace {
   // Outermost after etp. At cp 1, and on 2D CP grids (which fix the ring), only the first entry
   // is legal: the others would simulate the same layout again.
   std::vector<CpCommType> cp_comm;
+  // MoE token dispatchers to try (the flex one with the base strategy's backend); empty = the
+  // base strategy's. Outermost of all. For a dense model, or at ep 1, only the first entry is
+  // legal: the others would simulate the same layout again.
+  std::vector<MoeDispatcher> dispatchers;
 };
 
 // Rank-order lists a search can use. megatron: "tp-cp-ep-dp-pp" alone (the pre-placement
@@ -76,6 +80,9 @@ struct Candidate {
   // CP communication type as CpCommType, or -1 = the base strategy's. Search results carry the
   // effective one.
   int cp_comm = -1;
+  // MoE token dispatcher as MoeDispatcher, or -1 = the base strategy's. Search results carry the
+  // effective one.
+  int dispatcher = -1;
 };
 
 // How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,

@@ -72,6 +72,18 @@ enum class ContextParallelMode : std::uint8_t { one_d, two_d };
 enum class MoeDispatcher : std::uint8_t { all_to_all, all_gather, flex };
 // Megatron `--moe-flex-dispatcher-backend`: DeepEP's normal kernels or NVIDIA's HybridEP.
 enum class FlexBackend : std::uint8_t { deepep, hybridep };
+// Megatron's names: "alltoall", "allgather", "flex".
+inline const char* moe_dispatcher_name(MoeDispatcher d) {
+  return d == MoeDispatcher::all_gather ? "allgather" : d == MoeDispatcher::flex ? "flex" : "alltoall";
+}
+// Megatron's names and SimuMax's "all2all"; false for anything else.
+inline bool parse_moe_dispatcher(const std::string& name, MoeDispatcher* out) {
+  if (name == "alltoall" || name == "all2all") *out = MoeDispatcher::all_to_all;
+  else if (name == "allgather") *out = MoeDispatcher::all_gather;
+  else if (name == "flex") *out = MoeDispatcher::flex;
+  else return false;
+  return true;
+}
 
 // CUDA-graph capture (Megatron `--cuda-graph-impl` / `--cuda-graph-scope`, JSON cuda_graph_scope):
 // bits of the parts of a layer replayed as graphs (TransformerEngine per-layer scopes), or the

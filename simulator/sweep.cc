@@ -238,7 +238,8 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
     const Candidate& b = best.candidate;
     step.is_best = c.tp == b.tp && c.pp == b.pp && c.vpp == b.vpp && c.mbs == b.mbs && c.recompute == b.recompute &&
                    c.zero == b.zero && c.cp == b.cp && c.ep == b.ep && c.order == b.order &&
-                   (c.etp == 0 || c.etp == b.etp) && (c.cp_comm < 0 || c.cp_comm == b.cp_comm);
+                   (c.etp == 0 || c.etp == b.etp) && (c.cp_comm < 0 || c.cp_comm == b.cp_comm) &&
+                   (c.dispatcher < 0 || c.dispatcher == b.dispatcher);
     std::string why;
     if (!make_strategy(base, model, space, c, st, &why)) {
       step.why_not = why;
@@ -250,6 +251,7 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
       step.result = summarize(r, c, 0, o.use_reserved_memory);
       step.result.candidate.etp = st.etp_size;
       step.result.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
+      step.result.candidate.dispatcher = static_cast<int>(st.moe_dispatcher);
       step.result.placement = place_ranks(st, sys.scale_up_domain_size);
       step.fits = step.result.max_peak_gb <= capacity;
       if (!step.fits) step.why_not = fmt::format("needs {:.1f} GB > {:.1f} GB", step.result.max_peak_gb, capacity);
@@ -267,6 +269,11 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
     Candidate c = b;
     c.cp_comm = static_cast<int>(v);
     try_one("cp_comm", cp_comm_type_name(v), c);
+  }
+  for (MoeDispatcher v : space.dispatchers) {
+    Candidate c = b;
+    c.dispatcher = static_cast<int>(v);
+    try_one("dispatcher", moe_dispatcher_name(v), c);
   }
   for (auto v : space.mbs) { Candidate c = b; c.mbs = v; try_one("mbs", std::to_string(v), c); }
   for (auto v : space.recompute) { Candidate c = b; c.recompute = v; try_one("recompute", to_string(v), c); }

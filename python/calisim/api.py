@@ -85,6 +85,7 @@ def _int_list(values):
 
 def run_search(model, system, world_size, global_batch_size, strategy=None, seq_len=None, tp=None, pp=None,
                vpp=None, cp=None, ep=None, etp=None, cp_comm_type=None, mbs=None, recompute=None, zero=None, memory_margin_gb=0.0,
+               dispatcher=None,
                allocated_memory=False, top=10, threads=0, keep_all=False, csv=None, out=None, db=None,
                overrides=None, objective="mfu"):
     """SearchResult of config objects (strategy may be None: calisim's defaults)."""
@@ -98,6 +99,7 @@ def run_search(model, system, world_size, global_batch_size, strategy=None, seq_
                   "seq_len": int(seq_len or 0), "tp": _int_list(tp), "pp": _int_list(pp), "vpp": _int_list(vpp),
                   "cp": _int_list(cp), "ep": _int_list(ep), "etp": _int_list(etp),
                   "cp_comm_type": [cp_comm_type] if isinstance(cp_comm_type, str) else cp_comm_type, "zero": _int_list(zero), "mbs": _int_list(mbs),
+                  "moe_dispatcher": [dispatcher] if isinstance(dispatcher, str) else dispatcher,
                   "recompute": [recompute] if isinstance(recompute, str) else recompute},
         "options": {"top_k": int(top), "threads": int(threads), "memory_margin_gb": float(memory_margin_gb),
                     "use_reserved_memory": not allocated_memory, "keep_all": bool(keep_all),
@@ -114,7 +116,8 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
 
     model, system, strategy (the base for non-layout fields): names, paths, dicts or objects.
     options: seq_len, tp, pp, vpp, cp, ep, etp, mbs (lists; None = calisim's defaults), cp_comm_type
-    (names p2p / a2a / allgather; None = the strategy's), recompute
+    (names p2p / a2a / allgather; None = the strategy's), dispatcher (MoE token dispatchers:
+    alltoall / allgather / flex; None = the strategy's), recompute
     (names: none, selective, attn, mlp, attn+mlp, full or SimuMax's), zero, memory_margin_gb,
     allocated_memory, top, threads, keep_all, csv, out, db, overrides, objective.
     The GIL is released while it runs. Raises NoFeasibleLayout when nothing fits.

@@ -263,6 +263,21 @@ TEST(CliSearch, CpCommunicationTypesAreSearchedAndMerged) {
   EXPECT_NE(bad.out.find("expected p2p, a2a or allgather, got 'ring'"), std::string::npos) << bad.out;
 }
 
+// --dispatcher tries MoE token dispatchers: JSON, layout text ("ep8/flex") and merge carry them.
+TEST(CliSearch, MoeDispatchersAreSearchedAndMerged) {
+  const std::string moe =
+      "search --model qwen3-30b-a3b --system b200 --world-size 8 --global-batch-size 64 --seq-len 4096 "
+      "--tp 1 --pp 1 --vpp 1 --ep 4,8 --mbs 1 --recompute none --dispatcher alltoall,flex --top 20";
+  const auto top = expect_merge_keeps(moe, "20", "moe_dispatcher", "calisim_dispatcher.csv");
+  std::set<std::string> kinds;
+  for (const auto& c : top) kinds.insert(c["moe_dispatcher"].get<std::string>());
+  EXPECT_EQ(kinds, (std::set<std::string>{"alltoall", "flex"}));
+  EXPECT_NE(run(moe).out.find("/flex dp"), std::string::npos);
+  const CmdResult bad = run(moe + " --dispatcher deepep");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.out.find("expected alltoall, allgather or flex, got 'deepep'"), std::string::npos) << bad.out;
+}
+
 TEST(CliSearch, CsvHasEveryFeasibleCandidate) {
   const std::string csv = ::testing::TempDir() + "calisim_all.csv";
   const CmdResult r = run(kSmallSearch + " --csv " + csv);

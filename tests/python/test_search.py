@@ -78,3 +78,17 @@ def test_perf_llm_search(tmp_path):
                    "--recompute", "none,full,attn+mlp", "--memory-margin-gb", repr(6 * 2 ** 30 / 1e9), "--json")
     assert best["duration_time_per_iter"] == cli["top"][0]["step_time_s"]
     assert best["index"] == cli["top"][0]["index"]
+
+
+def test_dispatcher_list_equals_cli():
+    args = dict(model="qwen3-30b-a3b", system="b200", world_size=8, global_batch_size=64, seq_len=4096,
+                tp=[1], pp=[1], vpp=[1], ep=[4, 8], mbs=[1], recompute=["none"], top=6)
+    py = calisim.search(dispatcher=["alltoall", "flex"], **args)
+    cli = cli_json("search", "--model", "qwen3-30b-a3b", "--system", "b200", "--world-size", "8",
+                   "--global-batch-size", "64", "--seq-len", "4096", "--tp", "1", "--pp", "1", "--vpp", "1",
+                   "--ep", "4,8", "--mbs", "1", "--recompute", "none", "--dispatcher", "alltoall,flex",
+                   "--top", "6", "--json")
+    assert [c["moe_dispatcher"] for c in py.top] == [c["moe_dispatcher"] for c in cli["top"]]
+    assert {c["moe_dispatcher"] for c in py.top} == {"alltoall", "flex"}
+    with pytest.raises(calisim.ConfigError, match="moe_dispatcher"):
+        calisim.search(dispatcher=["deepep"], **args)

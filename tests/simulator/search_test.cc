@@ -204,7 +204,7 @@ void expect_placement_search_equals_brute_force(const ModelConfig& model, const 
   auto same_layout = [](const Candidate& a, const Candidate& b) {
     return a.tp == b.tp && a.pp == b.pp && a.vpp == b.vpp && a.cp == b.cp && a.ep == b.ep && a.mbs == b.mbs &&
            a.recompute == b.recompute && a.zero == b.zero && (b.etp == 0 || a.etp == b.etp) &&
-           (b.cp_comm < 0 || a.cp_comm == b.cp_comm);
+           (b.cp_comm < 0 || a.cp_comm == b.cp_comm) && (b.dispatcher < 0 || a.dispatcher == b.dispatcher);
   };
   for (const auto& ref : reference) {
     bool found = false;
@@ -354,6 +354,50 @@ TEST(Search, CpCommunicationListEqualsBruteForce) {
   std::string why;
   EXPECT_FALSE(make_strategy(f.base, f.model, f.space, cp1, st, &why));
   EXPECT_NE(why.find("only matters with cp > 1"), std::string::npos) << why;
+}
+
+// A MoE-dispatcher list: the search equals a brute force over it, results carry the dispatcher they
+// ran with, at ep 1 (and for a dense model) only the list's first one is legal, and the flex one
+// with expert TP is refused with its reason.
+TEST(Search, DispatcherListEqualsBruteForce) {
+  Fixture f = moe_fixture({1, 2, 4}, "tp_first");
+  f.space.dispatchers = {MoeDispatcher::all_to_all, MoeDispatcher::flex};
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
+
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.keep_all = true;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  std::set<int> kinds;
+  for (const auto& c : r.feasible) {
+    EXPECT_EQ(c.candidate.dispatcher, candidate_at(f.space, c.index).dispatcher);
+    if (c.candidate.ep == 1) EXPECT_EQ(c.candidate.dispatcher, static_cast<int>(MoeDispatcher::all_to_all));
+    else kinds.insert(c.candidate.dispatcher);
+  }
+  EXPECT_EQ(kinds, (std::set<int>{static_cast<int>(MoeDispatcher::all_to_all), static_cast<int>(MoeDispatcher::flex)}));
+  // Without a list the results report the base strategy's dispatcher.
+  f.space.dispatchers.clear();
+  const SearchResult base_only = run_search(f.model, f.base, f.system, eff, f.space, o);
+  ASSERT_FALSE(base_only.feasible.empty());
+  for (const auto& c : base_only.feasible) EXPECT_EQ(c.candidate.dispatcher, static_cast<int>(f.base.moe_dispatcher));
+
+  f.space.dispatchers = {MoeDispatcher::all_to_all, MoeDispatcher::flex};
+  Candidate c = candidate_at(f.space, 0);
+  c.ep = 1;
+  c.dispatcher = static_cast<int>(MoeDispatcher::flex);
+  StrategyConfig st;
+  std::string why;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  EXPECT_NE(why.find("only matters with ep > 1"), std::string::npos) << why;
+  EXPECT_FALSE(make_strategy(f.base, testing_support::shipped_model("llama3-8b"), f.space, c, st, &why));
+  EXPECT_NE(why.find("only matters for a MoE model"), std::string::npos) << why;
+  c.ep = 2;
+  c.etp = 2;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  EXPECT_NE(why.find("flex dispatcher with expert tensor parallelism"), std::string::npos) << why;
+  c.etp = 1;
+  ASSERT_TRUE(make_strategy(f.base, f.model, f.space, c, st, &why)) << why;
+  EXPECT_EQ(st.moe_dispatcher, MoeDispatcher::flex);
 }
 
 TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {
