@@ -41,6 +41,17 @@ nlohmann::json accuracy_json(const AccuracyReport& rep) {
   return j;
 }
 
+void add_accuracy_options(CLI::App* command, bool& accuracy, std::vector<std::string>& runs_files,
+                          const std::string& judged) {
+  command->add_flag("--accuracy", accuracy,
+                    "also report how far calisim's step times were from measured ones on the validated runs of the "
+                    "same class (system, dense/MoE, precision) and the step time that implies for " + judged +
+                        "; validates the shipped runs files (calibration/data) with the same efficiencies "
+                        "(docs/validation.md)");
+  command->add_option("--accuracy-runs", runs_files,
+                      "measured-runs CSV(s) for --accuracy instead of the shipped ones (implies --accuracy); repeatable");
+}
+
 std::string accuracy_text(const AccuracyReport& rep, const std::string& what) {
   std::string out = fmt::format("accuracy against measured runs (--accuracy: {} runs files, {} rows simulated)\n",
                                 rep.files.size(), rep.simulated_rows);

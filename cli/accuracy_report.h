@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include "calibration/accuracy_envelope.h"
@@ -32,6 +33,11 @@ AccuracyReport accuracy_report(const std::vector<std::string>& runs_files, const
 
 // The envelope's JSON plus "available" (false: "reason"), "query", "runs_files", "simulated_rows".
 nlohmann::json accuracy_json(const AccuracyReport& rep);
+// Adds --accuracy and --accuracy-runs to a command; `judged` names the step time the envelope is
+// applied to in the help text ("this configuration", "the best layout").
+void add_accuracy_options(CLI::App* command, bool& accuracy, std::vector<std::string>& runs_files,
+                          const std::string& judged);
+
 // The CLI's text section; `what` names the step time judged ("this run", "the best layout").
 std::string accuracy_text(const AccuracyReport& rep, const std::string& what = "this run");
 

@@ -209,12 +209,7 @@ void register_search(CLI::App& app) {
   sub->add_option("--shard", a->shard, "search only shard i of n (i/n); merge the --out files with `search merge`");
   sub->add_option("--db", a->db, "efficiency database (default: the system file's efficiency_db)");
   sub->add_flag("--json", a->json, "print one JSON document");
-  sub->add_flag("--accuracy", a->accuracy,
-                "also report how far calisim's step times were from measured ones on the validated runs of this "
-                "class (system, dense/MoE, precision) and the step time that implies for the best layout "
-                "(as simulate --accuracy)");
-  sub->add_option("--accuracy-runs", a->accuracy_runs,
-                  "measured-runs CSV(s) for --accuracy instead of the shipped ones (implies --accuracy); repeatable");
+  add_accuracy_options(sub, a->accuracy, a->accuracy_runs, "the best layout");
   sub->callback([a, sub] {
     if (sub->get_subcommands().empty()) run_search_command(*a);
   });

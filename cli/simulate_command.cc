@@ -202,12 +202,7 @@ void register_simulate(CLI::App& app) {
   sub->add_option("--db", args->db,
                   "efficiency database (SQLite) to take measured efficiencies from; default: the system file's "
                   "efficiency_db, if any");
-  sub->add_flag("--accuracy", args->accuracy,
-                "also report how far calisim's step times were from measured ones on the validated runs of this "
-                "configuration's class (system, dense/MoE, precision) and the step time that implies; validates the "
-                "shipped runs files (calibration/data) with the same efficiencies (docs/validation.md)");
-  sub->add_option("--accuracy-runs", args->accuracy_runs,
-                  "measured-runs CSV(s) for --accuracy instead of the shipped ones (implies --accuracy); repeatable");
+  add_accuracy_options(sub, args->accuracy, args->accuracy_runs, "this configuration");
   sub->callback([args] { run(*args); });
 }
 
