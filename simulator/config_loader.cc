@@ -323,6 +323,12 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
       r.fail("moe_flex_dispatcher_backend", "contradicts moe_enable_deepep (DeepEP)");
     }
   }
+  // Megatron-Core: "moe_shared_expert_overlap only works with alltoall token dispatcher" (recent
+  // versions also accept flex).
+  if (s.moe_shared_expert_overlap && s.moe_dispatcher == MoeDispatcher::all_gather) {
+    r.fail("moe_shared_expert_overlap", "works with the alltoall (or flex) token dispatcher only, not allgather "
+                                        "(Megatron-Core refuses it)");
+  }
   s.flex_num_sms = s.flex_backend == FlexBackend::hybridep ? 16 : 20;
   for (const char* key : {"moe_deepep_num_sms", "moe_hybridep_num_sms"}) {
     if (!doc.contains(key)) continue;

@@ -141,6 +141,10 @@ TEST(FlexDispatch, ConfigFieldsAndErrors) {
             std::string::npos);
   EXPECT_NE(problem(R"("moe_token_dispatcher_type": "flex", "etp_size": 2)").find("etp_size: the flex"),
             std::string::npos);
+  EXPECT_NE(problem(R"("moe_token_dispatcher_type": "allgather", "moe_shared_expert_overlap": true)")
+                .find("alltoall (or flex) token dispatcher only"),
+            std::string::npos);
+  EXPECT_EQ(problem(R"("moe_token_dispatcher_type": "flex", "moe_shared_expert_overlap": true)"), "no error");
 }
 
 // Flex: the tokens travel unpermuted (no permute before the dispatch, no chunk sort), the local
