@@ -2,6 +2,7 @@
 
 #include <filesystem>
 
+#include "cli/accuracy_report.h"
 #include "cli/efficiency_source.h"
 #include "cli/search_csv.h"
 #include "core/error.h"
@@ -131,6 +132,13 @@ json run_search_request(const SearchRequest& q) {
   for (const auto& r : res.feasible) j["feasible"].push_back(cli::search_candidate_json(r));
   j["explanation"] = res.explanation.empty() ? json(nullptr) : json(res.explanation);
   j["smallest"] = res.have_smallest ? cli::search_candidate_json(res.smallest) : json(nullptr);
+  // accuracy (options.accuracy / options.accuracy_runs): the envelope of `search --accuracy` for the
+  // best layout.
+  const std::vector<std::string> runs = o.value("accuracy_runs", std::vector<std::string>{});
+  if ((o.value("accuracy", false) || !runs.empty()) && !res.top.empty()) {
+    j["accuracy"] =
+        cli::accuracy_json(cli::accuracy_report(runs, q.db, model, base, system, res.top.front().step_time_s));
+  }
   return j;
 }
 

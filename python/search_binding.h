@@ -21,7 +21,8 @@ struct SearchRequest {
   ConfigDoc model, base_strategy, system;  // base_strategy.doc may be an empty object
   std::vector<std::string> overrides;
   nlohmann::json space;    // world_size, global_batch_size, seq_len, tp, pp, vpp, cp, ep, zero, mbs, recompute
-  nlohmann::json options;  // top_k, threads, memory_margin_gb, use_reserved_memory, keep_all, objective
+  nlohmann::json options;  // top_k, threads, memory_margin_gb, use_reserved_memory, keep_all, objective,
+                           // accuracy, accuracy_runs (the best layout's envelope, cli/accuracy_report.h)
   std::string db;          // efficiency database; empty = the system file's, if any
   std::string csv_path;    // every feasible candidate (implies keep_all), CLI --csv format; empty = none
   std::string out_path;    // the top K, CLI --out format; empty = none
@@ -29,7 +30,7 @@ struct SearchRequest {
 
 // Returns {"model", "system", "world_size", "global_batch_size", "seq_len", "efficiency_db",
 // "counts", "elapsed_s", "candidates_per_s", "top": [...], "feasible": [...], "explanation",
-// "smallest"} with candidates in the CLI's --json form. Throws InputError for bad configs, an
+// "smallest"} with candidates in the CLI's --json form, and "accuracy" when asked (and a layout fits). Throws InputError for bad configs, an
 // unknown recompute name, an unmodeled ZeRO stage or an empty space; "nothing fits" is not an
 // error here: "explanation" says why and "top" is empty.
 nlohmann::json run_search_request(const SearchRequest& request);

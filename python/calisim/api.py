@@ -87,7 +87,7 @@ def run_search(model, system, world_size, global_batch_size, strategy=None, seq_
                vpp=None, cp=None, ep=None, etp=None, cp_comm_type=None, mbs=None, recompute=None, zero=None, memory_margin_gb=0.0,
                dispatcher=None,
                allocated_memory=False, top=10, threads=0, keep_all=False, csv=None, out=None, db=None,
-               overrides=None, objective="mfu"):
+               overrides=None, objective="mfu", accuracy=False, accuracy_runs=None):
     """SearchResult of config objects (strategy may be None: calisim's defaults)."""
     strategy_doc = strategy.to_dict() if strategy is not None else {}
     request = {
@@ -103,7 +103,9 @@ def run_search(model, system, world_size, global_batch_size, strategy=None, seq_
                   "recompute": [recompute] if isinstance(recompute, str) else recompute},
         "options": {"top_k": int(top), "threads": int(threads), "memory_margin_gb": float(memory_margin_gb),
                     "use_reserved_memory": not allocated_memory, "keep_all": bool(keep_all),
-                    "objective": objective},
+                    "objective": objective, "accuracy": bool(accuracy or accuracy_runs),
+                    "accuracy_runs": [os.fspath(r) for r in ([accuracy_runs] if isinstance(accuracy_runs, (str, os.PathLike))
+                                                             else (accuracy_runs or []))]},
         "db": os.fspath(db or ""), "csv_path": os.fspath(csv or ""), "out_path": os.fspath(out or ""),
     }
     if objective not in ("mfu", "tokens"):
@@ -119,7 +121,9 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
     (names p2p / a2a / allgather; None = the strategy's), dispatcher (MoE token dispatchers:
     alltoall / allgather / flex; None = the strategy's), recompute
     (names: none, selective, attn, mlp, attn+mlp, full or SimuMax's), zero, memory_margin_gb,
-    allocated_memory, top, threads, keep_all, csv, out, db, overrides, objective.
+    allocated_memory, top, threads, keep_all, csv, out, db, overrides, objective, accuracy /
+    accuracy_runs (``result.accuracy``: the best layout beside the validated runs of its class, as
+    `calisim search --accuracy`).
     The GIL is released while it runs. Raises NoFeasibleLayout when nothing fits.
     """
     result = run_search(ModelConfig.load(model), SystemConfig.load(system), world_size, global_batch_size,

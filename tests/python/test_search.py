@@ -92,3 +92,16 @@ def test_dispatcher_list_equals_cli():
     assert {c["moe_dispatcher"] for c in py.top} == {"alltoall", "flex"}
     with pytest.raises(calisim.ConfigError, match="moe_dispatcher"):
         calisim.search(dispatcher=["deepep"], **args)
+
+
+def test_accuracy_equals_cli():
+    py = calisim.search("llama3-8b", "h100-sxm", 8, 32, seq_len=4096, tp=[1, 2], pp=[1], vpp=[1], mbs=[1],
+                        recompute=["none"], top=3, accuracy=True)
+    cli = cli_json("search", "--model", "llama3-8b", "--system", "h100-sxm", "--world-size", "8",
+                   "--global-batch-size", "32", "--seq-len", "4096", "--tp", "1,2", "--pp", "1", "--vpp", "1",
+                   "--mbs", "1", "--recompute", "none", "--top", "3", "--json", "--accuracy")
+    assert py.to_dict()["accuracy"] == cli["accuracy"]
+    assert py.accuracy["matched_on"] == ["system h100-sxm", "dense", "bf16"]
+    assert py.accuracy["simulated_step_s"] == py.top[0]["step_time_s"]
+    assert "accuracy" not in calisim.search("llama3-8b", "h100-sxm", 8, 32, seq_len=4096, tp=[1, 2], pp=[1], vpp=[1],
+                                            mbs=[1], recompute=["none"], top=1).to_dict()
