@@ -181,6 +181,14 @@ Llama3Preset llama3_bridge_preset(const std::string& gpu, const std::string& key
     if (gpu == "b200" && bf16 && tp == 2 && pp == 4 && cp == 2 && vpp == 5) return {0, true};
     return {};
   }
+  // Llama 3.1 405B (llama31_workload_base_configs.py, V1; two versions agree): the Megatron-FSDP
+  // presets at tp 2, pp 1, cp 1 offload whole layers' activations.
+  if (key == "llama31_405b" && tp == 2 && pp == 1 && cp == 1 && fsdp && mbs == 1) {
+    if (gpu == "gb300" && bf16) return {40, false};
+    if (gpu == "gb300" && cs) return {10, false};
+    if (gpu == "gb200" && cs) return {92, false};
+    return {};
+  }
   if (key == "llama3_8b" && flat && !fsdp) {
     if (gpu == "gb300" && mbs == 4) return {0, true};
     if (gpu == "gb200" && mbs == 2 && (bf16 || mx)) return {0, true};
@@ -833,15 +841,16 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   }
 
   // ---- Megatron-Bridge Llama 3 presets: activation offload and full-iteration CUDA graphs.
-  if (bridge && (key == "llama3_70b" || key == "llama3_8b")) {
+  if (bridge && (key == "llama3_70b" || key == "llama3_8b" || key == "llama31_405b")) {
     const std::string g = lower(r.text("gpu_type"));
     const std::string gpu = has(g, "gb300") ? "gb300" : has(g, "gb200") ? "gb200" : has(g, "b200") ? "b200" : "";
     const Llama3Preset p = llama3_bridge_preset(gpu, key, prec, tp, pp, vpp, cp, mbs, st.value("zero_state", 1) == 3);
     if (p.cpu_offloading_num_layers > 0) {
       st["cpu_offloading_num_layers"] = p.cpu_offloading_num_layers;
-      inf.push_back(fmt::format("activations of {} layers offloaded to the host (Megatron-Bridge Llama 3 70B {} preset of "
+      inf.push_back(fmt::format("activations of {} layers offloaded to the host (Megatron-Bridge {} {} preset of "
                                 "this layout, cpu_offloading_num_layers {})",
-                                p.cpu_offloading_num_layers, gpu, p.cpu_offloading_num_layers));
+                                p.cpu_offloading_num_layers, key == "llama31_405b" ? "Llama 3.1 405B" : "Llama 3 70B",
+                                gpu, p.cpu_offloading_num_layers));
     }
     if (p.full_iteration_graph) {
       st["cuda_graph_scope"] = "full_iteration";

@@ -133,6 +133,20 @@ TEST(RunMappingLayout, DeepSeekV3PresetsFlexDispatcher) {
   EXPECT_FALSE(drop.strategy.contains("moe_token_dispatcher_type"));
 }
 
+// B0038 (Llama 3.1 405B, GB200, FP8-CS, tp 2, Megatron-FSDP over 128 GPUs): the Bridge preset of
+// that layout offloads 92 layers' activations, which makes the row fit; a 405B row at another
+// layout (B0010: tp 2 pp 8 cp 2 on GB300) takes no offload.
+TEST(RunMappingLayout, Llama405bFsdpPresetOffloads) {
+  const MappedRun m = map_run(shipped_row("B0038", "megatron_bridge_archive.csv"), kNoModels);
+  ASSERT_TRUE(m.ok) << m.reason;
+  EXPECT_EQ(m.strategy.value("cpu_offloading_num_layers", 0), 92);
+  EXPECT_TRUE(contains(m.inferred, "Megatron-Bridge Llama 3.1 405B gb200 preset"));
+  EXPECT_EQ(load(m).cpu_offloading_num_layers, 92);
+  const MappedRun other = map_run(shipped_row("B0010", "megatron_bridge_archive.csv"), kNoModels);
+  ASSERT_TRUE(other.ok) << other.reason;
+  EXPECT_FALSE(other.strategy.contains("cpu_offloading_num_layers"));
+}
+
 // Qwen3-235B on H100 (R0153): the Bridge preset of that exact layout overlaps the EP all-to-all.
 TEST(RunMappingLayout, Qwen3H100RowOverlapsTheExpertAllToAll) {
   const MappedRun m = map_run(shipped_row("R0153"), kNoModels);
