@@ -78,26 +78,30 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
                                                ep_per_domain, load)
                                : FlexExchange{};
   const double V = fx.received_tokens;  // flex: deduplicated tokens arriving at the busiest rank
-  auto flex_op = [&](const char* name) {
-    LayerOp op = comm_only(name, OpUnit::moe_dispatch, CommGroup::ep, CollectiveKey{}, CollectiveKey{}, V * tok);
-    op.fwd_comm.reset();
-    op.bwd_comm.reset();
-    if (ep > 1) op.flex = fx;
-    ops.push_back(op);
+  // Layout copies: the all-to-all / all-gather dispatchers permute the Tsp entering tokens into R
+  // routed copies before the dispatch; flex permutes the V received tokens into the X expert
+  // inputs after it. Permute keeps its int32 row map; the un-permutation (the probability-weighted
+  // sum of the expert outputs) keeps the outputs for the probabilities' gradient unless the
+  // probabilities travelled with the tokens (dispatch_probs, applied in the expert activation).
+  const double in = flex ? V : static_cast<double>(d.Tsp), out = flex ? static_cast<double>(X) : R;
+  auto permute = [&] {
+    ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", (in + out) * tok, "permute_bwd",
+                            (out + in) * tok, out * 4.0));
   };
-  if (flex) {
-    flex_op("ep_dispatch");
-    // Received tokens into per-expert order (int32 row map kept for backward).
-    ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", V * tok + static_cast<double>(X) * tok,
-                            "permute_bwd", static_cast<double>(X) * tok + V * tok, static_cast<double>(X) * 4.0));
-  } else {
-    // Permutation copies every token once per chosen expert (int32 row map kept for backward).
-    ops.push_back(memory_op("permute", OpUnit::moe_dispatch, "permute_fwd", d.Tsp * tok + R * tok, "permute_bwd",
-                            R * tok + d.Tsp * tok, R * 4.0));
-  }
+  auto unpermute = [&] {
+    ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", (out + in) * tok, "unpermute_bwd",
+                            (in + 2 * out) * tok, st.dispatch_probs ? 0.0 : out * tok));
+  };
   // Dispatch (forward: tokens out; backward: their gradients back) and combine, its mirror.
   auto ep_exchange = [&](const char* name, bool dispatch) {
-    if (flex) return;  // flex_op above / below
+    if (flex) {  // not an NCCL collective: op_cost prices LayerOp::flex
+      LayerOp op = memory_op(name, OpUnit::moe_dispatch, "none", 0, "none", 0, 0.0);
+      op.comm_group = CommGroup::ep;
+      op.transient_bytes = V * tok;
+      if (ep > 1) op.flex = fx;
+      ops.push_back(op);
+      return;
+    }
     if (st.moe_dispatcher == MoeDispatcher::all_to_all) {
       const CollectiveKey a2a = collective(CollectiveOp::all_to_all, received * tok + (dispatch ? probs : 0.0),
                                            static_cast<int>(ep), ep_per_domain, d.dtype);
@@ -110,7 +114,13 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
     rs.op = CollectiveOp::reduce_scatter;
     ops.push_back(comm_only(name, OpUnit::moe_dispatch, CommGroup::ep, dispatch ? ag : rs, dispatch ? rs : ag, all));
   };
-  ep_exchange("ep_dispatch", true);
+  if (flex) {
+    ep_exchange("ep_dispatch", true);
+    permute();
+  } else {
+    permute();
+    ep_exchange("ep_dispatch", true);
+  }
   // ETP: gather the received tokens in forward (reduce-scatter their gradient in backward), and
   // the mirror after the experts.
   auto etp_pair = [&](const char* name, CollectiveOp fwd, CollectiveOp bwd) {
@@ -147,19 +157,12 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
     ops.push_back(memory_op("unsort_chunks", OpUnit::moe_dispatch, "permute_fwd", sorted_bytes, "permute_bwd",
                             sorted_bytes, 0.0));
   }
-  ep_exchange("ep_combine", false);
-  // Un-permutation: the probability-weighted sum of each token's k expert outputs. Unless the
-  // probabilities travelled with the tokens (dispatch_probs, applied in the expert activation),
-  // it keeps the expert outputs for the probabilities' gradient. Flex: the local experts' sum
-  // per received token, before the combine reduces across ranks.
-  if (flex) {
-    const double Xb = static_cast<double>(X) * tok;
-    ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", Xb + V * tok, "unpermute_bwd",
-                            V * tok + 2 * Xb, st.dispatch_probs ? 0.0 : Xb));
-    flex_op("ep_combine");
+  if (flex) {  // the local experts' sum per received token, then the combine reduces across ranks
+    unpermute();
+    ep_exchange("ep_combine", false);
   } else {
-    ops.push_back(memory_op("unpermute", OpUnit::moe_dispatch, "unpermute_fwd", R * tok + d.Tsp * tok,
-                            "unpermute_bwd", d.Tsp * tok + 2 * R * tok, st.dispatch_probs ? 0.0 : R * tok));
+    ep_exchange("ep_combine", false);
+    unpermute();
   }
   if (m.moe_shared_expert_intermediate_size > 0) {
     add_dense_mlp(d, m, st, m.moe_shared_expert_intermediate_size, OpUnit::shared_expert, kSharedExpertNames, ops);
