@@ -48,8 +48,9 @@ std::string layout(const CandidateResult& r) {
                                   : "";
   // A MoE dispatcher other than the all-to-all is shown after ep: "ep8/flex".
   const std::string dispatcher =
-      c.ep > 1 && c.dispatcher > 0 ? std::string("/") + moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher))
-                                   : "";
+      c.ep > 1 && c.dispatcher >= 0 && c.dispatcher != static_cast<int>(MoeDispatcher::all_to_all)
+          ? std::string("/") + moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher))
+          : "";
   return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid,
                      cp_comm, c.ep, dispatcher, etp, r.dp);
 }

@@ -99,20 +99,10 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   s.global_batch_size = a.global_batch_size;
   s.tp = a.tp, s.pp = a.pp, s.vpp = a.vpp, s.cp = a.cp, s.ep = a.ep, s.zero = a.zero;
   s.mbs.assign(a.mbs.begin(), a.mbs.end());
-  for (const auto& name : a.cp_comm_types) {
-    CpCommType t;
-    if (!parse_cp_comm_type(name, &t)) {
-      throw InputError("<command line>", "--cp-comm-type", "expected p2p, a2a or allgather, got '" + name + "'");
-    }
-    if (std::find(s.cp_comm.begin(), s.cp_comm.end(), t) == s.cp_comm.end()) s.cp_comm.push_back(t);
-  }
-  for (const auto& name : a.dispatchers) {
-    MoeDispatcher d;
-    if (!parse_moe_dispatcher(name, &d)) {
-      throw InputError("<command line>", "--dispatcher", "expected alltoall, allgather or flex, got '" + name + "'");
-    }
-    if (std::find(s.dispatchers.begin(), s.dispatchers.end(), d) == s.dispatchers.end()) s.dispatchers.push_back(d);
-  }
+  s.cp_comm = parse_named_list(a.cp_comm_types, parse_cp_comm_type, "p2p, a2a or allgather", "<command line>",
+                               "--cp-comm-type");
+  s.dispatchers = parse_named_list(a.dispatchers, parse_moe_dispatcher, "alltoall, allgather or flex",
+                                   "<command line>", "--dispatcher");
   for (int e : a.etp) {
     if (e < 1) throw InputError("<command line>", "--etp", fmt::format("expert TP sizes must be >= 1, got {}", e));
     if (std::find(s.etp.begin(), s.etp.end(), e) == s.etp.end()) s.etp.push_back(e);

@@ -36,28 +36,18 @@ SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConf
   space.cp = list_of<int>(j, "cp");
   space.ep = list_of<int>(j, "ep");
   space.etp = list_of<int>(j, "etp");
-  if (j.contains("cp_comm_type") && !j["cp_comm_type"].is_null()) {
-    for (const auto& v : j["cp_comm_type"]) {
-      const std::string name = v.get<std::string>();
-      CpCommType t;
-      if (!parse_cp_comm_type(name, &t)) {
-        throw InputError("<search>", "cp_comm_type", "expected p2p, a2a or allgather, got '" + name + "'");
-      }
-      if (std::find(space.cp_comm.begin(), space.cp_comm.end(), t) == space.cp_comm.end()) space.cp_comm.push_back(t);
+  auto names = [&](const char* key) {
+    if (!j.contains(key) || j[key].is_null()) return std::vector<std::string>{};
+    try {
+      return j[key].get<std::vector<std::string>>();
+    } catch (const json::exception&) {
+      throw InputError("<search>", key, "expected a list of names, got " + j[key].dump());
     }
-  }
-  if (j.contains("moe_dispatcher") && !j["moe_dispatcher"].is_null()) {
-    for (const auto& v : j["moe_dispatcher"]) {
-      const std::string name = v.get<std::string>();
-      MoeDispatcher d;
-      if (!parse_moe_dispatcher(name, &d)) {
-        throw InputError("<search>", "moe_dispatcher", "expected alltoall, allgather or flex, got '" + name + "'");
-      }
-      if (std::find(space.dispatchers.begin(), space.dispatchers.end(), d) == space.dispatchers.end()) {
-        space.dispatchers.push_back(d);
-      }
-    }
-  }
+  };
+  space.cp_comm = parse_named_list(names("cp_comm_type"), parse_cp_comm_type, "p2p, a2a or allgather", "<search>",
+                                   "cp_comm_type");
+  space.dispatchers = parse_named_list(names("moe_dispatcher"), parse_moe_dispatcher, "alltoall, allgather or flex",
+                                       "<search>", "moe_dispatcher");
   for (int e : space.etp) {
     if (e < 1) throw InputError("<search>", "etp", "expert TP sizes must be >= 1, got " + std::to_string(e));
   }

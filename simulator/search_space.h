@@ -7,10 +7,12 @@
 // are disjoint, cover the space, and are balanced across list positions.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <string>
 #include <vector>
 
+#include "core/error.h"
 #include "simulator/model_config.h"
 #include "simulator/strategy_config.h"
 
@@ -56,6 +58,21 @@ struct SearchSpace {
   // legal: the others would simulate the same layout again.
   std::vector<MoeDispatcher> dispatchers;
 };
+
+// A search list given by name (CP communication types, MoE dispatchers): each name parsed by
+// `parse`, kept once in first-seen order. An unknown name throws InputError(file, where,
+// "expected <expected>, got '<name>'").
+template <class T>
+std::vector<T> parse_named_list(const std::vector<std::string>& names, bool (*parse)(const std::string&, T*),
+                                const char* expected, const std::string& file, const std::string& where) {
+  std::vector<T> out;
+  for (const std::string& name : names) {
+    T v;
+    if (!parse(name, &v)) throw InputError(file, where, std::string("expected ") + expected + ", got '" + name + "'");
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
 
 // Rank-order lists a search can use. megatron: "tp-cp-ep-dp-pp" alone (the pre-placement
 // search); tp_first (default): the 24 orders with TP fastest (TP inside the domain, then any of
