@@ -1,6 +1,11 @@
 #include "cli/efficiency_source.h"
 
+#include <fmt/format.h>
+
 #include <filesystem>
+#include <system_error>
+
+#include "core/error.h"
 
 #include "predictor/served_model.h"
 #include "simulator/comm_model.h"
@@ -41,6 +46,13 @@ EfficiencyChoice make_efficiency_source(const SystemConfig& system, const std::s
     std::filesystem::path p(system.efficiency_db);
     if (p.is_relative()) p = std::filesystem::path(system_file).parent_path() / p;
     out.database = p.string();
+    std::error_code ec;
+    if (!std::filesystem::is_regular_file(p, ec)) {
+      throw InputError(system_file, "efficiency_db",
+                       fmt::format("the database '{}' does not exist{} (a relative path is taken from the system "
+                                   "file's folder)",
+                                   system.efficiency_db, p.string() == system.efficiency_db ? "" : " as " + p.string()));
+    }
   }
   // Resolution order (ARCHITECTURE.md; predictor/served_model.h): this device's rows, the
   // predictor's fits of them where they have data (`interpolated`; `scaled` over predicted rows),

@@ -59,7 +59,7 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   cost.add_row({"TFLOP/s/GPU (model FLOPs)", fmt::format("{:.1f}", r.tflops_per_gpu)});
   cost.add_row({"MFU (6ND + attention, non-causal)", pct(r.mfu)});
   cost.add_row({"MFU causal / 6ND only", fmt::format("{} / {}", pct(r.mfu_causal), pct(r.mfu_6nd))});
-  cost.add_row({"HFU (recompute included)", pct(r.hfu)});
+  cost.add_row({"HFU (recompute included, non-causal)", pct(r.hfu)});
   cost.add_row({"chunk_time (fwd+bwd of one micro-batch)", fmt::format("{} ms", ms(r.chunk_time_s))});
   cost.add_row({"all_tokens_per_iter", fmt::format("{:.0f}", r.all_tokens_per_iter)});
   out += cost.render() + "\n";

@@ -1,14 +1,12 @@
-// Reads a whole JSON file. Throws InputError(path, "line L, column C", what) on a syntax error
-// and InputError(path, "", "cannot read ...") when the file cannot be opened.
+// The JSON file readers of core/json_file.h under db's namespace (db code and its callers use
+// db::read_json_file; one implementation serves configs and database imports alike).
 #pragma once
 
-#include <nlohmann/json.hpp>
-#include <string>
+#include "core/json_file.h"
 
 namespace calisim::db {
 
-nlohmann::json read_json_file(const std::string& path);
-// The whole file as a string (same errors).
-std::string read_text_file(const std::string& path);
+using ::calisim::read_json_file;
+using ::calisim::read_text_file;
 
 }  // namespace calisim::db

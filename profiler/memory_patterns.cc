@@ -44,6 +44,7 @@ constexpr Entry kTable[] = {
     {"embedding_fwd", {1, 1, 2, false}},
     {"embedding_bwd", {1, 1, 4, false}},
     {"adam_step", {4, 3, 4, false}},
+    {"grad_accum", {2, 1, 4, false}},  // main_grad += grad: reads both, writes the main gradient
 };
 
 }  // namespace

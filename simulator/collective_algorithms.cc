@@ -260,7 +260,9 @@ std::optional<std::uint8_t> parse_list(std::string_view list, std::string_view* 
     if (comma == std::string_view::npos) break;
     list.remove_prefix(comma + 1);
   }
-  const std::uint8_t all = static_cast<std::uint8_t>((1u << Count) - 1);
+  // p2p is not a name users can list (it always runs send/recv), so "^a,b,..." negates within the
+  // nameable algorithms: a list that excludes all of them must come out empty (and be refused).
+  const std::uint8_t all = static_cast<std::uint8_t>(((1u << Count) - 1) & ~(algo ? 1u << kP2p : 0u));
   return static_cast<std::uint8_t>(negate ? all & ~bits : bits);
 }
 

@@ -4,8 +4,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <fstream>
-#include <sstream>
 
 #include "core/error.h"
 #include "simulator/json_fields.h"
@@ -13,25 +11,6 @@
 #include "simulator/rank_placement.h"
 
 namespace calisim {
-
-nlohmann::json read_json_file(const std::string& path) {
-  std::ifstream in(path);
-  if (!in) throw InputError(path, "", "cannot open file (does it exist and is it readable?)");
-  std::stringstream ss;
-  ss << in.rdbuf();
-  const std::string text = ss.str();
-  try {
-    return nlohmann::json::parse(text);
-  } catch (const nlohmann::json::parse_error& e) {
-    // Translate the byte offset into line:column for humans.
-    std::size_t line = 1, col = 1;
-    // e.byte is 1-based (the offending character is text[e.byte - 1]); count what precedes it.
-    for (std::size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') { ++line; col = 1; } else { ++col; }
-    }
-    throw InputError(path, fmt::format("line {}, column {}", line, col), "invalid JSON: " + std::string(e.what()));
-  }
-}
 
 // Sliding-window attention and sinks (model_config.h): attention_window_tokens W (Megatron
 // --window-size W,0), which layers are windowed (window_attn_skip_freq N: Megatron's 1-based
@@ -590,9 +569,12 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
 
 namespace {
 
-NetworkTier parse_tier(FieldReader& parent, const std::string& key, const std::string& file, bool need_bw) {
+// `elsewhere`: the tier object's other fields, read by the caller (domain size, topology).
+NetworkTier parse_tier(FieldReader& parent, const std::string& key, const std::string& file, bool need_bw,
+                       std::initializer_list<const char*> elsewhere) {
   const nlohmann::json& obj = parent.req_object(key);
   FieldReader r(obj, file, parent.path_of(key));
+  r.read_elsewhere(elsewhere);
   NetworkTier t;
   if (need_bw) t.gpu_gb_s = r.positive_number_or("gpu_gb_s", 0);
   if (need_bw && t.gpu_gb_s <= 0) r.fail("gpu_gb_s", "required field is missing (expected GB/s per GPU, one direction)");
@@ -638,9 +620,10 @@ void read_attention_implementation(FieldReader& e, SystemConfig& s) {
       }
       FieldReader sub(*it, e.file(), path);
       const auto combined = sub.opt_number("attention");
-      if (!combined || *combined <= 0 || *combined > 1) sub.fail("attention", "expected a fraction in (0, 1]");
       const double r = ratio(sub, 1.0);
-      sub.finish();
+      sub.finish();  // unknown fields first: a misspelt "attention" is named as such
+      if (!combined) sub.fail("attention", "required field is missing (expected a fraction in (0, 1])");
+      if (*combined <= 0 || *combined > 1) sub.fail("attention", "expected a fraction in (0, 1]");
       if (it.key() == chosen) {
         s.attention_efficiency = *combined;
         s.attention_backward_ratio = r;
@@ -695,6 +678,7 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
   FieldReader r(doc, file, "");
   SystemConfig s;
   s.name = r.req_string("name");
+  s.source_file = file;
   s.source = r.string_or("source", "");
   s.efficiency_db = r.string_or("efficiency_db", "");
   r.string_or("description", "");
@@ -784,17 +768,10 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
         s.topology.pcie_bridge_gb_s = *bridge;
       }
     }
-    // Re-read the tier (domain_size and the topology fields are the extra fields of scale_up).
-    {
-      nlohmann::json tier = up;
-      for (const char* k : {"domain_size", "kind", "nvls", "pcie_switch_gpus", "pcie_bridge_gb_s"}) tier.erase(k);
-      nlohmann::json holder = {{"scale_up", tier}};
-      FieldReader h(holder, file, "network");
-      s.scale_up = parse_tier(h, "scale_up", file, true);
-    }
+    // The tier's link fields (domain_size and the topology fields are read above).
+    s.scale_up = parse_tier(n, "scale_up", file, true, {"domain_size", "kind", "nvls", "pcie_switch_gpus", "pcie_bridge_gb_s"});
     const nlohmann::json& out = n.req_object("scale_out");
     {
-      nlohmann::json tier = out;
       FieldReader o(out, file, "network.scale_out");
       s.gpus_per_node = static_cast<int>(o.req_positive_int("gpus_per_node"));
       s.nics_per_node = static_cast<int>(o.req_positive_int("nics_per_node"));
@@ -811,13 +788,9 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
       }
       s.topology.in_network_reduction = o.bool_or("in_network_reduction", false);
       s.topology.pxn = o.bool_or("pxn", true);
-      for (const char* k : {"gpus_per_node", "nics_per_node", "nic_gb_s", "fabric", "oversubscription",
-                            "in_network_reduction", "pxn"}) {
-        tier.erase(k);
-      }
-      nlohmann::json holder = {{"scale_out", tier}};
-      FieldReader h(holder, file, "network");
-      s.scale_out = parse_tier(h, "scale_out", file, false);
+      s.scale_out = parse_tier(n, "scale_out", file, false,
+                               {"gpus_per_node", "nics_per_node", "nic_gb_s", "fabric", "oversubscription",
+                                "in_network_reduction", "pxn"});
       s.scale_out.gpu_gb_s = s.nic_gb_s * s.nics_per_node / s.gpus_per_node;
     }
     if (auto arch = n.opt_string("nccl_arch")) {

@@ -3,7 +3,7 @@
 // Contract: every function either returns a fully valid config or throws InputError naming the
 // file, the JSON path and what was expected. parse_* check one file; validate_layout checks what
 // needs several (divisibility of heads by tp, layers by pp·v, batch arithmetic) and fills the
-// strategy's derived fields. Pure functions except read_json_file.
+// strategy's derived fields. Pure functions (read_json_file, core/json_file.h, reads the files).
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -11,14 +11,12 @@
 #include <string>
 #include <vector>
 
+#include "core/json_file.h"  // read_json_file, used with the parsers below
 #include "simulator/model_config.h"
 #include "simulator/strategy_config.h"
 #include "simulator/system_config.h"
 
 namespace calisim {
-
-// Parses a JSON file; InputError with line and column on syntax errors, or if unreadable.
-nlohmann::json read_json_file(const std::string& path);
 
 ModelConfig parse_model(const nlohmann::json& doc, const std::string& file, std::vector<std::string>* not_modeled);
 // Parses fields only; derived fields are filled by validate_layout.

@@ -45,7 +45,8 @@ HostOpCost host_op_cost(const LayerOp& op, const HostDispatchSettings& s) {
   switch (op.kind) {
     case OpKind::gemm:
       c.fwd_s = issue_s(op, s, 1);
-      c.bwd_s = issue_s(op, s, op.has_wgrad ? 2 : 1);  // dgrad, wgrad
+      // dgrad, wgrad, and the main-gradient add when accumulation is not fused into the wgrad
+      c.bwd_s = issue_s(op, s, (op.has_wgrad ? 2 : 1) + (op.wgrad_accum_bytes > 0 ? 1 : 0));
       break;
     case OpKind::attention:
       c.fwd_s = issue_s(op, s, 1);

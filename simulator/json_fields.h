@@ -46,6 +46,9 @@ class FieldReader {
 
   // Fields accepted for compatibility but not modeled: recorded as seen, returned by finish().
   void accept_not_modeled(std::initializer_list<const char*> keys);
+  // Fields another reader of the same object reads: known here (finish() neither refuses them
+  // nor leaves them out of the "known fields" it lists).
+  void read_elsewhere(std::initializer_list<const char*> keys) { known_.insert(keys.begin(), keys.end()); }
   // Throws InputError for the first unknown field; returns the not-modeled fields present.
   std::vector<std::string> finish() const;
 

@@ -215,7 +215,10 @@ RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
 }  // namespace
 
 RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyConfig& st) {
-  if (st.recompute_granularity == RecomputeGranularity::selective_op) return selective_op_plan(layer);
+  // Switched off (enable_recompute false or no layer count): nothing is marked, so the per-op
+  // report does not flag ops of a run that recomputes none.
+  const bool active = st.recompute_active();
+  if (active && st.recompute_granularity == RecomputeGranularity::selective_op) return selective_op_plan(layer);
   RecomputePlan plan;
   plan.recomputed.assign(layer.size(), false);
   // recompute_variance: the last op of each recomputed run is not rerun.
@@ -230,6 +233,7 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
                                        u == OpUnit::expert_act || u == OpUnit::shared_expert));
   };
   auto in_plan = [&](OpUnit u) {
+    if (!active) return false;
     switch (st.recompute_granularity) {
       case RecomputeGranularity::none: return false;
       case RecomputeGranularity::full_block: return true;

@@ -56,6 +56,11 @@ struct LayerOp {
   MemoryOpKey mem_fwd, mem_bwd;
 
   double act_bytes = 0;         // kept from forward to backward
+  // Without weight-gradient accumulation fusion, backward adds the wgrad GEMM's output into the
+  // main gradient in a separate element-wise kernel (Megatron's main_grad.add_ hook): these
+  // bytes (read the gradient, read and write the main gradient), priced as memory kind
+  // "grad_accum" beside the wgrad. 0 = fused (the GEMM accumulates) or no parameter gradient.
+  double wgrad_accum_bytes = 0;
   double transient_bytes = 0;   // extra bytes live while the op runs (outputs not yet freed, workspaces)
   // Extra bytes live while its backward runs, beyond the activations; < 0: transient_bytes plus
   // twice act_bytes (the gradient of what it kept and of its input beside the forward's working set).

@@ -34,6 +34,7 @@ LayerOp grouped_linear(const Dims& d, const char* name, OpUnit unit, std::int64_
   LayerOp op = linear(d, name, unit, per_expert, in, out, fp8);
   op.gemm_fwd.batch = op.gemm_dgrad.batch = op.gemm_wgrad.batch = groups;
   op.act_bytes *= static_cast<double>(groups);
+  op.wgrad_accum_bytes *= static_cast<double>(groups);  // one weight per expert
   return op;
 }
 

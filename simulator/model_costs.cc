@@ -1,5 +1,7 @@
 #include "simulator/model_costs.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <set>
 
@@ -284,7 +286,22 @@ ModelCosts cost_model_mixed(const ModelConfig& model, const StrategyConfig& st, 
 ModelCosts cost_model_uniform(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
                               const EfficiencyModel& eff, bool details, SourceTally* attention_tally, bool layers_only) {
   if (st.fp8_enabled() && sys.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] <= 0) {
-    throw InputError(sys.name, "device.peak_tflops.fp8", "the strategy enables fp8 but the device has no FP8 peak");
+    throw InputError(sys.error_label(), "device.peak_tflops.fp8", "the strategy enables fp8 but the device has no FP8 peak");
+  }
+  if (st.fp8 == Fp8Recipe::mxfp8 && sys.topology.arch != NcclArch::blackwell) {
+    // MXFP8 scales every 32 elements in the tensor core (Blackwell's block-scaled MMA);
+    // Transformer Engine refuses the recipe below compute capability 10.0. Hopper's block
+    // scaling is the "blockwise" recipe (128x128 weights, 1x128 activations).
+    throw InputError(sys.error_label(), "network.nccl_arch",
+                     fmt::format("fp8_recipe \"mxfp8\" needs Blackwell's block-scaled tensor cores, and this system's "
+                                 "architecture is \"{}\" (use fp8_recipe \"blockwise\" for block scaling on Hopper)",
+                                 to_string(sys.topology.arch)));
+  }
+  if (sys.device.peak_tflops[static_cast<int>(st.dtype)] <= 0) {
+    throw InputError(sys.error_label(), fmt::format("device.peak_tflops.{}", to_string(st.dtype)),
+                     fmt::format("the strategy trains in {} but the device has no {} peak (a positive TFLOP/s "
+                                 "figure is expected)",
+                                 to_string(st.dtype), to_string(st.dtype)));
   }
   ModelCosts mc;
   const ModelOps ops = build_model_ops(model, st, sys.scale_up_domain_size);

@@ -18,6 +18,8 @@ Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_doma
   d.dtype = st.dtype;
   d.e = bytes_per_element(st.dtype);
   d.accumulate = st.use_fp32_accum_grad && st.use_fused_grad_accumulation;
+  d.grad_accum_unfused = !st.use_fused_grad_accumulation;
+  d.main_grad_e = st.use_fp32_accum_grad ? 4.0 : d.e;
   d.fused_norm = st.use_fused_norm;
   d.tp_comm_overlap = st.tp_comm_overlap && d.sp;
   d.fp8 = st.fp8;
@@ -90,6 +92,7 @@ LayerOp linear(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens
   op.gemm_dgrad = GemmKey{tokens, in, out, 1, bwd, fp8 ? GemmLayout::TN : GemmLayout::NN, false};
   op.gemm_wgrad = GemmKey{out, in, tokens, 1, bwd, fp8 ? GemmLayout::TN : GemmLayout::NT, d.accumulate};
   op.has_wgrad = true;
+  if (d.grad_accum_unfused) op.wgrad_accum_bytes = static_cast<double>(out) * in * (d.e + 2 * d.main_grad_e);
   // A TE FP8 GEMM saves its FP8 (column-wise) input for the weight gradient: one byte per
   // element; torchao's saves the high-precision input.
   op.act_bytes = static_cast<double>(tokens) * in * (fp8 && !d.fp8_torchao ? 1.0 : d.e);

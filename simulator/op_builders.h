@@ -26,6 +26,8 @@ struct Dims {
   double e = 2;          // bytes per activation element
   bool sp = false;
   bool accumulate = true;
+  bool grad_accum_unfused = false;  // use_fused_grad_accumulation false: wgrad then main_grad += grad
+  double main_grad_e = 4;           // bytes per main-gradient element (fp32, or the dtype's)
   bool fused_norm = true;
   bool tp_comm_overlap = false;  // TE userbuffers (requires SP)
   Fp8Recipe fp8 = Fp8Recipe::none;

@@ -88,7 +88,13 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
     case OpKind::gemm: {
       t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used);
       const double dgrad = gemm_s(op.gemm_dgrad, tally);
-      const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally) : 0.0;
+      // The unfused main-gradient accumulation runs right after the wgrad on the same stream, so
+      // it counts as part of it (also for what the wgrad's collectives can hide behind).
+      const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally) +
+                                              memory_s(MemoryOpKey{"grad_accum", static_cast<std::int64_t>(
+                                                                                     op.wgrad_accum_bytes)},
+                                                       tally)
+                                        : 0.0;
       t.bwd_compute_s = dgrad + wgrad;
       // Megatron overlaps the re-gather of a column-parallel input with dgrad and the input
       // gradient's reduction with wgrad; with tp_comm_overlap the row-parallel output-gradient

@@ -101,6 +101,27 @@ std::string loss_description(const StrategyConfig& s) {
 
 constexpr double kGB = 1e9;
 
+// Recompute settings that, read the SimuMax way, recompute nothing although they name a
+// granularity or a layer count: each is legal (SimuMax files carry such leftovers) but a user
+// who set one of them expects recompute, so the result says why there is none.
+void recompute_warnings(const StrategyConfig& s, std::vector<std::string>& out) {
+  const bool named = s.recompute_granularity != RecomputeGranularity::none;
+  if (named && !s.enable_recompute) {
+    out.push_back("recompute_granularity is set but enable_recompute is false: nothing is recomputed");
+  } else if (named && s.recompute_layer_num == 0) {
+    out.push_back("recompute_granularity is set but recompute_layer_num is 0: nothing is recomputed (it counts "
+                  "the recomputed layers of each model chunk)");
+  } else if (!named && s.enable_recompute && s.recompute_layer_num > 0) {
+    out.push_back(fmt::format("recompute_layer_num is {} but no recompute_granularity is set: nothing is recomputed",
+                              s.recompute_layer_num));
+  } else if (s.recompute_active() && s.recompute_granularity == RecomputeGranularity::selective &&
+             !s.attn_recompute && !s.mla_rms_recompute && !s.mlp_recompute && !s.mlp_rms_recompute &&
+             s.megatron_recompute_modules == 0) {
+    out.push_back("recompute_granularity \"selective_recompute\" with none of attn_recompute, mla_rms_recompute, "
+                  "mlp_recompute, mlp_rms_recompute or megatron_recompute set: nothing is recomputed");
+  }
+}
+
 }  // namespace
 
 SimulationResult simulate(const ModelConfig& model, const StrategyConfig& st, const SystemConfig& sys,
@@ -149,6 +170,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   for (const auto& f : st.not_modeled_fields) {
     res.warnings.push_back("strategy field '" + f + "' is accepted for SimuMax compatibility but not modeled");
   }
+  recompute_warnings(st, res.warnings);
   if (st.moe_double_param_gather && (!model.is_moe || st.overlap_param_gather || st.zero_state == 0 || st.zero_state == 3)) {
     res.warnings.push_back("moe_double_param_gather has no effect: it applies to MoE models at zero_state 1 or 2 with "
                            "overlap_param_gather off");
@@ -157,14 +179,14 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   try {
     peak_flops = sys.device.peak_flops_per_s(st.dtype);
   } catch (const std::invalid_argument& e) {
-    throw InputError(sys.name, "device.peak_tflops", e.what());
+    throw InputError(sys.error_label(), "device.peak_tflops", e.what());
   }
 
   if ((st.cpu_offloading_num_layers > 0 || st.optimizer_cpu_offload) && sys.host_link_gb_s <= 0) {
-    throw InputError(sys.name, "host.link_gb_s", "offload needs the host link bandwidth (GB/s, one direction)");
+    throw InputError(sys.error_label(), "host.link_gb_s", "offload needs the host link bandwidth (GB/s, one direction)");
   }
   if (st.optimizer_cpu_offload && sys.host_adam_params_per_s <= 0) {
-    throw InputError(sys.name, "host.adam_params_per_s",
+    throw InputError(sys.error_label(), "host.adam_params_per_s",
                      "optimizer_cpu_offload needs the host's CPU Adam throughput (parameters/s per GPU)");
   }
   const OpCoster coster(sys, eff, st.nccl);
@@ -550,6 +572,14 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.hfu = ((res.stats.model_flops_per_token + res.stats.mtp_flops_per_token) * res.all_tokens_per_iter +
              recompute_flops) /
             denom;
+  if (res.mfu > 1 || res.hfu > 1) {
+    // Not a modelling error: the convention counts causal attention as if unmasked, so at long
+    // sequences the counted FLOPs exceed what the GPU executes.
+    res.warnings.push_back(fmt::format(
+        "MFU {:.1f} % / HFU {:.1f} % exceed 100 %: the convention counts causal attention's FLOPs as non-causal "
+        "(twice the work executed); the causal MFU is {:.1f} %",
+        100 * res.mfu, 100 * res.hfu, 100 * res.mfu_causal));
+  }
 
   res.kernels_per_source = tally.kernels;
   // Names only for origins that occur: a simulation without scaled rows allocates nothing here.

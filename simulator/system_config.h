@@ -27,6 +27,9 @@ struct NetworkTier {
 
 struct SystemConfig {
   std::string name;
+  std::string source_file;  // the file it was parsed from (error messages); empty when built in code
+  // What an input error about this system names: its file, else (built in code) its name.
+  const std::string& error_label() const { return source_file.empty() ? name : source_file; }
   std::string source;        // where the numbers come from
   DeviceSpec device;
 

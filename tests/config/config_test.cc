@@ -511,6 +511,43 @@ TEST(Validation, UnknownField) {
             "network.scale_out.efficiency.broadcast");
 }
 
+// The tier's link fields and the topology fields of the same object are read by two readers;
+// the unknown-field message lists both (it listed only efficiency and latency_us).
+TEST(Validation, UnknownNetworkFieldListsEveryKnownField) {
+  json sys = base_system();
+  sys["network"]["scale_out"]["gpu_gb_s"] = 50;
+  const InputError e = expect_input_error([&] { parse_system(sys, "sys.json"); });
+  EXPECT_EQ(e.where(), "network.scale_out.gpu_gb_s");
+  for (const char* k : {"nic_gb_s", "gpus_per_node", "fabric", "latency_us", "efficiency"}) {
+    EXPECT_TRUE(contains(e.problem(), k)) << k << ": " << e.problem();
+  }
+  json up = base_system();
+  up["network"]["scale_up"]["nvlink_gen"] = 4;
+  const InputError eu = expect_input_error([&] { parse_system(up, "sys.json"); });
+  EXPECT_TRUE(contains(eu.problem(), "domain_size")) << eu.problem();
+  // A misspelt field of an attention implementation is named, not reported as a missing fraction.
+  json impl = base_system();
+  impl["efficiency"]["attention_implementations"] = json{{"x", json{{"foo", 1}}}};
+  EXPECT_EQ(expect_input_error([&] { parse_system(impl, "sys.json"); }).where(),
+            "efficiency.attention_implementations.x.foo");
+  impl["efficiency"]["attention_implementations"] = json{{"x", json{{"attention_backward_ratio", 0.9}}}};
+  const InputError missing = expect_input_error([&] { parse_system(impl, "sys.json"); });
+  EXPECT_EQ(missing.where(), "efficiency.attention_implementations.x.attention");
+  EXPECT_TRUE(contains(missing.problem(), "required")) << missing.problem();
+}
+
+// NCCL_ALGO "^..." that excludes every nameable algorithm enables nothing and is refused (p2p,
+// which no list names, made the negated mask non-empty).
+TEST(Validation, NcclAlgoListThatEnablesNothingIsRefused) {
+  json st = base_strategy();
+  st["nccl_algo"] = "^ring,tree,nvls,nvls_tree,collnet";
+  const InputError e = expect_input_error([&] { parse_strategy(st, "s.json"); });
+  EXPECT_EQ(e.where(), "nccl_algo");
+  EXPECT_TRUE(contains(e.problem(), "leaves nothing enabled")) << e.problem();
+  st["nccl_algo"] = "^ring,tree";
+  EXPECT_NO_THROW(parse_strategy(st, "s.json"));
+}
+
 TEST(Validation, NotModeledFieldsAreReportedNotIgnored) {
   json doc = base_model();
   doc["orig_vocab_size"] = 128000;
@@ -1182,6 +1219,33 @@ TEST(ReadJsonFile, MissingFile) {
   EXPECT_EQ(e.where(), "");
   EXPECT_EQ(e.problem(), "cannot open file (does it exist and is it readable?)");
   EXPECT_EQ(std::string(e.what()), path + ": cannot open file (does it exist and is it readable?)");
+}
+
+// nlohmann::json keeps the last of two equal keys; a config that says tp_size twice is a mistake
+// the user must hear about, with the key's path (objects by key, arrays by index).
+TEST(ReadJsonFile, DuplicateKeyIsRefusedWithItsPath) {
+  const std::string top = write_temp("dup_top.json", "{\"tp_size\": 2, \"pp_size\": 2, \"tp_size\": 4}");
+  InputError e = expect_input_error([&] { read_json_file(top); });
+  EXPECT_EQ(e.file(), top);
+  EXPECT_EQ(e.where(), "tp_size");
+  EXPECT_TRUE(contains(e.problem(), "given twice")) << e.problem();
+  const std::string nested =
+      write_temp("dup_nested.json", "{\"network\": {\"scale_up\": {\"latency_us\": 1, \"latency_us\": 2}}}");
+  EXPECT_EQ(expect_input_error([&] { read_json_file(nested); }).where(), "network.scale_up.latency_us");
+  const std::string in_array = write_temp("dup_array.json", "{\"x\": [{\"k\": 1}, 3, {\"k\": 1, \"k\": 2}]}");
+  EXPECT_EQ(expect_input_error([&] { read_json_file(in_array); }).where(), "x[2].k");
+  // The same key in different objects is fine.
+  const std::string ok = write_temp("dup_ok.json", "{\"a\": {\"k\": 1}, \"b\": {\"k\": 1}, \"c\": [{\"k\": 1}, {\"k\": 2}]}");
+  EXPECT_EQ(read_json_file(ok)["c"][1]["k"], 2);
+}
+
+TEST(ReadJsonFile, NumberBeyondDoubleAndDirectoryAreInputErrors) {
+  const std::string big = write_temp("overflow.json", "{\"seq_len\": 1e400}");
+  const InputError e = expect_input_error([&] { read_json_file(big); });
+  EXPECT_EQ(e.file(), big);
+  EXPECT_TRUE(contains(e.problem(), "number overflow")) << e.problem();
+  const InputError d = expect_input_error([&] { read_json_file(testing::TempDir()); });
+  EXPECT_TRUE(contains(d.problem(), "is a directory")) << d.problem();
 }
 
 TEST(ReadJsonFile, ValidFileRoundTrips) {
