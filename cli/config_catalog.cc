@@ -30,6 +30,15 @@ const char* kind_dir(ConfigKind k) {
   return "models";
 }
 
+std::optional<ConfigKind> parse_config_kind(const std::string& name) {
+  for (ConfigKind k : {ConfigKind::model, ConfigKind::strategy, ConfigKind::system}) {
+    const std::string dir = kind_dir(k);
+    const std::string one = k == ConfigKind::strategy ? "strategy" : dir.substr(0, dir.size() - 1);
+    if (name == one || name == dir) return k;
+  }
+  return std::nullopt;
+}
+
 namespace {
 // $ENV, then <exe>/../share/calisim/<installed>, then the compiled-in source folder.
 std::string data_root(const char* env_name, const char* installed_dir, const char* source_dir) {

@@ -7,6 +7,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,6 +19,9 @@ namespace calisim::cli {
 
 enum class ConfigKind { model, strategy, system };
 const char* kind_dir(ConfigKind k);  // "models", "strategies", "systems"
+// "model"/"models", "strategy"/"strategies", "system"/"systems"; nullopt for anything else.
+std::optional<ConfigKind> parse_config_kind(const std::string& name);
+inline constexpr const char* kConfigKindNames = "model(s), strategy/strategies or system(s)";
 
 std::string config_root();
 // The shipped measured-runs files (calibration/data/*.csv), found like the configs: the first

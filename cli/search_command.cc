@@ -32,29 +32,6 @@ struct SearchArgs {
   std::vector<std::string> accuracy_runs;
 };
 
-std::string layout(const CandidateResult& r) {
-  const Candidate& c = r.candidate;
-  std::string split;
-  if (c.pp > 1 && (r.first_stage_layers != r.middle_stage_layers || r.last_stage_layers != r.middle_stage_layers)) {
-    split = fmt::format("[{}|{}|{}]", r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers);
-  }
-  const std::string grid = c.tp_2d_rows ? fmt::format("({}x{} 2d)", c.tp_2d_rows, c.tp / c.tp_2d_rows) : "";
-  const std::string cp_grid = c.cp_2d_rows ? fmt::format("({}x{} 2d)", c.cp_2d_rows, c.cp / c.cp_2d_rows) : "";
-  // Expert TP is shown when it is not 1 (most layouts): "ep8 etp2".
-  const std::string etp = c.etp > 1 ? fmt::format(" etp{}", c.etp) : "";
-  // A CP communication other than the ring is shown after cp: "cp4/a2a".
-  const std::string cp_comm = c.cp > 1 && c.cp_comm > 0 && !c.cp_2d_rows
-                                  ? std::string("/") + cp_comm_type_name(static_cast<CpCommType>(c.cp_comm))
-                                  : "";
-  // A MoE dispatcher other than the all-to-all is shown after ep: "ep8/flex".
-  const std::string dispatcher =
-      c.ep > 1 && c.dispatcher >= 0 && c.dispatcher != static_cast<int>(MoeDispatcher::all_to_all)
-          ? std::string("/") + moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher))
-          : "";
-  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid,
-                     cp_comm, c.ep, dispatcher, etp, r.dp);
-}
-
 std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first) {
   Table t({"#", "layout", "in domain", "mbs", "m", "zero", "recompute", "step s", tokens_first ? "tok/s/GPU" : "MFU",
            tokens_first ? "MFU" : "tok/s/GPU", "bubble", "first GB", "last GB"});
@@ -62,7 +39,7 @@ std::string top_table(const std::vector<CandidateResult>& top, bool tokens_first
   for (const auto& r : top) {
     const std::string mfu = fmt::format("{:.1f}%", r.mfu * 100);
     const std::string tok = fmt::format("{:.0f}", r.tokens_per_s_per_gpu);
-    t.add_row({std::to_string(++i), layout(r), domain_summary(r.placement, r.candidate.order),
+    t.add_row({std::to_string(++i), layout_label(r), domain_summary(r.placement, r.candidate.order),
                std::to_string(r.candidate.mbs), std::to_string(r.micro_batch_num),
                std::to_string(r.candidate.zero), to_string(r.candidate.recompute), fmt::format("{:.4f}", r.step_time_s),
                tokens_first ? tok : mfu, tokens_first ? mfu : tok, fmt::format("{:.1f}%", r.bubble_fraction * 100),
@@ -92,6 +69,9 @@ void run_search_command(const SearchArgs& a) {
   const SystemConfig& system = in.system;
   const EfficiencyChoice eff = make_efficiency_source(system, in.system_file, a.db);
   for (const auto& n : eff.notes) fmt::print(stderr, "note: {}\n", n);
+  // As `calisim simulate`: fields accepted but not modeled are said, never dropped silently
+  // (stderr keeps the table and the JSON on stdout clean; --json also lists them).
+  for (const auto& w : in.warnings) fmt::print(stderr, "warning: {}\n", w);
   SearchSpace space = in.lists;
   fill_default_lists(space, model, system.scale_up_domain_size);
 
@@ -150,7 +130,15 @@ void run_search_command(const SearchArgs& a) {
     nlohmann::json top = nlohmann::json::array();
     for (const auto& r : res.top) top.push_back(search_candidate_json(r));
     j["top"] = top;
+    // Every feasible candidate goes to --csv FILE, not into the JSON (null: not part of this
+    // document; the Python API fills it with keep_all=True).
+    j["feasible"] = nullptr;
     j["explanation"] = res.explanation.empty() ? nlohmann::json(nullptr) : nlohmann::json(res.explanation);
+    // The legal layout needing the least memory, when nothing fits (what the explanation names).
+    j["smallest"] = res.top.empty() && res.have_smallest ? search_candidate_json(res.smallest) : nlohmann::json(nullptr);
+    nlohmann::json warnings = in.warnings;
+    for (const auto& n : eff.notes) warnings.push_back(n);
+    j["warnings"] = warnings;
     if (acc) j["accuracy"] = accuracy_json(*acc);
     fmt::print("{}\n", j.dump(2));
     if (!res.explanation.empty()) throw InputError("search", "", res.explanation);

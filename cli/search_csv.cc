@@ -46,12 +46,36 @@ nlohmann::json search_candidate_json(const CandidateResult& r) {
           {"last_stage_peak_gb", r.last_stage_peak_gb}, {"max_peak_gb", r.max_peak_gb},
           {"order", to_string(c.order)}, {"in_domain", domain_summary(r.placement, c.order)},
           {"ranks_per_domain", placement_json(r.placement)},
-          {"tensor_parallel_mode", c.tp_2d_rows ? "2d" : "1d"}, {"tp_2d_rows", c.tp_2d_rows ? c.tp_2d_rows : 1},
-          {"tp_2d_cols", c.tp_2d_rows ? c.tp / c.tp_2d_rows : 1},
-          {"context_parallel_mode", c.cp_2d_rows ? "2d" : "1d"}, {"cp_2d_rows", c.cp_2d_rows ? c.cp_2d_rows : 1},
-          {"cp_2d_cols", c.cp_2d_rows ? c.cp / c.cp_2d_rows : 1}, {"etp", c.etp},
+          // 0, 0 for 1D, as the CSV columns (a 1 x t grid would read as a real 2D grid of one row).
+          {"tensor_parallel_mode", c.tp_2d_rows ? "2d" : "1d"}, {"tp_2d_rows", c.tp_2d_rows},
+          {"tp_2d_cols", c.tp_2d_rows ? c.tp / c.tp_2d_rows : 0},
+          {"context_parallel_mode", c.cp_2d_rows ? "2d" : "1d"}, {"cp_2d_rows", c.cp_2d_rows},
+          {"cp_2d_cols", c.cp_2d_rows ? c.cp / c.cp_2d_rows : 0}, {"etp", c.etp},
           {"cp_comm_type", c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p"},
           {"moe_dispatcher", dispatcher_name(c)}};
+}
+
+std::string layout_label(const CandidateResult& r) {
+  const Candidate& c = r.candidate;
+  std::string split;
+  if (c.pp > 1 && (r.first_stage_layers != r.middle_stage_layers || r.last_stage_layers != r.middle_stage_layers)) {
+    split = fmt::format("[{}|{}|{}]", r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers);
+  }
+  const std::string grid = c.tp_2d_rows ? fmt::format("({}x{} 2d)", c.tp_2d_rows, c.tp / c.tp_2d_rows) : "";
+  const std::string cp_grid = c.cp_2d_rows ? fmt::format("({}x{} 2d)", c.cp_2d_rows, c.cp / c.cp_2d_rows) : "";
+  // Expert TP is shown when it is not 1 (most layouts): "ep8 etp2".
+  const std::string etp = c.etp > 1 ? fmt::format(" etp{}", c.etp) : "";
+  // A CP communication other than the ring is shown after cp: "cp4/a2a".
+  const std::string cp_comm = c.cp > 1 && c.cp_comm > 0 && !c.cp_2d_rows
+                                  ? std::string("/") + cp_comm_type_name(static_cast<CpCommType>(c.cp_comm))
+                                  : "";
+  // A MoE dispatcher other than the all-to-all is shown after ep: "ep8/flex".
+  const std::string dispatcher =
+      c.ep > 1 && c.dispatcher >= 0 && c.dispatcher != static_cast<int>(MoeDispatcher::all_to_all)
+          ? std::string("/") + moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher))
+          : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid,
+                     cp_comm, c.ep, dispatcher, etp, r.dp);
 }
 
 std::string search_csv_header() {

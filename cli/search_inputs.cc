@@ -3,29 +3,67 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 
 #include "cli/config_catalog.h"
 #include "core/error.h"
 #include "simulator/config_loader.h"
 
 namespace calisim::cli {
+namespace {
+
+// The list in its given order without repeats: a value given twice is one layout, not two rows.
+template <typename T>
+std::vector<T> unique_in_order(const std::vector<T>& values) {
+  std::vector<T> out;
+  for (const T& v : values) {
+    if (std::find(out.begin(), out.end(), v) == out.end()) out.push_back(v);
+  }
+  return out;
+}
+
+// CLI11's PositiveNumber prints the whole double range; these say what a value must be.
+CLI::Validator whole_at_least(long long min) {
+  return CLI::Validator(
+      [min](std::string& text) -> std::string {
+        try {
+          std::size_t used = 0;
+          const long long v = std::stoll(text, &used);
+          if (used == text.size() && v >= min) return "";
+        } catch (const std::exception&) {
+        }
+        return fmt::format("expected a whole number >= {}, got '{}'", min, text);
+      },
+      fmt::format("INT>={}", min));
+}
+const CLI::Validator kPositiveWhole = whole_at_least(1);
+
+}  // namespace
 
 void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--model", a.model, "model: shipped name or path");
   sub->add_option("--system", a.system, "system: shipped name or path");
   sub->add_option("--strategy", a.strategy, "base strategy for the non-layout fields (default: calisim's defaults)");
   if (batch) {
-    sub->add_option("--world-size", a.world_size, "number of GPUs");
-    sub->add_option("--global-batch-size", a.global_batch_size, "sequences per iteration");
+    sub->add_option("--world-size", a.world_size, "number of GPUs")->check(kPositiveWhole);
+    sub->add_option("--global-batch-size", a.global_batch_size, "sequences per iteration")->check(kPositiveWhole);
   }
-  sub->add_option("--seq-len", a.seq_len, "sequence length (default: the base strategy's)");
+  sub->add_option("--seq-len", a.seq_len, "sequence length (default: the base strategy's)")->check(kPositiveWhole);
   sub->add_option("--tp", a.tp, "tensor-parallel sizes (default powers of 2 up to the NVLink domain, max 8)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->check(kPositiveWhole);
   sub->add_option("--pp", a.pp, "pipeline sizes (default: divisors of the world size that split the layers)")
-      ->delimiter(',');
-  sub->add_option("--vpp", a.vpp, "virtual pipeline sizes (default 1..8)")->delimiter(',');
-  sub->add_option("--cp", a.cp, "context-parallel sizes (default 1)")->delimiter(',');
-  sub->add_option("--ep", a.ep, "expert-parallel sizes (default 1; MoE models: also every power of two dividing the expert count, up to the world size)")->delimiter(',');
+      ->delimiter(',')
+      ->check(kPositiveWhole);
+  sub->add_option("--vpp", a.vpp, "virtual pipeline sizes (default 1..8)")->delimiter(',')
+      ->check(kPositiveWhole);
+  sub->add_option("--cp", a.cp, "context-parallel sizes (default 1)")->delimiter(',')
+      ->check(kPositiveWhole);
+  sub->add_option("--ep", a.ep,
+                  "expert-parallel sizes (default 1; MoE models: also every power of two dividing the expert "
+                  "count, up to the world size)")
+      ->delimiter(',')
+      ->check(kPositiveWhole);
   sub->add_option("--etp", a.etp,
                   "expert tensor-parallel sizes (MoE; default: the base strategy's etp_size, 1 unless it says)")
       ->delimiter(',');
@@ -36,7 +74,8 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
                   "MoE token dispatchers to try: alltoall, allgather, flex (flex with the base strategy's "
                   "moe_flex_dispatcher_backend, DeepEP unless it says; default: the base strategy's)")
       ->delimiter(',');
-  sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',');
+  sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',')
+      ->check(kPositiveWhole);
   sub->add_option("--recompute", a.recompute,
                   "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full (default "
                   "none,selective,full)")
@@ -58,7 +97,7 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--memory-margin-gb", a.memory_margin_gb, "GB per GPU a layout must leave free (SimuMax gmi_error)");
   sub->add_flag("--allocated-memory", a.allocated_memory,
                 "compare allocated peak memory with the device (default: reserved = allocated / mem_factor)");
-  sub->add_option("--threads", a.threads, "worker threads (default: all cores)");
+  sub->add_option("--threads", a.threads, "worker threads (default: all cores)")->check(whole_at_least(0));
   sub->add_option("--set", a.overrides, "override a config field: section.key=value (model|strategy|system)")
       ->take_all();
 }
@@ -67,6 +106,10 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   if (a.model.empty() || a.system.empty()) throw InputError("<command line>", "--model/--system", "both are required");
   if (require_batch && (a.world_size <= 0 || a.global_batch_size <= 0)) {
     throw InputError("<command line>", "--world-size/--global-batch-size", "both are required (positive)");
+  }
+  if (!std::isfinite(a.memory_margin_gb) || a.memory_margin_gb < 0) {
+    throw InputError("<command line>", "--memory-margin-gb",
+                     fmt::format("expected a finite number of GB >= 0, got {}", a.memory_margin_gb));
   }
   SpaceInputs in;
   // Base strategy: the file given, or calisim's defaults (bf16, flash attention, SP, distributed
@@ -89,16 +132,29 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   in.system_file = resolve_config(ConfigKind::system, a.system);
   nlohmann::json model_doc = read_json_file(model_file), system_doc = read_json_file(in.system_file);
   for (const auto& o : a.overrides) apply_override(o, model_doc, base_doc, system_doc);
-  in.model = parse_model(model_doc, model_file, nullptr);
+  std::vector<std::string> not_modeled;
+  in.model = parse_model(model_doc, model_file, &not_modeled);
   if (in.model.model_name.empty()) in.model.model_name = a.model;
   in.base = parse_strategy(base_doc, strategy_file);
+  // The same words as `calisim simulate` (cli/config_catalog.cc, simulator/simulate.cc).
+  for (const auto& f : not_modeled) in.warnings.push_back("model field '" + f + "' is accepted but not modeled");
+  for (const auto& f : in.base.not_modeled_fields) {
+    in.warnings.push_back("strategy field '" + f + "' is accepted for SimuMax compatibility but not modeled");
+  }
   in.system = parse_system(system_doc, in.system_file);
+  if (a.memory_margin_gb >= in.system.device.memory_gb) {
+    throw InputError("<command line>", "--memory-margin-gb",
+                     fmt::format("a margin of {} GB leaves nothing of the {} GB of {} ({})", a.memory_margin_gb,
+                                 in.system.device.memory_gb, in.system.device.name, in.system_file));
+  }
 
   SearchSpace& s = in.lists;
   s.world_size = a.world_size;
   s.global_batch_size = a.global_batch_size;
-  s.tp = a.tp, s.pp = a.pp, s.vpp = a.vpp, s.cp = a.cp, s.ep = a.ep, s.zero = a.zero;
-  s.mbs.assign(a.mbs.begin(), a.mbs.end());
+  s.tp = unique_in_order(a.tp), s.pp = unique_in_order(a.pp), s.vpp = unique_in_order(a.vpp);
+  s.cp = unique_in_order(a.cp), s.ep = unique_in_order(a.ep), s.zero = unique_in_order(a.zero);
+  const std::vector<long long> mbs = unique_in_order(a.mbs);
+  s.mbs.assign(mbs.begin(), mbs.end());
   s.cp_comm = parse_named_list(a.cp_comm_types, parse_cp_comm_type, "p2p, a2a or allgather", "<command line>",
                                "--cp-comm-type");
   s.dispatchers = parse_named_list(a.dispatchers, parse_moe_dispatcher, "alltoall, allgather or flex",
@@ -123,7 +179,8 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   }
   for (const auto& r : a.recompute) {
     try {
-      s.recompute.push_back(parse_recompute_choice(r));
+      const RecomputeChoice c = parse_recompute_choice(r);
+      if (std::find(s.recompute.begin(), s.recompute.end(), c) == s.recompute.end()) s.recompute.push_back(c);
     } catch (const std::invalid_argument& e) {
       throw InputError("<command line>", "--recompute", e.what());
     }

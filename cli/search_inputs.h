@@ -43,6 +43,9 @@ struct SpaceInputs {
   SystemConfig system;
   std::string system_file;
   SearchSpace lists;  // the user's lists (empty = default), world size and batch set
+  // Config fields (model and base strategy, --set included) that are accepted but not modeled,
+  // worded as `calisim simulate` words them; the commands print them and list them in --json.
+  std::vector<std::string> warnings;
 };
 
 // Resolves, reads, applies --set and parses. `require_batch` demands world size and batch.

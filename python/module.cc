@@ -33,11 +33,10 @@ using nlohmann::json;
 namespace calisim::python {
 namespace {
 
+// Singular or plural, as `calisim configs list` takes them; a ValueError names the valid ones.
 cli::ConfigKind parse_kind(const std::string& kind) {
-  if (kind == "model") return cli::ConfigKind::model;
-  if (kind == "strategy") return cli::ConfigKind::strategy;
-  if (kind == "system") return cli::ConfigKind::system;
-  throw std::invalid_argument("config kind must be model, strategy or system, got '" + kind + "'");
+  if (const auto k = cli::parse_config_kind(kind)) return *k;
+  throw std::invalid_argument("config kind must be " + std::string(cli::kConfigKindNames) + ", got '" + kind + "'");
 }
 
 // JSON text from Python; a syntax error is the caller's bug, reported with the file it names.
@@ -171,6 +170,7 @@ PYBIND11_MODULE(_core, m) {
         q.db = r.value("db", std::string());
         q.csv_path = r.value("csv_path", std::string());
         q.out_path = r.value("out_path", std::string());
+        q.arg_names = r.value("arg_names", json::object());
         py::gil_scoped_release release;
         return run_search_request(q).dump();
       },

@@ -26,13 +26,23 @@ struct SearchRequest {
   std::string db;          // efficiency database; empty = the system file's, if any
   std::string csv_path;    // every feasible candidate (implies keep_all), CLI --csv format; empty = none
   std::string out_path;    // the top K, CLI --out format; empty = none
+  // Optional {"tp": "tp_search_list", ...}: the caller's names for the space and option keys, used
+  // in messages (default: calisim.search's keywords).
+  nlohmann::json arg_names;
 };
 
-// Returns {"model", "system", "world_size", "global_batch_size", "seq_len", "efficiency_db",
-// "counts", "elapsed_s", "candidates_per_s", "top": [...], "feasible": [...], "explanation",
-// "smallest"} with candidates in the CLI's --json form, and "accuracy" when asked (and a layout fits). Throws InputError for bad configs, an
-// unknown recompute name, an unmodeled ZeRO stage or an empty space; "nothing fits" is not an
-// error here: "explanation" says why and "top" is empty.
+// Returns the document of `calisim search --json` for the same inputs: {"model", "system",
+// "world_size", "global_batch_size", "seq_len", "efficiency_db", "counts", "elapsed_s",
+// "candidates_per_s", "top": [...], "feasible", "explanation", "smallest", "warnings"} with
+// candidates in the CLI's --json form; "feasible" is every feasible candidate with
+// options.keep_all, else null; "smallest" the legal layout needing the least memory when nothing
+// fits, else null; "accuracy" when asked (and a layout fits).
+// Throws InputError naming the argument (space key, or its arg_names entry) for: a size below 1
+// (tp, pp, vpp, cp, ep, etp, mbs), a ZeRO stage outside 0..3, an empty list, a fraction or bool
+// where a whole number belongs, world_size / global_batch_size / seq_len / top_k below 1, threads
+// below 0, a memory_margin_gb that is negative, not finite or not below the device memory, an
+// unknown objective, recompute, cp_comm_type or dispatcher name, and bad configs. Lists lose
+// repeats. "Nothing fits" is not an error here: "explanation" says why and "top" is empty.
 nlohmann::json run_search_request(const SearchRequest& request);
 
 }  // namespace calisim::python

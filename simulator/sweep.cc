@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 #include "simulator/default_efficiency.h"
@@ -57,7 +58,9 @@ double hardware_value(const SystemConfig& s, HardwareParam p) {
 }
 
 SystemConfig with_hardware(const SystemConfig& base, HardwareParam p, double v) {
-  if (!(v > 0)) throw std::invalid_argument(fmt::format("{} must be positive, got {}", to_string(p), v));
+  if (!std::isfinite(v) || !(v > 0)) {
+    throw std::invalid_argument(fmt::format("{} must be a finite positive number, got {}", to_string(p), v));
+  }
   SystemConfig s = base;
   switch (p) {
     case HardwareParam::peak_bf16: {
@@ -74,9 +77,18 @@ SystemConfig with_hardware(const SystemConfig& base, HardwareParam p, double v) 
       s.scale_out.gpu_gb_s = v * s.nics_per_node / s.gpus_per_node;
       break;
     case HardwareParam::scaleup_domain: {
-      const int d = static_cast<int>(std::lround(v));
-      if (d < 1) throw std::invalid_argument("scaleup_domain must be at least 1");
-      s.scale_up_domain_size = d;
+      // A domain holds whole GPUs; a range's geometric points land on whole numbers only up to
+      // rounding error, which is all this tolerates (8.5 GPUs would silently become 9 otherwise).
+      const long long d = std::llround(v);
+      if (std::abs(v - static_cast<double>(d)) > 1e-9 * v) {
+        throw std::invalid_argument(fmt::format("scaleup_domain must be a whole number of GPUs, got {:g}", v));
+      }
+      if (d < 1 || d > std::numeric_limits<int>::max()) {
+        throw std::invalid_argument(fmt::format("scaleup_domain must be between 1 and {} GPUs, got {:g}",
+                                                std::numeric_limits<int>::max(), v));
+      }
+      v = static_cast<double>(d);
+      s.scale_up_domain_size = static_cast<int>(d);
       break;
     }
   }
@@ -95,8 +107,13 @@ std::vector<double> parse_sweep_values(const std::string& spec, double base_valu
     } catch (const std::exception&) {
       used = 0;
     }
-    if (used == 0 || used != t.size() || !(v > 0)) throw std::invalid_argument("bad sweep value '" + t + "'");
-    return mult ? v * base_value : v;
+    if (used == 0 || used != t.size() || !std::isfinite(v) || !(v > 0)) {
+      throw std::invalid_argument("bad sweep value '" + t + "' (expected a finite positive number, or a multiple "
+                                  "such as 2x)");
+    }
+    const double out = mult ? v * base_value : v;
+    if (!std::isfinite(out)) throw std::invalid_argument("sweep value '" + t + "x' overflows");
+    return out;
   };
   std::vector<double> out;
   const auto dots = spec.find("..");
@@ -147,12 +164,14 @@ SweepPoint search_point(const ModelConfig& model, const StrategyConfig& base, co
   const SearchResult r = run_search(model, base, sys, eff, sp, so);
   SweepPoint p;
   p.feasible = !r.top.empty();
+  // have_smallest is set by every legal layout, fitting or not.
+  p.legal = p.feasible || r.have_smallest;
   if (p.feasible) {
     p.best = r.top.front();
     p.limit = bottleneck(p.best);
   } else {
     p.explanation = r.explanation;
-    p.limit = "memory capacity (nothing fits)";
+    p.limit = p.legal ? kNothingFits : kNoLegalLayout;
   }
   return p;
 }
@@ -191,26 +210,48 @@ std::vector<ScalePoint> sweep_scale(const ModelConfig& model, const StrategyConf
                                     const std::vector<SystemConfig>& systems, const std::vector<int>& gpus,
                                     long long gbs, bool weak, double train_tokens, const SearchSpace& lists,
                                     const SearchOptions& o) {
+  if (gpus.empty()) throw std::invalid_argument("no GPU counts to scale over");
+  for (int n : gpus) {
+    if (n < 1) throw std::invalid_argument(fmt::format("GPU counts must be positive, got {}", n));
+  }
+  if (gbs < 1) throw std::invalid_argument(fmt::format("the global batch must be positive, got {}", gbs));
+  if (!std::isfinite(train_tokens) || !(train_tokens > 0)) {
+    throw std::invalid_argument(fmt::format("the token budget must be a finite positive number, got {}", train_tokens));
+  }
   std::vector<ScalePoint> out;
   for (const SystemConfig& sys : systems) {
     for (int n : gpus) {
       SearchSpace sp = lists;
       sp.world_size = n;
-      sp.global_batch_size = weak ? gbs * n / gpus.front() : gbs;
-      if (!sp.pp.empty()) {
-        // Keep only pp sizes that divide this world (lists given for the largest point).
-        std::vector<int> keep;
-        for (int p : sp.pp) if (n % p == 0) keep.push_back(p);
-        sp.pp = keep.empty() ? std::vector<int>{1} : keep;
+      if (weak && (gbs * n) % gpus.front() != 0) {
+        // A batch of 42.67 sequences does not exist; rounding it would study a different batch.
+        throw std::invalid_argument(fmt::format("weak scaling from {} GPUs at global batch {} gives {} x {} / {} "
+                                                "sequences at {} GPUs, not a whole number",
+                                                gpus.front(), gbs, gbs, n, gpus.front(), n));
       }
-      StrategyConfig b = base;
-      b.global_batch_size = sp.global_batch_size;
-      const SweepPoint p = search_point(model, b, sys, sp, o);
+      sp.global_batch_size = weak ? gbs * n / gpus.front() : gbs;
       ScalePoint s;
       s.system = sys.name;
       s.gpus = n;
       s.global_batch_size = sp.global_batch_size;
+      if (!sp.pp.empty()) {
+        // Keep only pp sizes that divide this world (lists given for the largest point). None
+        // left means no legal layout here: searching other pp sizes would answer another question.
+        std::vector<int> keep;
+        for (int p : sp.pp) if (n % p == 0) keep.push_back(p);
+        if (keep.empty()) {
+          s.explanation = fmt::format("no legal layout: none of the pipeline sizes given divides {} GPUs", n);
+          out.push_back(s);
+          if (o.progress) o.progress(out.size(), systems.size() * gpus.size());
+          continue;
+        }
+        sp.pp = keep;
+      }
+      StrategyConfig b = base;
+      b.global_batch_size = sp.global_batch_size;
+      const SweepPoint p = search_point(model, b, sys, sp, o);
       s.feasible = p.feasible;
+      s.legal = p.legal;
       s.best = p.best;
       s.explanation = p.explanation;
       if (p.feasible) {
@@ -238,6 +279,7 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
     const Candidate& b = best.candidate;
     step.is_best = c.tp == b.tp && c.pp == b.pp && c.vpp == b.vpp && c.mbs == b.mbs && c.recompute == b.recompute &&
                    c.zero == b.zero && c.cp == b.cp && c.ep == b.ep && c.order == b.order &&
+                   c.tp_2d_rows == b.tp_2d_rows && c.cp_2d_rows == b.cp_2d_rows &&
                    (c.etp == 0 || c.etp == b.etp) && (c.cp_comm < 0 || c.cp_comm == b.cp_comm) &&
                    (c.dispatcher < 0 || c.dispatcher == b.dispatcher);
     std::string why;
@@ -278,6 +320,9 @@ std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyCon
   for (auto v : space.mbs) { Candidate c = b; c.mbs = v; try_one("mbs", std::to_string(v), c); }
   for (auto v : space.recompute) { Candidate c = b; c.recompute = v; try_one("recompute", to_string(v), c); }
   for (int v : space.zero) { Candidate c = b; c.zero = v; try_one("zero", std::to_string(v), c); }
+  // Grid rows, when the space tries 2D grids (its lists then hold 0 for 1D as well).
+  for (int v : space.tp_2d_rows) { Candidate c = b; c.tp_2d_rows = v; try_one("tp_2d_rows", std::to_string(v), c); }
+  for (int v : space.cp_2d_rows) { Candidate c = b; c.cp_2d_rows = v; try_one("cp_2d_rows", std::to_string(v), c); }
   // Placements: one step per distinct way of filling the domain (equivalent orders skipped).
   for (const RankOrder& v : space.orders) {
     Candidate c = b;

@@ -31,11 +31,13 @@ const char* unit_of(HardwareParam p);
 HardwareParam parse_hardware_param(const std::string& name);  // throws std::invalid_argument
 double hardware_value(const SystemConfig& s, HardwareParam p);
 // Returns a copy of `base` with `p` set to `value` (derived fields such as the per-GPU NIC share
-// follow). Throws std::invalid_argument for non-positive values.
+// follow). Throws std::invalid_argument for values that are not finite and positive, and for a
+// scaleup_domain that is not a whole number of GPUs.
 SystemConfig with_hardware(const SystemConfig& base, HardwareParam p, double value);
 
 // Parses a value list: "1000,2000", "0.5x,1x,2x" (multiples of `base_value`), or a range "a..b"
-// (also with x) spread geometrically over `points` values. Throws std::invalid_argument.
+// (also with x) spread geometrically over `points` values (at least 2). Every value must be finite
+// and positive. Throws std::invalid_argument naming the bad value.
 std::vector<double> parse_sweep_values(const std::string& spec, double base_value, int points);
 
 // What limits a layout: the largest part of its step time, named for the hardware behind it.
@@ -43,11 +45,16 @@ std::string bottleneck(const CandidateResult& r);
 
 struct SweepPoint {
   std::vector<double> values;     // the varied parameters' values at this point
-  bool feasible = false;
+  bool feasible = false;          // some layout is legal and fits in memory
+  bool legal = false;             // some layout passes the divisibility and batch rules (fitting or not)
   CandidateResult best;           // valid when feasible
-  std::string explanation;        // why nothing fits, when infeasible
-  std::string limit;              // bottleneck(best), or "memory capacity" when nothing fits
+  std::string explanation;        // the search's reason, when infeasible
+  // bottleneck(best); when infeasible kNothingFits (legal layouts exist, none fits in memory) or
+  // kNoLegalLayout (no layout passes the rules, so memory is not the reason).
+  std::string limit;
 };
+inline constexpr const char* kNothingFits = "memory capacity (nothing fits)";
+inline constexpr const char* kNoLegalLayout = "no legal layout (divisibility and batch rules)";
 
 // One search per point of the cartesian product of `values` (one list per parameter).
 std::vector<SweepPoint> sweep_hardware(const ModelConfig& model, const StrategyConfig& base,
@@ -59,21 +66,28 @@ struct ScalePoint {
   std::string system;
   int gpus = 0;
   long long global_batch_size = 0;
-  bool feasible = false;
-  CandidateResult best;
-  std::string explanation;
-  double time_to_train_s = 0;   // train_tokens / tokens per second
-  double gpu_hours = 0;
+  bool feasible = false;        // as SweepPoint
+  bool legal = false;           // as SweepPoint
+  CandidateResult best;         // valid when feasible
+  std::string explanation;      // the search's reason (or the pp lists'), when infeasible
+  double time_to_train_s = 0;   // train_tokens / tokens per second; 0 when infeasible
+  double gpu_hours = 0;         // 0 when infeasible
 };
 
 // Strong scaling (fixed global batch) or weak scaling (global batch ∝ GPUs from the first count).
+// A given pp list is kept to the sizes dividing each count; a count that none divides has no
+// legal layout (the point says so rather than searching other pp sizes). Throws
+// std::invalid_argument for no GPU counts, a count or batch below 1, train_tokens that is not
+// finite and positive, and a weak-scaled batch that is not a whole number of sequences.
 std::vector<ScalePoint> sweep_scale(const ModelConfig& model, const StrategyConfig& base,
                                     const std::vector<SystemConfig>& systems, const std::vector<int>& gpus,
                                     long long global_batch_size, bool weak, double train_tokens,
                                     const SearchSpace& space_lists, const SearchOptions& options);
 
 struct LayoutStep {
-  std::string dimension;        // "tp", "pp", "vpp", "cp", "ep", "mbs", "recompute", "zero", "order"
+  // "tp", "pp", "vpp", "cp", "ep", "etp", "cp_comm", "dispatcher", "mbs", "recompute", "zero",
+  // "tp_2d_rows", "cp_2d_rows" (0 = 1D; walked when the space tries grids) or "order"
+  std::string dimension;
   std::string value;
   bool is_best = false;
   bool legal = false, fits = false;
@@ -81,7 +95,8 @@ struct LayoutStep {
   CandidateResult result;       // valid when legal
 };
 
-// Walks each dimension of `space` around `best`, keeping the others at the best's values.
+// Walks each dimension of `space` around `best`, keeping the others at the best's values (2D TP
+// and CP grids included: a step changing tp keeps the best's grid rows, so it may be illegal).
 std::vector<LayoutStep> walk_layouts(const ModelConfig& model, const StrategyConfig& base,
                                      const SystemConfig& system, const EfficiencyModel& efficiency,
                                      const SearchSpace& space, const CandidateResult& best,

@@ -32,10 +32,20 @@ def config_root():
     return _bundled_configs() or _core.config_root()
 
 
+def _kind(kind):
+    """The singular kind of "model"/"models", "strategy"/"strategies", "system"/"systems" (as
+    `calisim configs list` takes them); ValueError naming the valid kinds otherwise."""
+    for one, folder in _KIND_DIRS.items():
+        if kind in (one, folder):
+            return one
+    raise ValueError(f"config kind must be model(s), strategy/strategies or system(s), got {kind!r}")
+
+
 def resolve_config(kind, name_or_path):
     """Path of a config: a name with '/' or ending in .json is a path; anything else is a shipped
-    name (kind: "model", "strategy" or "system"). ConfigError names the shipped configs when the
-    name is unknown, exactly as the CLI does."""
+    name (kind: "model", "strategy" or "system", or the plural). ConfigError names the shipped
+    configs when the name is unknown, exactly as the CLI does; ValueError for an unknown kind."""
+    kind = _kind(kind)
     name = os.fspath(name_or_path)
     bundled = _bundled_configs()
     is_path = "/" in name or name.endswith(".json")
@@ -47,7 +57,9 @@ def resolve_config(kind, name_or_path):
 
 
 def list_configs(kind):
-    """Shipped config names of one kind ("model", "strategy" or "system"), sorted."""
+    """Shipped config names of one kind ("model", "strategy" or "system", or the plural: "models",
+    "strategies", "systems"), sorted. ValueError naming the valid kinds for any other."""
+    kind = _kind(kind)
     root = config_root()
     folder = os.path.join(root, _KIND_DIRS[kind])
     if root == _core.config_root() or not os.path.isdir(folder):

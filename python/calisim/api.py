@@ -5,6 +5,8 @@ Both take configs as shipped names, paths, dicts or config objects; both give th
 as the `calisim` executable for the same inputs (the tests compare them).
 """
 import json
+import math
+import numbers
 import os
 
 from . import _native
@@ -75,38 +77,59 @@ class NoFeasibleLayout(ConfigError):
     the smallest layout)."""
 
 
+def _whole(value):
+    """An integer as JSON takes it (numpy integers included); anything else goes as it is, for the
+    C++ side to refuse with the argument's name (1.5 is not silently 1, True not 1)."""
+    if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+        return int(value)
+    return value
+
+
 def _int_list(values):
     if values is None:
         return None
-    if isinstance(values, int):
-        return [values]
-    return [int(v) for v in values]
+    if isinstance(values, (numbers.Number, str)):
+        return [_whole(values)]
+    return [_whole(v) for v in values]
+
+
+# calisim.search's keywords where they differ from the request's keys (messages name them).
+_SEARCH_ARG_NAMES = {"top_k": "top", "moe_dispatcher": "dispatcher"}
 
 
 def run_search(model, system, world_size, global_batch_size, strategy=None, seq_len=None, tp=None, pp=None,
                vpp=None, cp=None, ep=None, etp=None, cp_comm_type=None, mbs=None, recompute=None, zero=None, memory_margin_gb=0.0,
                dispatcher=None,
                allocated_memory=False, top=10, threads=0, keep_all=False, csv=None, out=None, db=None,
-               overrides=None, objective="mfu", accuracy=False, accuracy_runs=None):
-    """SearchResult of config objects (strategy may be None: calisim's defaults)."""
+               overrides=None, objective="mfu", accuracy=False, accuracy_runs=None, _arg_names=None):
+    """SearchResult of config objects (strategy may be None: calisim's defaults). _arg_names maps
+    request keys to the caller's argument names for messages (PerfLLM's tp_search_list, ...)."""
+    names = dict(_SEARCH_ARG_NAMES, **(_arg_names or {}))
+    if isinstance(memory_margin_gb, numbers.Real) and not math.isfinite(memory_margin_gb):
+        # JSON has no NaN or infinity; said here, with the argument's name, rather than by json.dumps.
+        raise ConfigError(f"<search>: {names.get('memory_margin_gb', 'memory_margin_gb')}: expected a finite "
+                          f"number of GB >= 0, got {memory_margin_gb}")
     strategy_doc = strategy.to_dict() if strategy is not None else {}
     request = {
         "model_doc": model.to_dict(), "model_file": model.file,
         "strategy_doc": strategy_doc, "strategy_file": strategy.file if strategy is not None else "<search defaults>",
         "system_doc": system.to_dict(), "system_file": system.file,
         "overrides": list(overrides or []),
-        "space": {"world_size": int(world_size), "global_batch_size": int(global_batch_size),
-                  "seq_len": int(seq_len or 0), "tp": _int_list(tp), "pp": _int_list(pp), "vpp": _int_list(vpp),
+        "space": {"world_size": _whole(world_size), "global_batch_size": _whole(global_batch_size),
+                  "seq_len": None if seq_len is None else _whole(seq_len), "tp": _int_list(tp), "pp": _int_list(pp), "vpp": _int_list(vpp),
                   "cp": _int_list(cp), "ep": _int_list(ep), "etp": _int_list(etp),
                   "cp_comm_type": [cp_comm_type] if isinstance(cp_comm_type, str) else cp_comm_type, "zero": _int_list(zero), "mbs": _int_list(mbs),
                   "moe_dispatcher": [dispatcher] if isinstance(dispatcher, str) else dispatcher,
                   "recompute": [recompute] if isinstance(recompute, str) else recompute},
-        "options": {"top_k": int(top), "threads": int(threads), "memory_margin_gb": float(memory_margin_gb),
+        "options": {"top_k": _whole(top), "threads": _whole(threads),
+                    "memory_margin_gb": (float(memory_margin_gb) if isinstance(memory_margin_gb, numbers.Real)
+                                         and not isinstance(memory_margin_gb, bool) else memory_margin_gb),
                     "use_reserved_memory": not allocated_memory, "keep_all": bool(keep_all),
                     "objective": objective, "accuracy": bool(accuracy or accuracy_runs),
                     "accuracy_runs": [os.fspath(r) for r in ([accuracy_runs] if isinstance(accuracy_runs, (str, os.PathLike))
                                                              else (accuracy_runs or []))]},
         "db": os.fspath(db or ""), "csv_path": os.fspath(csv or ""), "out_path": os.fspath(out or ""),
+        "arg_names": names,
     }
     if objective not in ("mfu", "tokens"):
         raise ConfigError(f"<search>: objective: expected mfu or tokens, got '{objective}'")
@@ -124,6 +147,11 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
     allocated_memory, top, threads, keep_all, csv, out, db, overrides, objective, accuracy /
     accuracy_runs (``result.accuracy``: the best layout beside the validated runs of its class, as
     `calisim search --accuracy`).
+    The result is `calisim search --json`'s document: ``feasible`` is every feasible candidate with
+    keep_all=True, else None; ``smallest`` is None unless nothing fits; ``warnings`` lists config
+    fields accepted but not modeled. Sizes must be whole numbers >= 1 (zero 0..3), lists lose
+    repeats, seq_len / top must be positive, memory_margin_gb finite, >= 0 and below the device
+    memory: ConfigError naming the argument otherwise.
     The GIL is released while it runs. Raises NoFeasibleLayout when nothing fits.
     """
     result = run_search(ModelConfig.load(model), SystemConfig.load(system), world_size, global_batch_size,

@@ -10,6 +10,8 @@ Differences from SimuMax (docs/python.md): system configs are calisim system fil
 bytes and times in seconds; the search also uses calisim's exact pruned search, not a loop.
 """
 import json
+import math
+import numbers
 import os
 
 from . import _native
@@ -19,6 +21,12 @@ from .configs import ModelConfig, StrategyConfig, SystemConfig
 from .simumax_results import cost_result, mem_result
 
 _GIB_IN_GB = 2 ** 30 / 1e9
+
+# SimuMax's argument names for the search request's keys, so messages name what the caller wrote.
+_SIMUMAX_ARG_NAMES = {"tp": "tp_search_list", "ep": "ep_search_list", "pp": "pp_search_list",
+                      "vpp": "vpp_search_list", "mbs": "micro_batch_size", "recompute": "recompute_search_type",
+                      "memory_margin_gb": "gmi_error", "top_k": "top_k", "cp": "strategy cp_size",
+                      "zero": "strategy zero_state", "seq_len": "strategy seq_len"}
 
 
 class PerfLLM:
@@ -165,6 +173,9 @@ class PerfLLM:
         self._require_configured()
         if use_etp:
             raise ConfigError("search: use_etp is not searched by calisim (expert tensor parallelism follows etp_size)")
+        if (not isinstance(gmi_error, numbers.Real) or isinstance(gmi_error, bool) or not math.isfinite(gmi_error)
+                or gmi_error < 0):
+            raise ConfigError(f"<search>: gmi_error: expected a finite number of GiB >= 0, got {gmi_error!r}")
         strategy = self.strategy.parsed()
         is_moe = self.model_config.model_type == "moe"
         tp = tp_search_list if tp_search_list is not None else ([1] if is_moe else [1, 2, 4, 8])
@@ -182,7 +193,8 @@ class PerfLLM:
                          tp=tp, pp=pp_search_list, vpp=vpp_search_list, cp=[strategy["cp_size"]], ep=ep,
                          mbs=micro_batch_size, recompute=recompute, zero=[strategy["zero_state"]],
                          memory_margin_gb=gmi_error * _GIB_IN_GB, allocated_memory=not use_reserved_memory,
-                         top=top_k, keep_all=keep_all, csv=csv_path, out=out_path, db=self.db)
+                         top=top_k, keep_all=keep_all, csv=csv_path, out=out_path, db=self.db,
+                         _arg_names=_SIMUMAX_ARG_NAMES)
         if all_search_result is not None:
             for row in res.to_dict()["feasible"]:
                 for key, value in _simumax_row(row).items():

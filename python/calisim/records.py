@@ -119,12 +119,18 @@ class SimulationResult(Record):
 
 
 class SearchResult(Record):
-    """A strategy search: the fields of `calisim search --json` plus "feasible" (every feasible
-    candidate, when requested) and "smallest" (the legal layout needing the least memory)."""
+    """A strategy search: the fields of `calisim search --json` for the same inputs (the tests
+    compare them): "top", "counts", "explanation", "warnings", "feasible" (every feasible
+    candidate with keep_all=True, else None, as the CLI's null) and "smallest" (the legal layout
+    needing the least memory when nothing fits, else None)."""
     __slots__ = ()
 
     def to_dataframe(self, which="top"):
-        """pandas DataFrame of the "top" (default) or "feasible" candidates."""
+        """pandas DataFrame of the "top" (default) or "feasible" candidates (keep_all=True)."""
+        if which not in ("top", "feasible"):
+            raise ValueError(f"which must be 'top' or 'feasible', got {which!r}")
+        if self._data[which] is None:
+            raise ValueError("no feasible list in this result: search(..., keep_all=True) asks for one")
         return _pandas().DataFrame(self._data[which])
 
 

@@ -90,7 +90,7 @@ def test_dispatcher_list_equals_cli():
                    "--top", "6", "--json")
     assert [c["moe_dispatcher"] for c in py.top] == [c["moe_dispatcher"] for c in cli["top"]]
     assert {c["moe_dispatcher"] for c in py.top} == {"alltoall", "flex"}
-    with pytest.raises(calisim.ConfigError, match="moe_dispatcher"):
+    with pytest.raises(calisim.ConfigError, match="<search>: dispatcher:"):
         calisim.search(dispatcher=["deepep"], **args)
 
 

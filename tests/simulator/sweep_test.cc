@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <limits>
+
 #include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
 #include "test_support.h"
@@ -162,6 +164,96 @@ TEST(Sweep, ScaleAndLayoutWalk) {
       EXPECT_GE(w.result.step_time_s, best.top.front().step_time_s * (1 - 1e-12));
     }
   }
+}
+
+
+// Values that are not finite and positive, and fractional domains, are refused (inf used to pass
+// and 8.5 GPUs became 9).
+TEST(Sweep, ValuesMustBeFinitePositiveAndDomainsWhole) {
+  Study s;
+  EXPECT_THROW(parse_sweep_values("inf", 1, 3), std::invalid_argument);
+  EXPECT_THROW(parse_sweep_values("nan", 1, 3), std::invalid_argument);
+  EXPECT_THROW(parse_sweep_values("1e999", 1, 3), std::invalid_argument);
+  EXPECT_THROW(parse_sweep_values("1x..2x", 1, 1), std::invalid_argument);
+  EXPECT_THROW(with_hardware(s.system, HardwareParam::hbm_gb_s, std::numeric_limits<double>::infinity()),
+               std::invalid_argument);
+  EXPECT_THROW(with_hardware(s.system, HardwareParam::scaleup_domain, 8.5), std::invalid_argument);
+  // A geometric range lands on whole domains up to rounding: 8, 24, 72.
+  for (double d : parse_sweep_values("8..72", 8, 3)) {
+    EXPECT_NO_THROW(with_hardware(s.system, HardwareParam::scaleup_domain, d)) << d;
+  }
+  SearchOptions o;
+  for (double tokens : {0.0, -1.0, std::numeric_limits<double>::quiet_NaN(), std::numeric_limits<double>::infinity()}) {
+    EXPECT_THROW(sweep_scale(s.model, s.base, {s.system}, {8}, 32, false, tokens, s.space, o), std::invalid_argument)
+        << tokens;
+  }
+  EXPECT_THROW(sweep_scale(s.model, s.base, {s.system}, {}, 32, false, 1e9, s.space, o), std::invalid_argument);
+  EXPECT_THROW(sweep_scale(s.model, s.base, {s.system}, {0}, 32, false, 1e9, s.space, o), std::invalid_argument);
+  EXPECT_THROW(sweep_scale(s.model, s.base, {s.system}, {3, 4}, 32, true, 1e9, s.space, o), std::invalid_argument);
+}
+
+// A point without any legal layout says so; it is not a memory problem.
+TEST(Sweep, IllegalPointsAreNotCalledMemoryLimited) {
+  Study s;
+  SearchOptions o;
+  SearchSpace sp = s.space;
+  sp.world_size = 100;  // 32 layers, 32 heads: no tp x pp x dp of 100 GPUs divides the batch of 32
+  const auto pts = sweep_hardware(s.model, s.base, s.system, sp, {HardwareParam::peak_bf16},
+                                  {{hardware_value(s.system, HardwareParam::peak_bf16)}}, o);
+  ASSERT_EQ(pts.size(), 1u);
+  EXPECT_FALSE(pts[0].feasible);
+  EXPECT_FALSE(pts[0].legal);
+  EXPECT_EQ(pts[0].limit, kNoLegalLayout);
+  EXPECT_NE(pts[0].explanation.find("no legal layout"), std::string::npos) << pts[0].explanation;
+
+  const auto big = sweep_hardware(s.model, s.base, s.system, s.space, {HardwareParam::memory_gb}, {{1.0}}, o);
+  ASSERT_EQ(big.size(), 1u);
+  EXPECT_FALSE(big[0].feasible);
+  EXPECT_TRUE(big[0].legal);
+  EXPECT_EQ(big[0].limit, kNothingFits);
+
+  const auto scale = sweep_scale(s.model, s.base, {s.system}, {16, 100}, 32, false, 1e9, s.space, o);
+  ASSERT_EQ(scale.size(), 2u);
+  EXPECT_TRUE(scale[0].feasible && scale[0].legal);
+  EXPECT_FALSE(scale[1].feasible || scale[1].legal);
+  EXPECT_EQ(scale[1].time_to_train_s, 0);
+
+  // A pp list none of whose sizes divides the count: illegal there, not searched with pp 1.
+  SearchSpace pp3 = s.space;
+  pp3.pp = {3};
+  const auto odd = sweep_scale(s.model, s.base, {s.system}, {16}, 32, false, 1e9, pp3, o);
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_FALSE(odd[0].legal);
+  EXPECT_NE(odd[0].explanation.find("pipeline sizes"), std::string::npos) << odd[0].explanation;
+}
+
+// With 2D TP grids in the space, the layout walk walks the grid rows and marks the best's.
+TEST(Sweep, LayoutWalkCoversTensorParallelGrids) {
+  Study s;
+  s.space.tp = {4};
+  s.space.tp_2d_rows = {0, 2};
+  DefaultEfficiencyModel eff(s.system);
+  SearchSpace sp = s.space;
+  fill_default_lists(sp, s.model, s.system.scale_up_domain_size);
+  SearchOptions o;
+  o.top_k = 1;
+  const SearchResult best = run_search(s.model, s.base, s.system, eff, sp, o);
+  ASSERT_FALSE(best.top.empty());
+  const auto walk = walk_layouts(s.model, s.base, s.system, eff, sp, best.top.front(), o);
+  int grid_steps = 0, marked = 0;
+  for (const auto& w : walk) {
+    if (w.dimension != "tp_2d_rows") continue;
+    ++grid_steps;
+    EXPECT_TRUE(w.legal) << w.value << ": " << w.why_not;
+    EXPECT_EQ(w.result.candidate.tp_2d_rows, std::stoi(w.value));
+    if (w.is_best) {
+      ++marked;
+      EXPECT_EQ(std::stoi(w.value), best.top.front().candidate.tp_2d_rows);
+      EXPECT_DOUBLE_EQ(w.result.step_time_s, best.top.front().step_time_s);
+    }
+  }
+  EXPECT_EQ(grid_steps, 2);
+  EXPECT_EQ(marked, 1);
 }
 
 }  // namespace
