@@ -9,9 +9,11 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include "core/error.h"
 
@@ -33,9 +35,24 @@ const std::vector<std::string> kSimuMaxRealColumns = {"measured_tflops_per_gpu",
                                                       "simumax_tflops_per_gpu", "simumax_peak_mem_gb",
                                                       "simumax_step_time_s"};
 
+// Integer columns where 0 means "none" (no shared expert, no leading dense layers, a dense
+// model's MoE columns); every other integer column is a count or size of at least 1.
+const std::vector<std::string> kZeroAllowedIntColumns = {"moe_num_experts", "moe_topk", "moe_ffn_hidden_size",
+                                                         "moe_shared_expert_ffn_hidden_size",
+                                                         "moe_first_k_dense_layers"};
+
 bool is_int_column(RunFormat f, const std::string& c) {
   const auto& v = f == RunFormat::published ? kPublishedIntColumns : kSimuMaxIntColumns;
   return std::find(v.begin(), v.end(), c) != v.end();
+}
+
+// Smallest value an integer column takes. Integers are read into `int` by the mapping, so the
+// largest is INT_MAX: a larger value is refused here rather than wrapping round in a cast.
+int min_int(RunFormat f, const std::string& c) {
+  return f == RunFormat::published && std::find(kZeroAllowedIntColumns.begin(), kZeroAllowedIntColumns.end(), c) !=
+                                          kZeroAllowedIntColumns.end()
+             ? 0
+             : 1;
 }
 
 std::optional<double> to_number(const std::string& s) {
@@ -55,7 +72,12 @@ std::string trim(const std::string& s) {
 
 }  // namespace
 
-CsvTable parse_csv(const std::string& text, const std::string& file) {
+CsvTable parse_csv(const std::string& text_with_bom, const std::string& file) {
+  // Spreadsheet programs save "CSV UTF-8" with a byte-order mark; it is not part of the first
+  // column's name (which would otherwise read as "\xEF\xBB\xBFrun_id", and the file as another format).
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  const std::string_view text =
+      std::string_view(text_with_bom).substr(std::string_view(text_with_bom).starts_with(kBom) ? kBom.size() : 0);
   std::vector<CsvRow> records;
   CsvRow cur;
   std::string cell;
@@ -171,9 +193,22 @@ std::vector<MeasuredRun> parse_measured_runs(const std::string& text, const std:
       if (s.empty()) continue;
       const auto v = to_number(s);
       const bool want_int = is_int_column(format, c);
+      const std::string where = fmt::format("line {}, column {}", row.line, c);
       if (!v || (want_int && *v != std::floor(*v))) {
-        throw InputError(file, fmt::format("line {}, column {}", row.line, c),
-                         fmt::format("expected {}, got '{}'", want_int ? "an integer" : "a number", s));
+        throw InputError(file, where, fmt::format("expected {}, got '{}'", want_int ? "an integer" : "a number", s));
+      }
+      if (want_int && (*v < min_int(format, c) || *v > std::numeric_limits<int>::max())) {
+        throw InputError(file, where,
+                         fmt::format("expected an integer from {} to {}, got '{}'", min_int(format, c),
+                                     std::numeric_limits<int>::max(), s));
+      }
+      // Every real column is a measured or published time, rate, share or size: 0 or less would
+      // turn into an infinite or negative error (or a memory figure read as "not measured").
+      if (!want_int && *v <= 0) {
+        throw InputError(file, where,
+                         fmt::format("expected a positive number, got '{}' (leave the cell empty when the source "
+                                     "does not give it)",
+                                     s));
       }
     }
     if (format == RunFormat::published) {

@@ -7,6 +7,8 @@
 #include <cctype>
 #include <cmath>
 #include <cstdio>
+#include <limits>
+#include <optional>
 #include <regex>
 
 namespace calisim::calibration {
@@ -74,6 +76,14 @@ MappedRun fail(MappedRun m, std::string reason) {
 }
 
 long long as_int(double v) { return std::llround(v); }
+
+// A layout dimension (GPU count, parallel size) as the int the strategy takes. parse_measured_runs
+// bounds integer columns to [1, INT_MAX]; a MeasuredRun built another way is checked here too, so
+// an out-of-range count is a row that cannot be simulated, never a cast that wraps round.
+std::optional<int> layout_int(double v) {
+  if (!(v >= 1 && v <= std::numeric_limits<int>::max()) || v != std::floor(v)) return std::nullopt;
+  return static_cast<int>(v);
+}
 
 // The MLA parameters written as "mla(q_lora=1536,kv_lora=512,qk_head=128,qk_rope=64,v_head=128)".
 bool parse_mla(const std::string& text, nlohmann::json& model) {
@@ -226,13 +236,24 @@ MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
   }
   const long long layers = as_int(*r.number("num_layers"));
   m.model["layer_num"] = layers;
-  const int tp = static_cast<int>(*r.number("tp")), pp = static_cast<int>(*r.number("pp"));
-  const int ep = static_cast<int>(*r.number("ep")), dp = static_cast<int>(*r.number("dp"));
+  int dims[4] = {};
+  const char* const dim_names[4] = {"tp", "pp", "ep", "dp"};
+  for (int i = 0; i < 4; ++i) {
+    const auto v = layout_int(*r.number(dim_names[i]));
+    if (!v) return fail(m, fmt::format("{} {} is not a parallel size from 1 to {}", dim_names[i],
+                                       *r.number(dim_names[i]), std::numeric_limits<int>::max()));
+    dims[i] = *v;
+  }
+  const int tp = dims[0], pp = dims[1], ep = dims[2], dp = dims[3];
+  const long long world = static_cast<long long>(tp) * pp * dp;
+  if (world > std::numeric_limits<int>::max()) {
+    return fail(m, fmt::format("tp·pp·dp = {} GPUs is more than {}", world, std::numeric_limits<int>::max()));
+  }
   m.strategy = {{"seq_len", as_int(*r.number("seq_len"))},
                 {"micro_batch_size", as_int(*r.number("micro_batch_size"))},
                 {"micro_batch_num", as_int(*r.number("micro_batch_num"))},
                 {"dtype", "bf16"},
-                {"world_size", tp * pp * dp},
+                {"world_size", world},
                 {"tp_size", tp},
                 {"pp_size", pp},
                 {"ep_size", ep},
@@ -443,8 +464,14 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   }
 
   // ---- Strategy: layout.
-  const int gpus = static_cast<int>(*num("num_gpus"));
-  const auto layout_dim = [&](const char* c, int dflt) { return num(c) ? static_cast<int>(*num(c)) : dflt; };
+  // Layout columns as ints, checked before the cast (0 where a value is out of range: refused below).
+  const auto layout_dim = [&](const char* c, int dflt) { return num(c) ? layout_int(*num(c)).value_or(0) : dflt; };
+  for (const char* c : {"num_gpus", "tp", "pp", "vpp", "cp", "ep", "etp"}) {
+    if (num(c) && !layout_int(*num(c))) {
+      return fail(m, fmt::format("{} {} is not a count from 1 to {}", c, *num(c), std::numeric_limits<int>::max()));
+    }
+  }
+  const int gpus = layout_dim("num_gpus", 0);
   const int tp = layout_dim("tp", 1), pp = layout_dim("pp", 1);
   int vpp = std::max(1, layout_dim("vpp", 1));
   const int cp = layout_dim("cp", 1), ep = layout_dim("ep", 1);
@@ -465,7 +492,7 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   int etp = 1;
   if (moe) {
     if (num("etp")) {
-      etp = static_cast<int>(*num("etp"));
+      etp = layout_dim("etp", 1);
     } else if (bridge && (key == "deepseek_v3" || key.rfind("qwen3", 0) == 0)) {
       // Megatron-Bridge's performance workloads for these MoE models set expert_tensor_parallel_size=1
       // in their base config (scripts/performance/configs/{deepseek,qwen}/*_workload_base_configs.py).
@@ -476,7 +503,7 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       }
     } else {
       etp = tp;
-      const int expert_group = ep * tp * pp;
+      const long long expert_group = static_cast<long long>(ep) * tp * pp;
       if (tp > 1 && expert_group > 0 && gpus % expert_group != 0) {
         // Megatron's default etp = tp would need ep·tp·pp ranks to divide the GPUs; only etp 1 fits.
         etp = 1;
@@ -488,9 +515,11 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       }
     }
   }
-  if (tp * pp * cp <= 0 || gpus % (tp * pp * cp) != 0)
-    return fail(m, fmt::format("{} GPUs are not a multiple of tp·pp·cp = {}", gpus, tp * pp * cp));
-  const int dp = gpus / (tp * pp * cp);
+  // In 64 bits: three counts of up to INT_MAX each.
+  const long long tp_pp_cp = static_cast<long long>(tp) * pp * cp;
+  if (tp_pp_cp <= 0 || gpus % tp_pp_cp != 0)
+    return fail(m, fmt::format("{} GPUs are not a multiple of tp·pp·cp = {}", gpus, tp_pp_cp));
+  const int dp = static_cast<int>(gpus / tp_pp_cp);
   m.layout = fmt::format("tp{} pp{} vpp{} cp{} ep{} dp{}", tp, pp, vpp, cp, ep, dp);
   nlohmann::json& st = m.strategy;
   st = {{"seq_len", as_int(*num("seq_len"))},
@@ -778,7 +807,8 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   // ---- Recompute.
   const std::string rc = lower(r.text("recompute"));
   const long long layers = md["layer_num"].get<long long>();
-  const long long per_chunk = (layers + pp * vpp - 1) / (pp * vpp);
+  const long long chunks = static_cast<long long>(pp) * vpp;
+  const long long per_chunk = (layers + chunks - 1) / chunks;
   if (rc.rfind("full", 0) == 0) {
     st["recompute_granularity"] = "full_block";
     st["recompute_layer_num"] = per_chunk;

@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <map>
+#include <optional>
 #include <stdexcept>
 
 namespace calisim::calibration {
@@ -23,10 +25,15 @@ RowResult base_row(const MeasuredRun& run, const MappedRun& mapped) {
   r.layout = mapped.layout;
   r.inferred = mapped.inferred;
   r.warnings = mapped.warnings;
+  // The GPU count as an int, range-checked before the cast (0 = not known: a count past INT_MAX
+  // is a row the mapping refuses, and must not wrap round into a negative count here).
+  const auto gpu_count = [](std::optional<double> v) {
+    return v && *v >= 0 && *v <= std::numeric_limits<int>::max() ? static_cast<int>(*v) : 0;
+  };
   if (run.format == RunFormat::published) {
-    r.gpus = run.number("num_gpus") ? static_cast<int>(*run.number("num_gpus")) : 0;
+    r.gpus = gpu_count(run.number("num_gpus"));
   } else {
-    r.gpus = static_cast<int>(*run.number("tp") * *run.number("pp") * *run.number("dp"));
+    r.gpus = gpu_count(*run.number("tp") * *run.number("pp") * *run.number("dp"));
   }
   return r;
 }

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 #include <unistd.h>
 
+#include <array>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -136,6 +137,58 @@ ordered_json base_system_doc(const std::string& file, const std::vector<std::str
 }
 
 std::string num(double v) { return fmt::format("{:.4g}", v); }
+
+// The device's GEMM and attention rows are fractions of its dense peak per dtype: a record without
+// the peak (a database imported from a CSV export, which has device names only) cannot be fitted.
+// Refused naming the device (as `calisim predict` does) rather than calibrating from what is left.
+void require_peaks(const cal::DeviceRows& rows, const std::string& db_path) {
+  std::array<bool, kDTypeCount> used{};
+  for (const auto& b : rows.runs) {
+    for (const auto& r : b.rows.gemm) used[static_cast<int>(r.key.dtype)] = true;
+    for (const auto& r : b.rows.attention) used[static_cast<int>(r.key.dtype)] = true;
+  }
+  std::string missing;
+  for (int t = 0; t < kDTypeCount; ++t) {
+    if (used[t] && !(rows.record.peak_tflops[t] > 0)) {
+      missing += (missing.empty() ? "" : ", ") + std::string(to_string(static_cast<DType>(t)));
+    }
+  }
+  if (missing.empty()) return;
+  throw InputError(db_path, fmt::format("device '{}'", rows.record.name),
+                   fmt::format("its specs are missing: it has GEMM / attention rows in {} but no dense peak for {} "
+                               "(a database imported from a CSV export has device names only; CSV carries no "
+                               "specs). Import the device's specs, e.g. `calisim db import {} --from EXPORT.json` "
+                               "with a JSON export of the database the rows came from",
+                               missing, missing, db_path));
+}
+
+// `s` in single quotes (a quote inside written '\''): one shell word, so the printed command can
+// be pasted whatever the value holds (JSON lists, spaces).
+std::string single_quoted(const std::string& s) {
+  std::string out = "'";
+  for (char c : s) out += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return out + "'";
+}
+
+// `s` as one shell word: unchanged when it holds only characters no shell treats specially,
+// else single-quoted.
+std::string shell_quote(const std::string& s) {
+  const bool plain = !s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                                       "0123456789_-.,/:=+@%") == std::string::npos;
+  return plain ? s : single_quoted(s);
+}
+
+// The --set options the follow-up `calisim simulate` needs to reproduce this configuration: the
+// model.* and strategy.* ones. system.* overrides are already in the calibrated file (written
+// from the overridden system), and repeating them would replace the calibrated values.
+std::string simulate_overrides(const std::vector<std::string>& overrides) {
+  std::string out;
+  for (const auto& o : overrides) {
+    if (o.rfind("system.", 0) == 0) continue;
+    out += " --set " + single_quoted(o);
+  }
+  return out;
+}
 
 ordered_json to_json(const cal::Calibration& c) {
   ordered_json j;
@@ -275,6 +328,7 @@ void run(const CalibrateArgs& a) {
                      fmt::format("{}; nothing was measured ({}); {}", e.problem(),
                                  prof.reason.empty() ? "profiling did not run" : prof.reason, next));
   }
+  require_peaks(rows, a.db);
   const profiler::ProfilePlan missing = cal::missing_kernels(plan, rows);
   if (!a.plan_out.empty()) {
     profiler::ProfilePlan p = missing;
@@ -325,8 +379,8 @@ void run(const CalibrateArgs& a) {
     text += fmt::format("missing kernels written to {} (measure them: calisim profile run --plan {} --db {})\n",
                         a.plan_out, a.plan_out, a.db);
   }
-  text += fmt::format("simulate with it: calisim simulate --model {} --strategy {} --system {}\n", a.model, a.strategy,
-                      out_path);
+  text += fmt::format("simulate with it: calisim simulate --model {} --strategy {} --system {}{}\n",
+                      shell_quote(a.model), shell_quote(a.strategy), shell_quote(out_path), simulate_overrides(a.overrides));
   for (const auto& w : rc.warnings) text += "warning: " + w + "\n";
   fmt::print("{}", text);
 }

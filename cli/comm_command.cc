@@ -8,7 +8,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <cstdint>
 #include <fstream>
@@ -196,15 +195,23 @@ std::vector<Measured> read_nccl_tests(const std::string& file) {
     std::vector<std::string> tok;
     for (std::string t; ss >> t;) tok.push_back(t);
     const std::string where = fmt::format("line {}", line);
-    if (tok.size() != 13 || !std::isdigit(static_cast<unsigned char>(tok[0][0])))
+    // The column count and the size are separate checks, so that each message says what is wrong
+    // (a row of 13 fields with a negative size is not a row of the wrong width).
+    if (tok.size() != 13)
       throw InputError(file, where,
                        fmt::format("expected 13 columns 'size count type redop root time algbw busbw #wrong time "
                                    "algbw busbw #wrong' (nccl-tests table row) or a '#' comment, got {} fields",
                                    tok.size()));
     Measured m;
     m.line = line;
-    const double size = parse_number(tok[0], file, line, "size");
-    if (size < 1 || size != std::floor(size))
+    std::size_t used = 0;
+    double size = 0;
+    try {
+      size = std::stod(tok[0], &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != tok[0].size() || !std::isfinite(size) || size < 1 || size != std::floor(size))
       throw InputError(file, where, fmt::format("size '{}' is not a positive byte count", tok[0]));
     m.bytes = static_cast<std::int64_t>(size);
     m.time_us = parse_number(tok[5], file, line, "out-of-place time");

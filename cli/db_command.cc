@@ -3,6 +3,7 @@
 // document with --json; problems the user can fix are InputErrors (exit 2).
 #include <fmt/format.h>
 
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <memory>
@@ -65,6 +66,9 @@ ordered_json summary_json(const cdb::DeviceSummary& s) {
 std::string report_text(const cdb::MergeReport& r) {
   std::string text = fmt::format("added {} device(s), {} run(s), {} row(s); {} duplicate(s) skipped, {} conflict(s)\n",
                                  r.devices_added, r.runs_added, r.rows_added, r.duplicates, r.conflicts);
+  if (r.device_specs_filled > 0) {
+    text += fmt::format("  specs filled in for {} device(s) the database knew by name only\n", r.device_specs_filled);
+  }
   if (r.trace_kernels_added > 0 || r.trace_kernel_duplicates > 0) {
     text += fmt::format("  trace records: {} added, {} already there\n", r.trace_kernels_added,
                         r.trace_kernel_duplicates);
@@ -78,7 +82,8 @@ std::string report_text(const cdb::MergeReport& r) {
 }
 
 ordered_json report_json(const cdb::MergeReport& r) {
-  return {{"devices_added", r.devices_added}, {"runs_added", r.runs_added}, {"rows_added", r.rows_added},
+  return {{"devices_added", r.devices_added}, {"device_specs_filled", r.device_specs_filled},
+          {"runs_added", r.runs_added}, {"rows_added", r.rows_added},
           {"duplicates", r.duplicates},       {"conflicts", r.conflicts},
           {"trace_kernels_added", r.trace_kernels_added}, {"trace_kernel_duplicates", r.trace_kernel_duplicates},
           {"profile_log_added", r.profile_log_added}, {"profile_log_duplicates", r.profile_log_duplicates},
@@ -223,16 +228,11 @@ void run_query(const DbArgs& a) {
   }
 }
 
-void run_import(const DbArgs& a) {
-  const int sources = !a.simumax.empty() + !a.published.empty() + !a.from.empty();
-  if (sources != 1) {
-    throw InputError("<command line>", "db import", "give exactly one of --simumax, --published or --from");
-  }
+// The import itself; `dump` is the --from input, already read (empty for --simumax / --published,
+// which read their file against the open database).
+void import_into(const DbArgs& a, const cdb::Dump* dump) {
   auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::create);
   if (!a.simumax.empty()) {
-    if (a.device.empty()) {
-      throw InputError("<command line>", "db import --simumax", "--device NAME is required (the GPU the file describes)");
-    }
     const auto imp = cdb::import_simumax_system(db, a.simumax, a.device);
     const auto& r = imp.batch.rows;
     ordered_json doc = {{"run", imp.batch.run.id},          {"device", imp.batch.run.device},
@@ -247,14 +247,42 @@ void run_import(const DbArgs& a) {
     print(a, doc, text);
     return;
   }
-  cdb::Dump dump;
-  if (!a.published.empty()) {
-    dump.runs = cdb::read_published_csv(a.published, db);
-  } else {
-    dump = cdb::read_any(a.from);
-  }
-  const cdb::MergeReport r = cdb::merge_into(db, dump);
+  cdb::Dump published;
+  if (!a.published.empty()) published.runs = cdb::read_published_csv(a.published, db);
+  const cdb::MergeReport r = cdb::merge_into(db, a.published.empty() ? *dump : published);
   print(a, report_json(r), report_text(r));
+}
+
+// The files of a database: `path` itself, SQLite's write-ahead log and shared-memory index, and
+// its rollback journal.
+std::vector<std::string> database_files(const std::string& path) {
+  return {path, path + "-wal", path + "-shm", path + "-journal"};
+}
+
+void run_import(const DbArgs& a) {
+  const int sources = !a.simumax.empty() + !a.published.empty() + !a.from.empty();
+  if (sources != 1) {
+    throw InputError("<command line>", "db import", "give exactly one of --simumax, --published or --from");
+  }
+  if (!a.simumax.empty() && a.device.empty()) {
+    throw InputError("<command line>", "db import --simumax", "--device NAME is required (the GPU the file describes)");
+  }
+  // Read --from before the database is opened: a malformed or missing input creates nothing.
+  cdb::Dump dump;
+  if (!a.from.empty()) dump = cdb::read_any(a.from);
+  // Imports are one transaction, so a failure leaves an existing database as it was; a database
+  // this command created would be left empty, so it is removed again.
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  const bool existed = fs::exists(a.db, ec);
+  try {
+    import_into(a, &dump);
+  } catch (...) {
+    if (!existed) {
+      for (const auto& f : database_files(a.db)) fs::remove(f, ec);
+    }
+    throw;
+  }
 }
 
 void run_export(const DbArgs& a) {
@@ -283,6 +311,24 @@ void run_export(const DbArgs& a) {
   }
   if (a.skip_traces) dump.traces.clear();
   if (a.skip_profile_log) dump.profile_logs.clear();
+  if (format == "csv") {
+    // CSV has no columns for device specs or aliases either. They are not refused like traces
+    // (the rows are the point of a CSV export), but an import of the file creates its devices by
+    // name only, which predict and calibrate refuse: say so.
+    std::size_t with_specs = 0;
+    for (const auto& d : dump.devices) {
+      cdb::DeviceRecord name_only;
+      name_only.name = d.name;
+      with_specs += d == name_only ? 0 : 1;
+    }
+    if (with_specs > 0 || !dump.aliases.empty()) {
+      fmt::print(stderr,
+                 "warning: CSV has no columns for device specs or aliases: {} device(s) with specs (peaks, HBM "
+                 "bandwidth, memory, SMs) and {} alias(es) of {} are not in {}; importing it creates the devices "
+                 "by name only, without the specs that predict and calibrate need (export JSON to keep them)\n",
+                 with_specs, dump.aliases.size(), a.db, a.out == "-" ? "the output" : a.out);
+    }
+  }
   auto write = [&](std::ostream& os) { format == "csv" ? cdb::write_csv(os, dump) : cdb::write_json(os, dump); };
   if (a.out == "-") {
     write(std::cout);

@@ -17,6 +17,8 @@
 // same kind of figure. Problems the user can fix are InputErrors (exit 2).
 #include <fmt/format.h>
 
+#include <array>
+#include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -71,10 +73,35 @@ double shipped_op_dispatch_s(const std::string& device_name) {
   return 0;
 }
 
+// GEMM and attention efficiencies are fractions of the device's dense peak for the row's dtype:
+// a device whose record lacks that peak (a database filled from a CSV export, which carries no
+// device specs) cannot be fitted or scaled. Refused here, naming the device, instead of surfacing
+// as the spec's "no bf16 peak in its system file" from deep inside the fits.
+void require_peaks(const db::DeviceRecord& record, const std::vector<db::RunBatch>& runs, const std::string& db_path) {
+  std::array<bool, kDTypeCount> used{};
+  for (const auto& b : runs) {
+    for (const auto& r : b.rows.gemm) used[static_cast<int>(r.key.dtype)] = true;
+    for (const auto& r : b.rows.attention) used[static_cast<int>(r.key.dtype)] = true;
+  }
+  std::string missing;
+  for (int t = 0; t < kDTypeCount; ++t) {
+    if (used[t] && !(record.peak_tflops[t] > 0)) missing += (missing.empty() ? "" : ", ") + std::string(to_string(static_cast<DType>(t)));
+  }
+  if (missing.empty()) return;
+  throw InputError(db_path, fmt::format("device '{}'", record.name),
+                   fmt::format("its specs are missing: it has GEMM / attention rows in {} but no dense peak for {} "
+                               "(a database imported from a CSV export has device names only; CSV carries no "
+                               "specs). Import the device's specs, e.g. `calisim db import {} --from EXPORT.json` "
+                               "with a JSON export of the database the rows came from, or --from "
+                               "tests/data/predictor/published_devices.json for the A100 SXM4 / H100 SXM5",
+                               missing, missing, db_path));
+}
+
 DeviceData device_data(db::EfficiencyDb& file, const std::string& name_or_alias) {
   DeviceData d;
   d.record = file.device(name_or_alias);
   d.runs = file.load_runs(d.record.name);
+  require_peaks(d.record, d.runs, file.path());
   d.profile = predictor::profile_from_record(d.record);
   if (auto system = shipped_profile(d.record.name)) d.profile = predictor::enrich_profile(d.profile, *system);
   return d;
@@ -105,10 +132,22 @@ std::map<std::string, double> op_dispatch_s(const PredictArgs& a, const std::vec
   return out;
 }
 
+// The database --out names must have a directory to go in; the database layer would report a
+// parent that exists as a regular file as a directory that "does not exist".
+void check_out_directory(const std::string& path) {
+  namespace fs = std::filesystem;
+  const fs::path parent = fs::path(path).parent_path();
+  std::error_code ec;
+  if (!parent.empty() && fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
+    throw InputError(path, "--out", fmt::format("'{}' is a file, not a directory", parent.string()));
+  }
+}
+
 void run_predict(const PredictArgs& a) {
   if (a.from.empty() || a.to.empty()) {
     throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM, or --evaluate");
   }
+  if (!a.out.empty()) check_out_directory(a.out);
   std::vector<DeviceData> sources;
   {
     auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);

@@ -118,7 +118,8 @@ prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
   }
   const std::string files = calibration::runs_files_label(a.runs);
   if (rows.planned == 0) {
-    throw InputError(files, "--system",
+    // The paths as given (the label above is the files' names, for titles).
+    throw InputError(fmt::format("{}", fmt::join(a.runs, ", ")), "--system",
                      fmt::format("no simulated row maps to system '{}' (rows map to: {})", a.system,
                                  systems.empty() ? "none" : fmt::format("{}", fmt::join(systems, ", "))));
   }

@@ -23,6 +23,7 @@
 #include "cli/validate_fit.h"
 #include "cli/table.h"
 #include "core/error.h"
+#include "db/efficiency_db.h"
 #include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
@@ -40,12 +41,30 @@ struct SystemEntry {
 
 std::string pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
 
+// The efficiency database cannot be read (missing, not SQLite, newer schema): bad input for the
+// whole run, not a row's reason, so evaluate() lets it through its per-row catch.
+class DatabaseError : public InputError {
+ public:
+  explicit DatabaseError(const InputError& e) : InputError(e.file(), e.where(), e.problem()) {}
+};
+
+// Creates `dir` (and its parents) for an option that writes files into it. A path through a
+// regular file, or one without permission, is the user's to fix: InputError, not a filesystem
+// exception (which would read as an internal error).
+void ensure_directory(const std::string& dir, const char* option) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec || !std::filesystem::is_directory(dir)) {
+    throw InputError(dir, option,
+                     fmt::format("cannot create the directory ({})", ec ? ec.message() : "a file of that name exists"));
+  }
+}
+
 // Writes the row's mapped inputs as DIR/<run>.{model,strategy,system}.json, so that
 // `calisim simulate --model DIR/S03.model.json ...` reproduces the row with the per-op table
-// (overrides included).
+// (overrides included). validate_runs() has created DIR.
 void dump_inputs(const std::string& run_id, const MappedRun& m, const std::vector<std::string>& overrides,
                  const std::string& dir) {
-  std::filesystem::create_directories(dir);
   const nlohmann::json system = mapped_system_doc(m, overrides);
   const std::pair<const char*, const nlohmann::json*> docs[] = {
       {"model", &m.model}, {"strategy", &m.strategy}, {"system", &system}};
@@ -53,6 +72,17 @@ void dump_inputs(const std::string& run_id, const MappedRun& m, const std::vecto
     const std::string path = fmt::format("{}/{}.{}.json", dir, run_id, kind);
     std::ofstream out(path);
     if (!out || !(out << doc->dump(2) << "\n")) throw InputError(path, "--dump-inputs", "cannot write the file");
+  }
+}
+
+// True when `path` opens as an efficiency database that has no device or alias `device`: the one
+// failure of make_efficiency_source that is about a row's GPU rather than the database.
+bool database_lacks_device(const std::string& path, const std::string& device) {
+  try {
+    auto db = calisim::db::EfficiencyDb::open(path, calisim::db::OpenMode::read_only);
+    return !db.find_device(device);
+  } catch (const InputError&) {
+    return false;
   }
 }
 
@@ -82,7 +112,9 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
         e.database = c.database;
         for (const auto& n : c.notes) e.note += (e.note.empty() ? "" : "; ") + n;
       } catch (const InputError& err) {
-        // A database for another device: this GPU falls back to the system file's roofline.
+        // A database for another device: this GPU falls back to the system file's roofline. Any
+        // other failure (the file cannot be opened or is no database) stops the validation.
+        if (!database_lacks_device(err.file(), e.config.device.name)) throw DatabaseError(err);
         e.efficiency = std::make_shared<const DefaultEfficiencyModel>(e.config);
         e.note = std::string("database not used: ") + err.what();
       }
@@ -107,6 +139,8 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
                                          sys.config, r.measured_step_s});
     }
     return r;
+  } catch (const DatabaseError&) {
+    throw;
   } catch (const std::exception& e) {
     return not_simulated(run, m, e.what());
   }
@@ -215,7 +249,21 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   if (a.fit_system.empty() && (!a.fit_out.empty() || a.fit_groups != std::vector<std::string>{"compute"})) {
     throw InputError("<command line>", "--fit/--fit-out", "need --fit-system SYSTEM");
   }
+  // The database and output directories before any row is simulated: a --db that cannot be read
+  // would otherwise price every row from the roofline and exit 0.
+  if (!a.db.empty()) {
+    try {
+      calisim::db::EfficiencyDb::open(a.db, calisim::db::OpenMode::read_only);
+    } catch (const InputError& e) {
+      throw InputError(e.file(), e.where().empty() ? "--db" : "--db, " + e.where(), e.problem());
+    }
+  }
+  if (!a.dump_dir.empty()) ensure_directory(a.dump_dir, "--dump-inputs");
+  if (a.fit_system == "all" && !a.fit_out.empty()) ensure_directory(a.fit_out, "--fit-out");
   std::vector<MeasuredRun> runs = read_measured_runs(a.runs);
+  if (runs.empty()) {
+    throw InputError(fmt::format("{}", fmt::join(a.runs, ", ")), "", "no data rows (only a header): nothing to validate");
+  }
   if (!a.source.empty()) {
     std::erase_if(runs, [&](const MeasuredRun& r) { return r.source.find(a.source) == std::string::npos; });
     if (runs.empty()) {
@@ -227,6 +275,20 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   v.rows.reserve(runs.size());
   std::vector<std::pair<std::string, FitRow>> fit_rows;
   for (const auto& r : runs) v.rows.push_back(evaluate(r, a, v.systems, a.fit_system.empty() ? nullptr : &fit_rows));
+  // Nothing simulated is no validation: say why instead of printing empty statistics with exit 0.
+  // With --set overrides the usual cause is the override itself (a field no config has).
+  if (std::none_of(v.rows.begin(), v.rows.end(), [](const RowResult& r) { return r.simulated; })) {
+    const RowResult& first = v.rows.front();
+    const std::string why = fmt::format("{} (line {}): {}", first.run_id, first.line, first.reason);
+    if (!a.overrides.empty()) {
+      throw InputError("<command line>", fmt::format("--set {}", fmt::join(a.overrides, " --set ")),
+                       fmt::format("no row of {} could be simulated with these overrides; the first row fails with: "
+                                   "{}",
+                                   fmt::join(a.runs, ", "), why));
+    }
+    throw InputError(fmt::format("{}", fmt::join(a.runs, ", ")), "",
+                     fmt::format("none of the {} rows could be simulated; the first: {}", v.rows.size(), why));
+  }
   v.summary = summarize(v.rows);
   v.fit_args = FitArgs{a.runs, a.source, a.fit_system, a.fit_out, a.fit_groups};
   if (!a.fit_system.empty()) v.fit = run_fits(v.fit_args, fit_rows);

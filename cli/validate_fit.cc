@@ -100,7 +100,16 @@ FitReport run_fits(const FitArgs& a, const std::vector<std::pair<std::string, Fi
                      fmt::format("no simulated row maps to system '{}' (rows map to: {})", a.system,
                                  order.empty() ? "none" : fmt::format("{}", fmt::join(order, ", "))));
   }
-  if (all && !a.out.empty()) std::filesystem::create_directories(a.out);
+  if (all && !a.out.empty()) {
+    // A path through a regular file, or one without permission, is the user's to fix (exit 2).
+    std::error_code ec;
+    std::filesystem::create_directories(a.out, ec);
+    if (ec || !std::filesystem::is_directory(a.out)) {
+      throw InputError(a.out, "--fit-out",
+                       fmt::format("cannot create the directory for the fitted system files ({})",
+                                   ec ? ec.message() : "a file of that name exists"));
+    }
+  }
 
   FitReport rep;
   std::vector<FittedRow> every;

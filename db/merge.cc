@@ -25,19 +25,24 @@ void split_new_rows(const MeasurementSet& existing, const MeasurementSet& incomi
   detail::for_each_table(existing, [&](auto, const auto& list) {
     for (const auto& r : list) have.emplace(detail::row_key(r), &r);
   });
+  // Rows taken from `incoming` so far, by key: the index into their table of `fresh` (a pointer
+  // would dangle when the table grows), so later repeats within `incoming` compare with them.
+  std::map<std::string, std::size_t> taken;
   detail::for_each_table(incoming, [&](auto table, const auto& list) {
     using Table = decltype(table);
     using Row = typename std::decay_t<decltype(list)>::value_type;
     for (const Row& r : list) {
       const std::string key = detail::row_key(r);
       auto it = have.find(key);
-      if (it == have.end()) {
+      const auto t = taken.find(key);
+      if (it == have.end() && t == taken.end()) {
+        taken.emplace(key, Table::rows(fresh).size());
         Table::rows(fresh).push_back(r);
-        have.emplace(key, &Table::rows(fresh).back());  // later duplicates within `incoming`
         continue;
       }
       // Keys of one kind live in one table, so the stored pointer has this row's type.
-      if (*static_cast<const Row*>(it->second) == r) {
+      const Row& same = it != have.end() ? *static_cast<const Row*>(it->second) : Table::rows(fresh)[t->second];
+      if (same == r) {
         ++report.duplicates;
       } else {
         ++report.conflicts;
@@ -107,7 +112,22 @@ MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
     }
   }
   Transaction tx(db.connection());
-  for (const auto& d : dump.devices) report.devices_added += db.add_device_if_missing(d) ? 1 : 0;
+  for (const auto& d : dump.devices) {
+    const auto have = db.find_device(d.name);
+    if (!have) {
+      db.put_device(d);
+      ++report.devices_added;
+      continue;
+    }
+    // A device the target knows by name only (created from a CSV import, which carries no specs)
+    // takes the input's specs: there are none to keep, and without them its rows cannot be priced.
+    DeviceRecord name_only;
+    name_only.name = d.name;
+    if (have->name == d.name && *have == name_only && !(d == name_only)) {
+      db.put_device(d);
+      ++report.device_specs_filled;
+    }
+  }
   for (const auto& b : dump.runs) {
     if (!db.find_device(b.run.device)) {
       DeviceRecord d;
@@ -122,7 +142,13 @@ MergeReport merge_into(EfficiencyDb& db, const Dump& dump) {
       note(report, fmt::format("alias '{}' already names '{}'; not pointed at '{}'", alias, current->name, device));
       continue;
     }
-    if (!current && !db.find_device(device)) continue;
+    if (!current && !db.find_device(device)) {
+      // read_json_dump refuses such a file; a Dump built in code can still hold one.
+      note(report, fmt::format("alias '{}' names device '{}', which neither the input nor the database holds; "
+                               "not added",
+                               alias, device));
+      continue;
+    }
     if (!current) db.add_alias(alias, device);
   }
   // Index the target's runs (with rows) by device once.

@@ -2,8 +2,10 @@
 //
 // merge_into() is how every import of calisim's own formats and `calisim db merge` write: in one
 // transaction (all of a dump or nothing),
-//   - a device missing from the target is added with its specs; an existing one keeps its specs;
-//   - aliases are added when free (an alias already naming another device is reported);
+//   - a device missing from the target is added with its specs; an existing one keeps its specs,
+//     unless it has none (a name-only record, as a CSV import creates): then it takes the input's;
+//   - aliases are added when free (an alias already naming another device, or naming a device
+//     neither the dump nor the target holds, is reported and not added);
 //   - a run whose provenance equals a run already in the target (RunRecord::same_provenance) is
 //     the same run: its rows are added to it, except rows whose key the run already holds, which
 //     are duplicates when their numbers are equal and conflicts (the target's row is kept)
@@ -31,6 +33,7 @@ namespace calisim::db {
 
 struct MergeReport {
   std::int64_t devices_added = 0, runs_added = 0, rows_added = 0;
+  std::int64_t device_specs_filled = 0;  // name-only devices of the target that took the input's specs
   std::int64_t duplicates = 0, conflicts = 0;
   std::int64_t trace_kernels_added = 0, trace_kernel_duplicates = 0;
   std::int64_t profile_log_added = 0, profile_log_duplicates = 0;

@@ -1,8 +1,10 @@
 #include "db/row_text.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cmath>
 #include <stdexcept>
 #include <type_traits>
 
@@ -55,6 +57,16 @@ void set_key(MemoryFit& r, const std::string& k) { r = parse_memory_fit_key(k); 
 void set_key(CollectiveFit& r, const std::string& k) { r = parse_collective_fit_key(k); }
 
 template <class Row>
+constexpr const char* kind_name() {
+  if constexpr (std::is_same_v<Row, GemmRow>) return "gemm";
+  if constexpr (std::is_same_v<Row, AttentionRow>) return "attn";
+  if constexpr (std::is_same_v<Row, CollectiveRow>) return "coll";
+  if constexpr (std::is_same_v<Row, MemoryOpRow>) return "mem";
+  if constexpr (std::is_same_v<Row, MemoryFit>) return "memfit";
+  return "collfit";
+}
+
+template <class Row>
 void read_row(const nlohmann::json& obj, const std::string& key, std::vector<Row>& out, const std::string& file,
               const std::string& where) {
   Row r;
@@ -62,6 +74,16 @@ void read_row(const nlohmann::json& obj, const std::string& key, std::vector<Row
     set_key(r, key);
   } catch (const std::invalid_argument& e) {
     throw InputError(file, where + "key", e.what());
+  }
+  // A field this kind of row does not have (a typo, or another kind's number) would otherwise be
+  // dropped without a word.
+  std::vector<std::string> fields = {"key"};
+  visit_numbers(r, [&](const char* name, auto&) { fields.emplace_back(name); });
+  for (auto it = obj.begin(); it != obj.end(); ++it) {
+    if (std::find(fields.begin(), fields.end(), it.key()) == fields.end()) {
+      throw InputError(file, where + it.key(),
+                       fmt::format("is not a field of a {} row (expected {})", kind_name<Row>(), fmt::join(fields, ", ")));
+    }
   }
   bool has_efficiency = false;
   visit_numbers(r, [&](const char* name, auto& member) {
@@ -73,9 +95,22 @@ void read_row(const nlohmann::json& obj, const std::string& key, std::vector<Row
                        fmt::format("'{}' is not {}", it->dump(), std::is_integral_v<M> ? "an integer" : "a number"));
     }
     member = it->get<M>();
-    has_efficiency = has_efficiency || std::string_view(name) == "efficiency";
+    const bool efficiency = std::string_view(name) == "efficiency";
+    has_efficiency = has_efficiency || efficiency;
+    // Times, rates, counts and latencies are never negative (0 = not given, see row_text.h).
+    if (!efficiency && !(std::isfinite(static_cast<double>(member)) && member >= 0)) {
+      throw InputError(file, where + name, fmt::format("{} must be a finite number >= 0", it->dump()));
+    }
   });
   if (!has_efficiency) throw InputError(file, where + "efficiency", "is required");
+  // The same rule as the database's (efficiency_db.h validate_rows), checked here so that the
+  // error names this file and the row's path rather than the database being written. No upper
+  // bound, as in the database: whatever the database holds must survive an export and re-import
+  // (a GEMM above its datasheet peak points at a wrong peak or FLOP count, which the predictor's
+  // fits bound; refusing the row here would lose the measurement).
+  if (!std::isfinite(r.efficiency) || r.efficiency <= 0) {
+    throw InputError(file, where + "efficiency", fmt::format("{} is not a finite number above 0", r.efficiency));
+  }
   out.push_back(std::move(r));
 }
 

@@ -25,7 +25,10 @@ void for_each_row_text(const MeasurementSet& rows,
 
 // Adds the row described by `object` ("key" plus numbers) to `out`. Numbers missing from the
 // object are 0 except `efficiency`, which is required. Throws InputError(file, where + field, ...)
-// naming the field that is wrong.
+// naming the field that is wrong: a field the row's kind does not have, a number that is not one
+// (n not an integer), a negative or non-finite number, or an efficiency outside (0, 1] for gemm
+// and attn rows (fractions of the dense peak) or not above 0 for the other kinds (as
+// efficiency_db.h's validate_rows).
 void add_row_from_text(const nlohmann::json& object, MeasurementSet& out, const std::string& file,
                        const std::string& where);
 

@@ -36,7 +36,8 @@ Connection::Connection(const std::string& path, OpenMode mode, int busy_timeout_
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
-    throw InputError(path, "", "directory '" + dir.string() + "' does not exist");
+    throw InputError(path, "", fs::exists(dir, ec) ? "'" + dir.string() + "' is a file, not a directory"
+                                                   : "directory '" + dir.string() + "' does not exist");
   }
   if (mode != OpenMode::create && !fs::exists(p, ec)) {
     throw InputError(path, "", "database file does not exist (create one with `calisim db init`)");

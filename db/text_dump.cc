@@ -1,8 +1,12 @@
 #include "db/text_dump.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
+#include <cctype>
+#include <initializer_list>
+#include <limits>
 #include <map>
 #include <ostream>
 #include <stdexcept>
@@ -11,6 +15,7 @@
 #include "core/error.h"
 #include "db/csv.h"
 #include "db/json_file.h"
+#include "db/row_tables.h"
 #include "db/row_text.h"
 #include "db/trace_text.h"
 
@@ -92,6 +97,32 @@ class Obj {
     if (!it->is_number()) throw InputError(file_, path(name), "expected a number");
     return it->get<double>();
   }
+  // A device spec figure: absent or 0 = unknown, never negative.
+  double spec(const char* name) const {
+    const double v = num(name);
+    if (v < 0) throw InputError(file_, path(name), fmt::format("expected a number >= 0 (0 = unknown), got {}", v));
+    return v;
+  }
+  // A count: absent = 0; an integer from 0 to INT_MAX (1.5 is refused, not truncated).
+  int count(const char* name) const {
+    auto it = j_.find(name);
+    if (it == j_.end()) return 0;
+    if (!it->is_number_integer() || it->get<double>() < 0 || it->get<double>() > std::numeric_limits<int>::max()) {
+      throw InputError(file_, path(name),
+                       fmt::format("expected an integer from 0 to {}, got {}", std::numeric_limits<int>::max(),
+                                   it->dump()));
+    }
+    return it->get<int>();
+  }
+  // Refuses a member not in `known`: a misspelt field would otherwise be ignored without a word.
+  void only(std::initializer_list<const char*> known) const {
+    for (auto it = j_.begin(); it != j_.end(); ++it) {
+      if (std::none_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; })) {
+        throw InputError(file_, path(it.key()),
+                         fmt::format("unknown field (expected {})", fmt::join(known.begin(), known.end(), ", ")));
+      }
+    }
+  }
   std::string path(const std::string& name) const { return where_ + "." + name; }
   const json& raw() const { return j_; }
   const std::string& file() const { return file_; }
@@ -102,26 +133,31 @@ class Obj {
 };
 
 DeviceRecord device_from(const Obj& o) {
+  o.only({"name", "architecture", "sm_count", "boost_clock_mhz", "memory_clock_mhz", "peak_tflops", "hbm_gb_s",
+          "memory_gb", "l2_mb", "driver_version", "cuda_version", "library_versions"});
   DeviceRecord d;
   d.name = o.str("name");
+  if (d.name.empty()) throw InputError(o.file(), o.path("name"), "a device needs a name");
   d.architecture = o.str("architecture", false);
-  d.sm_count = static_cast<int>(o.num("sm_count"));
-  d.boost_clock_mhz = o.num("boost_clock_mhz");
-  d.memory_clock_mhz = o.num("memory_clock_mhz");
+  d.sm_count = o.count("sm_count");
+  d.boost_clock_mhz = o.spec("boost_clock_mhz");
+  d.memory_clock_mhz = o.spec("memory_clock_mhz");
   if (auto p = o.raw().find("peak_tflops"); p != o.raw().end()) {
     if (!p->is_object()) throw InputError(o.file(), o.path("peak_tflops"), "expected an object");
     for (auto it = p->begin(); it != p->end(); ++it) {
       try {
-        if (!it->is_number()) throw std::invalid_argument("expected a number");
+        if (!it->is_number() || it->get<double>() < 0) {
+          throw std::invalid_argument("expected a number >= 0 (dense TFLOP/s; 0 = no such mode)");
+        }
         d.peak_tflops[static_cast<int>(parse_dtype(it.key()))] = it->get<double>();
       } catch (const std::invalid_argument& e) {
         throw InputError(o.file(), o.path("peak_tflops." + it.key()), e.what());
       }
     }
   }
-  d.hbm_gb_s = o.num("hbm_gb_s");
-  d.memory_gb = o.num("memory_gb");
-  d.l2_mb = o.num("l2_mb");
+  d.hbm_gb_s = o.spec("hbm_gb_s");
+  d.memory_gb = o.spec("memory_gb");
+  d.l2_mb = o.spec("l2_mb");
   d.driver_version = o.str("driver_version", false);
   d.cuda_version = o.str("cuda_version", false);
   d.library_versions = o.str("library_versions", false);
@@ -135,6 +171,70 @@ Source source_from(const std::string& s, const std::string& file, const std::str
     throw InputError(file, where, e.what());
   }
 }
+
+// A run's started_at / ended_at: empty, or ISO 8601 UTC to the second as every calisim writer
+// stores it ("2025-06-01T12:00:00Z"). Lookups rank runs by the newest started_at as text, which is
+// time order only for this one form (fractional seconds or an offset would sort wrongly):
+// anything else ("yesterday") is refused rather than stored to be mis-ranked.
+void check_timestamp(const std::string& t, const std::string& file, const std::string& where) {
+  if (t.empty()) return;
+  const auto digits = [&](std::size_t at, std::size_t n) {
+    if (at + n > t.size()) return -1;
+    int v = 0;
+    for (std::size_t i = at; i < at + n; ++i) {
+      if (!std::isdigit(static_cast<unsigned char>(t[i]))) return -1;
+      v = v * 10 + (t[i] - '0');
+    }
+    return v;
+  };
+  bool ok = t.size() == 20 && t[4] == '-' && t[7] == '-' && t[10] == 'T' && t[13] == ':' && t[16] == ':' &&
+            t[19] == 'Z';
+  if (ok) {
+    const int month = digits(5, 2), day = digits(8, 2), hour = digits(11, 2), minute = digits(14, 2),
+              second = digits(17, 2);
+    ok = digits(0, 4) >= 0 && month >= 1 && month <= 12 && day >= 1 && day <= 31 && hour >= 0 && hour <= 23 &&
+         minute >= 0 && minute <= 59 && second >= 0 && second <= 60;
+  }
+  if (!ok) {
+    throw InputError(file, where,
+                     fmt::format("'{}' is not an ISO 8601 UTC time like \"2025-06-01T12:00:00Z\" (or empty)", t));
+  }
+}
+
+// Row keys already read, per run provenance, with where each was read: a key repeated within one
+// input with other numbers has no right answer, so the reader refuses it naming both places (with
+// equal numbers it is a harmless repeat, counted as a duplicate by merge_into).
+class RowsSeen {
+ public:
+  // Adds `one` (a single row just read at `where`) to `into`, after the check.
+  void add(const RunRecord& run, MeasurementSet one, MeasurementSet& into, const std::string& file,
+           const std::string& where) {
+    for_each_row_text(one, [&](const std::string& key, const ordered_json& numbers) {
+      const auto [it, fresh] = seen_.try_emplace(Key(Provenance(run_order(run)), key), where, numbers);
+      if (!fresh && it->second.second != numbers) {
+        std::string differ;
+        for (auto n = numbers.begin(); n != numbers.end(); ++n) {
+          const ordered_json& before = it->second.second.at(n.key());
+          if (before != *n) differ += fmt::format("{}{} {} there, {} here", differ.empty() ? "" : "; ", n.key(),
+                                                  before.dump(), n->dump());
+        }
+        throw InputError(file, where,
+                         fmt::format("row '{}' repeats {} of the same run with other numbers ({}); keep one", key,
+                                     it->second.first, differ));
+      }
+    });
+    detail::for_each_table(one, [&](auto table, const auto& list) {
+      using Table = decltype(table);
+      auto& dst = Table::rows(into);
+      dst.insert(dst.end(), list.begin(), list.end());
+    });
+  }
+
+ private:
+  using Provenance = std::tuple<std::string, Source, std::string, std::string, std::string, std::string, std::string>;
+  using Key = std::pair<Provenance, std::string>;
+  std::map<Key, std::pair<std::string, ordered_json>> seen_;
+};
 
 }  // namespace
 
@@ -197,6 +297,7 @@ ordered_json profile_log_to_json(const ProfileLogEntry& e) {
 ProfileLogEntry profile_log_from_json(const json& j, const ordered_json& ordered, const std::string& file,
                                       const std::string& where) {
   if (!j.is_object()) throw InputError(file, where, "expected an object");
+  Obj(j, file, where).only({"key", "status", "reason", "recorded_at", "details"});
   const auto text = [&](const char* name) {
     auto it = j.find(name);
     if (it == j.end() || !it->is_string()) throw InputError(file, where + "." + name, "expected a string");
@@ -319,6 +420,7 @@ void write_csv(std::ostream& out, Dump dump) {
 Dump read_json_dump(const std::string& path) {
   const json root = read_json_file(path);
   const Obj top(root, path, "$");
+  top.only({"format", "version", "devices", "aliases", "runs"});
   if (top.str("format") != kFormat) {
     throw InputError(path, "$.format", fmt::format("expected \"{}\" (a calisim JSON export)", kFormat));
   }
@@ -332,40 +434,65 @@ Dump read_json_dump(const std::string& path) {
   const ordered_json ordered_root =
       version == kFormatVersionWithProfileLog ? ordered_json::parse(read_text_file(path)) : ordered_json();
   Dump dump;
-  const auto array = [&](const char* name) -> const json& {
+  // "runs" is required (an export of an empty database still writes "runs": []), so a file that
+  // is something else, or has the key misspelt, is not read as an empty import. "devices" and
+  // "aliases" may be left out of a hand-written file: none.
+  const auto array = [&](const char* name, bool required) -> const json& {
     static const json empty = json::array();
     auto it = root.find(name);
+    if (it == root.end() && required) throw InputError(path, top.path(name), "is required (an array of runs)");
     if (it == root.end()) return empty;
     if (!it->is_array()) throw InputError(path, top.path(name), "expected an array");
     return *it;
   };
-  const json& devices = array("devices");
+  const json& devices = array("devices", false);
   for (std::size_t i = 0; i < devices.size(); ++i) {
     dump.devices.push_back(device_from(Obj(devices[i], path, fmt::format("$.devices[{}]", i))));
   }
-  const json& aliases = array("aliases");
+  const json& runs = array("runs", true);
+  const json& aliases = array("aliases", false);
   for (std::size_t i = 0; i < aliases.size(); ++i) {
     const Obj a(aliases[i], path, fmt::format("$.aliases[{}]", i));
-    dump.aliases.emplace_back(a.str("alias"), a.str("device"));
+    a.only({"alias", "device"});
+    const std::string alias = a.str("alias"), device = a.str("device");
+    // The device an alias names must come with it: merge_into could not point the alias anywhere.
+    const bool in_file =
+        std::any_of(devices.begin(), devices.end(), [&](const json& d) { return d.value("name", "") == device; }) ||
+        std::any_of(runs.begin(), runs.end(), [&](const json& r) {
+          return r.is_object() && r.contains("device") && r.at("device") == json(device);
+        });
+    if (!in_file) {
+      throw InputError(path, a.path("device"),
+                       fmt::format("'{}' is not a device of this file (no entry of $.devices or $.runs names it)",
+                                   device));
+    }
+    dump.aliases.emplace_back(alias, device);
   }
-  const json& runs = array("runs");
+  RowsSeen seen;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const Obj o(runs[i], path, fmt::format("$.runs[{}]", i));
+    o.only({"device", "source", "tool_version", "host", "started_at", "ended_at", "notes", "rows", "kernels",
+            "profile_log"});
     RunBatch b;
     b.run.device = o.str("device");
+    if (b.run.device.empty()) throw InputError(path, o.path("device"), "is empty (expected a device name)");
     b.run.source = source_from(o.str("source"), path, o.path("source"));
     b.run.tool_version = o.str("tool_version", false);
     b.run.host = o.str("host", false);
     b.run.started_at = o.str("started_at", false);
+    check_timestamp(b.run.started_at, path, o.path("started_at"));
     b.run.ended_at = o.str("ended_at", false);
+    check_timestamp(b.run.ended_at, path, o.path("ended_at"));
     b.run.notes = o.str("notes", false);
     auto rows = runs[i].find("rows");
     if (rows != runs[i].end()) {
       if (!rows->is_array()) throw InputError(path, o.path("rows"), "expected an array");
       for (std::size_t r = 0; r < rows->size(); ++r) {
-        const std::string where = fmt::format("$.runs[{}].rows[{}].", i, r);
+        const std::string where = fmt::format("$.runs[{}].rows[{}]", i, r);
         if (!(*rows)[r].is_object()) throw InputError(path, where, "expected an object");
-        add_row_from_text((*rows)[r], b.rows, path, where);
+        MeasurementSet one;
+        add_row_from_text((*rows)[r], one, path, where + ".");
+        seen.add(b.run, std::move(one), b.rows, path, where);
       }
     }
     if (auto kernels = runs[i].find("kernels"); kernels != runs[i].end()) {
@@ -416,9 +543,20 @@ Dump read_csv_dump(const std::string& path) {
   for (const auto& f : row_number_fields()) {
     if (int c = table.column(f); c >= 0) numbers.emplace_back(f, c);
   }
+  // A column this format does not have would be dropped without a word.
+  for (const std::string& h : table.header) {
+    const auto& p = provenance_columns();
+    const auto& n = row_number_fields();
+    if (h != "key" && std::find(p.begin(), p.end(), h) == p.end() && std::find(n.begin(), n.end(), h) == n.end()) {
+      throw InputError(path, "line 1",
+                       fmt::format("unknown column '{}' (expected {}, key, {})", h, fmt::join(p, ", "),
+                                   fmt::join(n, ", ")));
+    }
+  }
 
   Dump dump;
   std::map<std::vector<std::string>, std::size_t> run_index;
+  RowsSeen rows_seen;
   for (const CsvRecord& rec : table.records) {
     const std::string where = fmt::format("line {}, field ", rec.line);
     std::vector<std::string> provenance;
@@ -432,7 +570,9 @@ Dump read_csv_dump(const std::string& path) {
       b.run.tool_version = provenance[2];
       b.run.host = provenance[3];
       b.run.started_at = provenance[4];
+      check_timestamp(b.run.started_at, path, where + "'started_at'");
       b.run.ended_at = provenance[5];
+      check_timestamp(b.run.ended_at, path, where + "'ended_at'");
       b.run.notes = provenance[6];
       dump.runs.push_back(std::move(b));
     }
@@ -454,11 +594,14 @@ Dump read_csv_dump(const std::string& path) {
       }
     }
     // Field errors from the row reader name the field after "field ".
+    MeasurementSet one;
     try {
-      add_row_from_text(obj, dump.runs[it->second].rows, path, "");
+      add_row_from_text(obj, one, path, "");
     } catch (const InputError& e) {
       throw InputError(path, where + "'" + e.where() + "'", e.problem());
     }
+    RunBatch& run = dump.runs[it->second];
+    rows_seen.add(run.run, std::move(one), run.rows, path, fmt::format("line {}", rec.line));
   }
   // Devices named in CSV rows carry no specs; list them so importers can create them by name.
   std::map<std::string, bool> seen;

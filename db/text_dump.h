@@ -25,14 +25,26 @@
 //       key order, so export -> import stores the same text (numbers as nlohmann writes them,
 //       shortest round-trip, which is how the profiler writes them).
 // CSV:  header  device,source,tool_version,host,started_at,ended_at,notes,key,<row_number_fields>
-//       one line per row; lines with equal provenance columns form one run. Device specs are not
-//       in CSV: importing one into a file that lacks the device creates it with its name only.
+//       one line per row; lines with equal provenance columns form one run. Device specs and
+//       aliases are not in CSV: importing one into a file that lacks the device creates it with
+//       its name only (`calisim db export` warns on stderr when it leaves specs or aliases out).
 //       CSV has no columns for trace records or profile log entries: write_csv() refuses a Dump
 //       that holds any (std::invalid_argument); `calisim db export` says so, or drops them with
 //       --skip-traces / --skip-profile-log.
 //
 // Readers parse the whole file before returning and throw InputError naming the line (CSV) or
 // JSON path and the field; nothing is returned for a malformed file, so nothing is imported.
+// Besides types, they refuse:
+//   - a field or column the format does not have (JSON members of the document, devices,
+//     aliases, runs, rows, kernels and log entries; CSV header columns), and a row number the
+//     row's kind does not have (row_text.h);
+//   - a missing "runs" array ("devices" and "aliases" may be left out: none);
+//   - an alias whose device no entry of "devices" or "runs" names;
+//   - device specs that are negative, and an sm_count that is not an integer;
+//   - a started_at / ended_at that is neither empty nor ISO 8601 UTC to the second
+//     ("2025-06-01T12:00:00Z"), the one form whose text order (how lookups rank runs) is time order;
+//   - row numbers as row_text.h's add_row_from_text (efficiency in (0, 1] for gemm and attn);
+//   - a row key repeated in the same run (same provenance) with other numbers, naming both rows.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 
@@ -61,6 +62,14 @@ std::string text_field(const json& j, const char* name, const std::string& file,
 
 TraceKernel trace_kernel_from_json(const json& j, const std::string& file, const std::string& where) {
   if (!j.is_object()) throw InputError(file, where.substr(0, where.size() - 1), "expected an object");
+  // A misspelt field would otherwise be dropped without a word.
+  static const std::array<const char*, 11> kFields = {"name",  "class",    "device",     "stream", "grid",     "block",
+                                                      "start_ns", "end_ns", "nvtx_range", "bytes",  "copy_kind"};
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find_if(kFields.begin(), kFields.end(), [&](const char* f) { return it.key() == f; }) == kFields.end()) {
+      throw InputError(file, where + it.key(), fmt::format("unknown field (expected {})", fmt::join(kFields, ", ")));
+    }
+  }
   TraceKernel k;
   k.name = text_field(j, "name", file, where, true);
   k.kernel_class = text_field(j, "class", file, where, true);

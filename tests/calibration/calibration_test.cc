@@ -175,6 +175,75 @@ TEST(RunMapping, AttentionImplementationByFramework) {
   EXPECT_FALSE(contains(n.inferred, "FlashAttention-2"));
 }
 
+// Measured figures must be positive and integers must fit an int: anything else is refused with
+// line and column (0 s used to score +inf %, -3 s -111 %, 3e9 GPUs -2147483648); empty stays
+// "not given"; 0 is allowed where it means "none".
+TEST(MeasuredRunsCsv, NonPositiveFiguresAndOutOfRangeIntegersAreRefused) {
+  const std::string ok = "R1,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n";
+  EXPECT_NO_THROW(parse(ok));
+  const auto refused = [&](const std::string& from, const std::string& to, const std::string& where,
+                           const std::string& expected) {
+    std::string row = ok;
+    row.replace(row.find(from), from.size(), to);
+    try {
+      parse(row);
+      ADD_FAILURE() << "accepted " << row;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+      EXPECT_NE(e.problem().find(expected), std::string::npos) << e.what();
+    }
+  };
+  refused(",1.0,,,,", ",0,,,,", "line 2, column step_time_s", "expected a positive number, got '0'");
+  refused(",1.0,,,,", ",-3,,,,", "line 2, column step_time_s", "expected a positive number, got '-3'");
+  refused(",1.0,,,,", ",1.0,,,-5,", "line 2, column peak_mem_reserved_gib", "expected a positive number");
+  refused("H100,8,", "H100,3000000000,", "line 2, column num_gpus", "expected an integer from 1 to 2147483647");
+  refused("bf16,1,1,", "bf16,-2,1,", "line 2, column tp", "expected an integer from 1 to 2147483647, got '-2'");
+  refused("bf16,1,1,", "bf16,0,1,", "line 2, column tp", "got '0'");
+  // SimuMax's table: measured and SimuMax throughput.
+  const std::string sm_header =
+      "model,num_layers,tp,pp,ep,dp,micro_batch_size,micro_batch_num,seq_len,measured_tflops_per_gpu,"
+      "simumax_tflops_per_gpu,simumax_step_time_s\n";
+  EXPECT_NO_THROW(parse_measured_runs(sm_header + "llama3-8b,4,1,1,1,8,1,8,4096,100,110,2.0\n", "s.csv"));
+  EXPECT_THROW(parse_measured_runs(sm_header + "llama3-8b,4,1,1,1,8,1,8,4096,0,110,2.0\n", "s.csv"), InputError);
+  EXPECT_THROW(parse_measured_runs(sm_header + "llama3-8b,4,1,1,1,8,1,8,4096,100,0,2.0\n", "s.csv"), InputError);
+  // 0 means "none" in the MoE columns.
+  EXPECT_NO_THROW(parse_measured_runs(
+      "run_id,source,model,gpu_type,num_gpus,tp,pp,seq_len,moe_first_k_dense_layers,moe_shared_expert_ffn_hidden_size\n"
+      "R1,s,m,H100,8,1,1,128,0,0\n",
+      "t.csv"));
+}
+
+// A leading UTF-8 byte-order mark is skipped: the header's first column is run_id, and the file
+// is read as the published format (it used to be taken for SimuMax's).
+TEST(MeasuredRunsCsv, ByteOrderMarkIsNotPartOfTheHeader) {
+  const auto runs = parse_measured_runs(
+      "\xEF\xBB\xBF" + kHeader + "R1,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n",
+      "bom.csv");
+  ASSERT_EQ(runs.size(), 1u);
+  EXPECT_EQ(runs[0].format, RunFormat::published);
+  EXPECT_EQ(runs[0].run_id, "R1");
+  EXPECT_EQ(parse_csv("\xEF\xBB\xBF" "a,b\n1,2\n", "f.csv").header[0], "a");
+}
+
+// Layout counts the mapping casts to int are checked first, also for a MeasuredRun that did not
+// come through parse_measured_runs: the row is not simulated, with a reason, rather than a count
+// that wraps round. Products of counts are formed in 64 bits.
+TEST(RunMapping, LayoutCountsPastIntAreRefusedNotWrapped) {
+  auto runs = parse("R1,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,NeMo,bf16,1,1,,,,,,,,1,8,,1.0,,,,\n");
+  MeasuredRun r = runs[0];
+  r.cells["num_gpus"] = "3000000000";
+  MappedRun m = map_run(r, kNoModels);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.reason.find("num_gpus 3000000000 is not a count from 1 to 2147483647"), std::string::npos) << m.reason;
+  EXPECT_EQ(not_simulated(r, m, m.reason).gpus, 0);  // not -2147483648
+  r = runs[0];
+  r.cells["tp"] = r.cells["pp"] = "65536";
+  r.cells["cp"] = "2";
+  m = map_run(r, kNoModels);
+  EXPECT_FALSE(m.ok);
+  EXPECT_NE(m.reason.find("tp·pp·cp = 8589934592"), std::string::npos) << m.reason;
+}
+
 TEST(RunMapping, UnsupportedRowsGiveAReason) {
   const auto runs = parse(
       "R1,s,GPT OSS,moe,36,2880,,64,8,64,201088,4096,swiglu,gqa; sliding-window attention,B200,64,"

@@ -157,4 +157,94 @@ TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
   EXPECT_GT(measured, 0);
 }
 
+// A CSV export carries no device specs or aliases: the export says so on stderr, and predict /
+// calibrate on a database imported from it refuse with exit 2 naming the device (they used to
+// stop with an internal error, exit 1, about a "system file"). Importing the JSON export on top
+// fills the name-only devices' specs in, after which both run.
+TEST_F(CalibrateCli, RowsImportedFromCsvWithoutSpecsAreRefusedNamingTheDevice) {
+  const std::string csv = path("rows.csv"), json = path("all.json"), bare = path("bare.db");
+  const CmdResult exp = run("db export " + db_ + " " + csv);
+  ASSERT_EQ(exp.code, 0) << exp.out;
+  EXPECT_NE(exp.out.find("warning: CSV has no columns for device specs or aliases: 1 device(s) with specs"),
+            std::string::npos)
+      << exp.out;
+  EXPECT_NE(exp.out.find("1 alias(es)"), std::string::npos) << exp.out;
+  // JSON keeps them: no warning.
+  const CmdResult expj = run("db export " + db_ + " " + json);
+  ASSERT_EQ(expj.code, 0) << expj.out;
+  EXPECT_EQ(expj.out.find("warning"), std::string::npos) << expj.out;
+
+  ASSERT_EQ(run("db import " + bare + " --from " + csv).code, 0);
+  const CmdResult ev = run("predict --evaluate --db " + bare);
+  EXPECT_EQ(ev.code, 2) << ev.out;
+  EXPECT_NE(ev.out.find("device 'NVIDIA A100 PCIe 80GB': its specs are missing"), std::string::npos) << ev.out;
+  EXPECT_EQ(ev.out.find("internal error"), std::string::npos) << ev.out;
+  const CmdResult pr = run("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + bare);
+  EXPECT_EQ(pr.code, 2) << pr.out;
+  EXPECT_NE(pr.out.find("its specs are missing"), std::string::npos) << pr.out;
+  const CmdResult cal = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + bare + " --out " +
+                            path("c.json"));
+  EXPECT_EQ(cal.code, 2) << cal.out;
+  EXPECT_NE(cal.out.find("device 'NVIDIA A100 PCIe 80GB': its specs are missing"), std::string::npos) << cal.out;
+
+  const CmdResult fill = run("db import " + bare + " --from " + json);
+  ASSERT_EQ(fill.code, 0) << fill.out;
+  EXPECT_NE(fill.out.find("specs filled in for 1 device(s)"), std::string::npos) << fill.out;
+  EXPECT_EQ(run("predict --evaluate --db " + bare).code, 0);
+}
+
+// A failed import creates no database file; one that existed is left as it was.
+TEST_F(CalibrateCli, AFailedImportLeavesNoNewDatabase) {
+  std::ofstream(path("bad.json")) << R"({"format": "calisim-efficiency-db", "version": 1, "devices": []})";
+  for (const std::string& from : {path("bad.json"), path("nonexistent.json")}) {
+    const CmdResult r = run("db import " + path("new.db") + " --from " + from);
+    EXPECT_EQ(r.code, 2) << r.out;
+    EXPECT_FALSE(fs::exists(path("new.db"))) << from;
+    EXPECT_FALSE(fs::exists(path("new.db-wal"))) << from;
+  }
+  const CmdResult sm = run("db import " + path("new.db") + " --simumax " + path("bad.json") + " --device X");
+  EXPECT_EQ(sm.code, 2) << sm.out;
+  EXPECT_FALSE(fs::exists(path("new.db")));
+  const CmdResult pub = run("db import " + path("new.db") + " --published " + path("bad.json"));
+  EXPECT_EQ(pub.code, 2) << pub.out;
+  EXPECT_FALSE(fs::exists(path("new.db")));
+  // The existing database stays.
+  const CmdResult old = run("db import " + db_ + " --from " + path("bad.json"));
+  EXPECT_EQ(old.code, 2) << old.out;
+  EXPECT_TRUE(fs::exists(db_));
+  EXPECT_EQ(run("db list " + db_).code, 0);
+}
+
+// An output database under a path whose "directory" is a regular file: said as such (the
+// database layer used to say the directory "does not exist").
+TEST_F(CalibrateCli, AnOutputUnderARegularFileSaysItIsNotADirectory) {
+  std::ofstream(path("s02.json")) << "{}\n";
+  const std::string under = path("s02.json") + "/x.db";
+  const CmdResult pr = run("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + db_ + " --out " + under);
+  EXPECT_EQ(pr.code, 2) << pr.out;
+  EXPECT_NE(pr.out.find("is a file, not a directory"), std::string::npos) << pr.out;
+  EXPECT_EQ(pr.out.find("does not exist"), std::string::npos) << pr.out;
+  const CmdResult imp = run("db import " + under + " --from " + db_);
+  EXPECT_EQ(imp.code, 2) << imp.out;
+  EXPECT_NE(imp.out.find("is a file, not a directory"), std::string::npos) << imp.out;
+}
+
+// The follow-up `simulate` command reproduces the calibrated configuration: it carries the
+// model / strategy --set options (quoted), not the system ones (already in the written file).
+TEST_F(CalibrateCli, SimulateHintKeepsTheSetOptions) {
+  const std::string out = path("cal.json");
+  const CmdResult r = run_stdout("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
+                                 " --set strategy.global_batch_size=16 --set system.efficiency.attention=0.5");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string hint = "simulate with it: calisim simulate --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system " +
+                           out + " --set 'strategy.global_batch_size=16'\n";
+  EXPECT_NE(r.out.find(hint), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("--set 'system."), std::string::npos) << r.out;
+  // Pasted into a shell, it runs with the override.
+  const std::string cmd = hint.substr(hint.find("calisim simulate") + 8);
+  const CmdResult sim = run(cmd.substr(0, cmd.size() - 1));
+  EXPECT_EQ(sim.code, 0) << sim.out;
+  EXPECT_NE(sim.out.find("gbs 16"), std::string::npos) << sim.out;
+}
+
 }  // namespace

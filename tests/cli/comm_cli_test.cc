@@ -161,4 +161,31 @@ TEST(CommCli, BadInputExitsTwo) {
   EXPECT_NE(neg.text.find("line 1"), std::string::npos) << neg.text;
 }
 
+// A full-width row with a bad size says the size is wrong; it used to say "expected 13 columns
+// ... got 13 fields".
+TEST(CommCli, CompareNamesABadSizeNotTheColumnCount) {
+  const std::string bad = ::testing::TempDir() + "comm_bad_size.txt";
+  for (const char* size : {"-8192", "x1024", "1.5"}) {
+    {
+      std::ofstream out(bad);
+      out << "        1024           256     float     sum      -1    13.8    0.07    0.13      0    13.6    0.08    0.13      0\n"
+          << "        " << size << "           512     float     sum      -1    13.8    0.07    0.13      0    13.6    0.08    0.13      0\n";
+    }
+    const Out r = calisim("comm --system h100-sxm --ranks 8 --compare " + bad);
+    EXPECT_EQ(r.code, 2) << r.text;
+    EXPECT_NE(r.text.find(std::string("line 2: size '") + size + "' is not a positive byte count"), std::string::npos)
+        << r.text;
+    EXPECT_EQ(r.text.find("columns"), std::string::npos) << r.text;
+  }
+  // A row of the wrong width still says so.
+  {
+    std::ofstream out(bad);
+    out << "        1024           256     float     sum      -1    13.8    0.07    0.13      0\n";
+  }
+  const Out narrow = calisim("comm --system h100-sxm --ranks 8 --compare " + bad);
+  EXPECT_EQ(narrow.code, 2);
+  EXPECT_NE(narrow.text.find("expected 13 columns"), std::string::npos) << narrow.text;
+  EXPECT_NE(narrow.text.find("got 9 fields"), std::string::npos) << narrow.text;
+}
+
 }  // namespace

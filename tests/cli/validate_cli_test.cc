@@ -397,4 +397,151 @@ TEST(ValidateCli, SimulateAccuracyAgainstTheShippedRuns) {
   EXPECT_NE(missing.text.find("/nonexistent/runs.csv"), std::string::npos) << missing.text;
 }
 
+// A --db that cannot be read stops the validation (exit 2) before any row is priced; it used to
+// be a per-row note, every row priced from the roofline, exit 0. A database that holds another
+// device is still a per-row note (those rows use the roofline defaults).
+TEST(ValidateCli, UnreadableDatabaseIsAnErrorAnotherDevicesIsANote) {
+  const std::string missing = ::testing::TempDir() + "validate_no_such.db";
+  std::remove(missing.c_str());
+  const Out none = calisim("validate --runs " + kFixture + " --db " + missing);
+  EXPECT_EQ(none.code, 2) << none.text;
+  EXPECT_NE(none.text.find(missing + ": --db: database file does not exist"), std::string::npos) << none.text;
+  const std::string text = ::testing::TempDir() + "validate_not_a.db";
+  std::ofstream(text) << "this is not an SQLite file, it is long enough to have a header of sorts............\n";
+  const Out garbage = calisim("validate --runs " + kFixture + " --db " + text);
+  EXPECT_EQ(garbage.code, 2) << garbage.text;
+  EXPECT_NE(garbage.text.find("is not an SQLite database"), std::string::npos) << garbage.text;
+
+  const std::string other = ::testing::TempDir() + "validate_other_device.db";
+  std::remove(other.c_str());
+  const Out imp = calisim("db import " + other + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
+                          "/simumax/system/a100_pcie.json --device \"NVIDIA A100 PCIe 80GB\"");
+  ASSERT_EQ(imp.code, 0) << imp.text;
+  const Out r = calisim("validate --runs " + kFixture + " --db " + other + " --json", false);
+  ASSERT_EQ(r.code, 0) << r.text.substr(0, 500);
+  const auto j = nlohmann::json::parse(r.text);
+  ASSERT_FALSE(j["efficiency_notes"].empty());
+  EXPECT_NE(j["efficiency_notes"][0].get<std::string>().find("database not used"), std::string::npos)
+      << j["efficiency_notes"];
+  EXPECT_EQ(j["summary"]["all"]["count"], 2);
+}
+
+// Writes kFixture's header and first row (R0021) with `column` set to `value`; returns the path.
+std::string fixture_with(const std::string& column, const std::string& value, const std::string& name) {
+  std::ifstream in(kFixture);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::vector<std::string> names = csv_cells(header);
+  std::vector<std::string> cells = csv_cells(row);
+  const auto it = std::find(names.begin(), names.end(), column);
+  EXPECT_NE(it, names.end()) << column;
+  if (it != names.end()) cells[static_cast<std::size_t>(it - names.begin())] = value;
+  std::string edited;
+  for (std::size_t i = 0; i < cells.size(); ++i) edited += (i ? "," : "") + cells[i];
+  const std::string csv = ::testing::TempDir() + name;
+  std::ofstream(csv) << header << "\n" << edited << "\n";
+  return csv;
+}
+
+// Zero and negative measured figures, and counts past INT_MAX, are refused with line and column
+// (they used to give +inf % / -111 % errors, a memory figure read as "not measured", a GPU count
+// of -2147483648); an empty cell is still "not given".
+TEST(ValidateCli, NonPositiveMeasuredValuesAndHugeCountsAreRefused) {
+  const std::pair<const char*, const char*> bad[] = {{"step_time_s", "0"},
+                                                     {"step_time_s", "-3"},
+                                                     {"peak_mem_reserved_gib", "-5"},
+                                                     {"num_gpus", "3000000000"}};
+  for (const auto& [column, value] : bad) {
+    const std::string csv = fixture_with(column, value, "validate_bad_value.csv");
+    const Out r = calisim("validate --runs " + csv);
+    EXPECT_EQ(r.code, 2) << column << "=" << value << "\n" << r.text;
+    EXPECT_NE(r.text.find(csv + ": line 2, column " + column + ": expected"), std::string::npos) << r.text;
+    EXPECT_NE(r.text.find(std::string("got '") + value + "'"), std::string::npos) << r.text;
+  }
+  const Out empty = calisim("validate --runs " + fixture_with("peak_mem_reserved_gib", "", "validate_empty.csv"));
+  EXPECT_EQ(empty.code, 0) << empty.text;
+  // The SimuMax table's measured and SimuMax figures likewise.
+  const std::string simumax = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/simumax_a100_pcie.csv";
+  std::ifstream in(simumax);
+  std::string header, row;
+  std::getline(in, header);
+  std::getline(in, row);
+  const std::vector<std::string> names = csv_cells(header);
+  for (const char* column : {"measured_tflops_per_gpu", "simumax_tflops_per_gpu"}) {
+    std::vector<std::string> cells = csv_cells(row);
+    cells[static_cast<std::size_t>(std::find(names.begin(), names.end(), column) - names.begin())] = "0";
+    std::string edited;
+    for (std::size_t i = 0; i < cells.size(); ++i) edited += (i ? "," : "") + cells[i];
+    const std::string csv = ::testing::TempDir() + "validate_simumax_zero.csv";
+    std::ofstream(csv) << header << "\n" << edited << "\n";
+    const Out r = calisim("validate --runs " + csv);
+    EXPECT_EQ(r.code, 2) << r.text;
+    EXPECT_NE(r.text.find(std::string("line 2, column ") + column + ": expected a positive number"), std::string::npos)
+        << r.text;
+  }
+}
+
+// Output directories under a regular file are bad input (exit 2, the path named), not an
+// internal filesystem error (exit 1).
+TEST(ValidateCli, OutputDirectoryUnderARegularFileIsAnInputError) {
+  const std::string file = ::testing::TempDir() + "validate_plain_file";
+  std::ofstream(file) << "x\n";
+  const Out dump = calisim("validate --runs " + kFixture + " --dump-inputs " + file + "/x");
+  EXPECT_EQ(dump.code, 2) << dump.text;
+  EXPECT_NE(dump.text.find(file + "/x: --dump-inputs: cannot create the directory"), std::string::npos) << dump.text;
+  const Out fit = calisim("validate --runs " + kFixture + " --fit-system all --fit-out " + file + "/d");
+  EXPECT_EQ(fit.code, 2) << fit.text;
+  EXPECT_NE(fit.text.find(file + "/d: --fit-out: cannot create the directory"), std::string::npos) << fit.text;
+  EXPECT_EQ(fit.text.find("internal error"), std::string::npos) << fit.text;
+}
+
+// Nothing simulated is an error, not an empty report with exit 0: a header-only file, a file
+// whose rows all fail, and a --set override that breaks every row (said as the override's fault).
+TEST(ValidateCli, NothingSimulatedIsAnError) {
+  std::ifstream in(kFixture);
+  std::string header, row;
+  std::getline(in, header);
+  const std::string only_header = ::testing::TempDir() + "validate_header_only.csv";
+  std::ofstream(only_header) << header << "\n";
+  const Out h = calisim("validate --runs " + only_header);
+  EXPECT_EQ(h.code, 2) << h.text;
+  EXPECT_NE(h.text.find("no data rows"), std::string::npos) << h.text;
+
+  const Out bogus = calisim("validate --runs " + kFixture + " --set system.bogus=1");
+  EXPECT_EQ(bogus.code, 2) << bogus.text;
+  EXPECT_NE(bogus.text.find("--set system.bogus=1: no row of " + kFixture + " could be simulated with these overrides"),
+            std::string::npos)
+      << bogus.text;
+  EXPECT_NE(bogus.text.find("bogus: unknown field"), std::string::npos) << bogus.text;
+  // The JSON API (calisim.validate) gets the same error.
+  EXPECT_EQ(calisim("validate --json --runs " + kFixture + " --set system.bogus=1").code, 2);
+
+  // Only the row validate cannot simulate (R0145, sliding-window attention).
+  const std::string unsupported = ::testing::TempDir() + "validate_unsupported.csv";
+  std::string line;
+  std::ofstream out(unsupported);
+  out << header << "\n";
+  while (std::getline(in, line)) {
+    if (line.rfind("R0145,", 0) == 0) out << line << "\n";
+  }
+  out.close();
+  const Out u = calisim("validate --runs " + unsupported);
+  EXPECT_EQ(u.code, 2) << u.text;
+  EXPECT_NE(u.text.find("none of the 1 rows could be simulated; the first: R0145"), std::string::npos) << u.text;
+}
+
+// A UTF-8 byte-order mark (spreadsheet "CSV UTF-8") is not part of the first column's name: the
+// file is still the published format (it used to be taken for SimuMax's and refused).
+TEST(ValidateCli, ByteOrderMarkIsSkipped) {
+  std::ifstream in(kFixture);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string bom = ::testing::TempDir() + "validate_bom.csv";
+  std::ofstream(bom) << "\xEF\xBB\xBF" << ss.str();
+  const Out r = calisim("validate --runs " + bom + " --json", false);
+  ASSERT_EQ(r.code, 0) << r.text;
+  EXPECT_EQ(nlohmann::json::parse(r.text)["rows"].size(), 3u);
+}
+
 }  // namespace

@@ -113,7 +113,7 @@ TEST_F(ProfileLogDumpTest, MergeKeepsBothSessionsLogsAndAddsEachEntryOnce) {
 
 TEST_F(ProfileLogDumpTest, OldVersionsStillLoadAndMalformedLogsAreRefusedByPath) {
   const std::string v1 = R"({"format": "calisim-efficiency-db", "version": 1, "devices": [{"name": "Test GPU"}],
-    "runs": [{"device": "Test GPU", "source": "measured", "host": "h", "started_at": "t",
+    "runs": [{"device": "Test GPU", "source": "measured", "host": "h", "started_at": "2026-11-21T10:00:00Z",
               "rows": [{"key": "gemm m=64 n=1024 k=4096 batch=1 dtype=bf16 layout=TN acc=0", "median_s": 1e-05,
                         "efficiency": 0.5}]}]})";
   write("v1.json", v1);

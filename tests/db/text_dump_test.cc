@@ -2,7 +2,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <fstream>
+#include <functional>
 #include <sstream>
 
 #include "core/error.h"
@@ -147,6 +150,18 @@ TEST_F(TextDumpTest, MalformedJsonNamesThePathAndImportsNothing) {
     merge_into(db, read_any(path("bad.json")));
     FAIL();
   } catch (const InputError& e) {
+    // The misspelt field itself, not only the missing one.
+    EXPECT_EQ(e.where(), "$.runs[0].rows[0].efficiency_") << e.what();
+  }
+  // Without the misspelt field the row lacks its efficiency.
+  std::string missing = json_text(source_dump());
+  const auto at = missing.find(",\"efficiency\":", missing.find("\"rows\""));
+  missing.erase(at, missing.find('}', at) - at);
+  write("missing.json", missing);
+  try {
+    merge_into(db, read_any(path("missing.json")));
+    FAIL();
+  } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "$.runs[0].rows[0].efficiency") << e.what();
   }
   EXPECT_TRUE(db.devices().empty());
@@ -236,6 +251,150 @@ TEST_F(TextDumpTest, PublishedTimingColumnIsKeptPerRun) {
         "device,key,busbw_gb_s,link_gb_s,source,timing\n"
         "Test GPU,coll op=all_reduce bytes=1073741824 ranks=8 per_node=8 dtype=bf16,360,450,x,eager_loop\n");
   EXPECT_THROW(read_published_csv(path("timed_coll.csv"), db), InputError);
+}
+
+// What `db import --from` JSON used to accept without a word, each refused naming this file and
+// the JSON path: row numbers the database would refuse (the error used to name the target
+// database), a GEMM efficiency that is not a positive number, a dangling alias (silently dropped), a
+// fractional sm_count (truncated), unknown fields, a missing "runs", a started_at that is not a
+// timestamp, and a row repeated with other numbers (the second used to be dropped as a "conflict").
+TEST_F(TextDumpTest, JsonImportRefusesWhatItUsedToDropOrMisstore) {
+  const nlohmann::json good = nlohmann::json::parse(json_text(source_dump()));
+  // Index of the run of `source` (the export sorts runs by device, source, started_at).
+  const auto run_of = [&](const char* source) {
+    for (std::size_t i = 0; i < good["runs"].size(); ++i) {
+      if (good["runs"][i]["source"] == source && good["runs"][i]["device"] == "Test GPU") return i;
+    }
+    return std::size_t{0};
+  };
+  const std::size_t measured = run_of("measured");
+  const std::string rows = fmt::format("$.runs[{}].rows", measured);
+  const auto refused = [&](const std::function<void(nlohmann::json&)>& edit, const std::string& where,
+                           const std::string& problem) {
+    nlohmann::json j = good;
+    edit(j);
+    write("edited.json", j.dump(1));
+    auto db = EfficiencyDb::open(path("target.db"), OpenMode::create);
+    try {
+      merge_into(db, read_any(path("edited.json")));
+      ADD_FAILURE() << "accepted: " << where;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.file(), path("edited.json")) << e.what();
+      EXPECT_EQ(e.where(), where) << e.what();
+      EXPECT_NE(e.problem().find(problem), std::string::npos) << e.what();
+    }
+    EXPECT_TRUE(db.devices().empty()) << "all or nothing";
+  };
+  // Row 0 of the measured run is a GEMM row (rows are ordered by kind, then key text).
+  ASSERT_EQ(good["runs"][measured]["rows"][0]["key"].get<std::string>().rfind("gemm ", 0), 0u);
+  refused([&](nlohmann::json& j) { j["runs"][measured]["rows"][0]["efficiency"] = -1; }, rows + "[0].efficiency",
+          "is not a finite number above 0");
+  refused([&](nlohmann::json& j) { j["runs"][measured]["rows"][0]["efficiency"] = 0; }, rows + "[0].efficiency",
+          "is not a finite number above 0");
+  refused([&](nlohmann::json& j) { j["runs"][measured]["rows"][0]["median_s"] = -1e-3; }, rows + "[0].median_s",
+          ">= 0");
+  refused([&](nlohmann::json& j) { j["runs"][measured]["rows"][0]["gb_s"] = 10; }, rows + "[0].gb_s",
+          "is not a field of a gemm row");
+  refused([&](nlohmann::json& j) { j["aliases"][0]["device"] = "Nope GPU"; }, "$.aliases[0].device",
+          "'Nope GPU' is not a device of this file");
+  refused([&](nlohmann::json& j) { j["devices"][1]["sm_count"] = 1.5; }, "$.devices[1].sm_count",
+          "expected an integer");
+  refused([&](nlohmann::json& j) { j["devices"][1]["hbm_gb_s"] = -2; }, "$.devices[1].hbm_gb_s", ">= 0");
+  refused([&](nlohmann::json& j) { j["devices"][1]["hbm"] = 2000; }, "$.devices[1].hbm", "unknown field");
+  refused([&](nlohmann::json& j) { j["comment"] = "x"; }, "$.comment", "unknown field");
+  refused([&](nlohmann::json& j) { j["runs"][0]["host_name"] = "x"; }, "$.runs[0].host_name", "unknown field");
+  refused([&](nlohmann::json& j) { j.erase("runs"); }, "$.runs", "is required");
+  refused([&](nlohmann::json& j) { j["runs"][0]["started_at"] = "yesterday"; }, "$.runs[0].started_at",
+          "is not an ISO 8601 UTC time");
+  refused([&](nlohmann::json& j) { j["runs"][0]["ended_at"] = "2025-13-01T00:00:00Z"; }, "$.runs[0].ended_at",
+          "ISO 8601");
+  refused(
+      [&](nlohmann::json& j) {
+        nlohmann::json again = j["runs"][measured]["rows"][0];
+        again["efficiency"] = 0.11;
+        j["runs"][measured]["rows"].push_back(again);
+      },
+      fmt::format("{}[{}]", rows, good["runs"][measured]["rows"].size()),
+      fmt::format("repeats {}[0] of the same run with other numbers (efficiency", rows));
+
+  refused([&](nlohmann::json& j) { j["runs"][0]["started_at"] = "2025-01-02T00:00:00.250Z"; }, "$.runs[0].started_at",
+          "ISO 8601");  // sorts before "...00Z" as text, though later
+
+  // Still accepted: an exact repeat (a duplicate, counted), a memory efficiency above 1 (an
+  // L2-resident copy can beat HBM), another valid time, and no "aliases" / "devices" at all.
+  nlohmann::json j = good;
+  j["runs"][measured]["rows"].push_back(j["runs"][measured]["rows"][0]);
+  for (auto& row : j["runs"][measured]["rows"]) {
+    if (row["key"].get<std::string>().rfind("mem ", 0) == 0) row["efficiency"] = 1.2;
+  }
+  j["runs"][measured]["started_at"] = "2025-12-31T23:59:59Z";
+  write("fine.json", j.dump(1));
+  auto db = EfficiencyDb::open(path("fine.db"), OpenMode::create);
+  const MergeReport r = merge_into(db, read_any(path("fine.json")));
+  EXPECT_EQ(r.duplicates, 1);
+  EXPECT_EQ(r.conflicts, 0) << (r.messages.empty() ? "" : r.messages[0]);
+  j.erase("aliases");
+  j.erase("devices");
+  write("bare.json", j.dump(1));
+  EXPECT_NO_THROW(read_json_dump(path("bare.json")));
+}
+
+// The CSV reader: unknown columns, a conflicting repeated row (both lines named), started_at and
+// a GEMM efficiency above 1 are refused by line and field.
+TEST_F(TextDumpTest, CsvImportRefusesUnknownColumnsConflictsAndBadTimes) {
+  const std::string text = csv_text(source_dump());
+  const std::string header = text.substr(0, text.find('\n'));
+  std::istringstream in(text);
+  std::string line, gemm;
+  while (std::getline(in, line)) {
+    if (line.find(",gemm m=64 ") != std::string::npos && line.find("Test GPU,measured") == 0) gemm = line;
+  }
+  ASSERT_FALSE(gemm.empty()) << text;
+  const auto refused = [&](const std::string& body, const std::string& where, const std::string& problem) {
+    write("edited.csv", body);
+    try {
+      read_csv_dump(path("edited.csv"));
+      ADD_FAILURE() << "accepted: " << body;
+    } catch (const InputError& e) {
+      EXPECT_EQ(e.where(), where) << e.what();
+      EXPECT_NE(e.problem().find(problem), std::string::npos) << e.what();
+    }
+  };
+  refused(header + ",extra\n" + gemm + ",1\n", "line 1", "unknown column 'extra'");
+  const std::string other = gemm.substr(0, gemm.rfind(',')) + ",0.11";
+  refused(header + "\n" + gemm + "\n" + other + "\n", "line 3", "repeats line 2 of the same run with other numbers");
+  EXPECT_NO_THROW(read_csv_dump((write("same.csv", header + "\n" + gemm + "\n" + gemm + "\n"), path("same.csv"))));
+  std::string late = gemm;
+  late.replace(late.find("2025-01-02T00:00:00Z"), 20, "last tuesday");
+  refused(header + "\n" + late + "\n", "line 2, field 'started_at'", "is not an ISO 8601 UTC time");
+  refused(header + "\n" + gemm.substr(0, gemm.rfind(',')) + ",-0.5\n", "line 2, field 'efficiency'", "above 0");
+}
+
+// A device the database knows by name only (as a CSV import leaves it) takes the specs of a
+// JSON export merged on top; a device that has specs keeps its own.
+TEST_F(TextDumpTest, MergeFillsInTheSpecsOfNameOnlyDevices) {
+  write("a.csv", csv_text(source_dump()));
+  write("a.json", json_text(source_dump()));
+  auto db = EfficiencyDb::open(path("bare.db"), OpenMode::create);
+  merge_into(db, read_csv_dump(path("a.csv")));
+  EXPECT_EQ(db.device("Test GPU").peak_tflops[static_cast<int>(DType::bf16)], 0);
+  const MergeReport r = merge_into(db, read_json_dump(path("a.json")));
+  EXPECT_EQ(r.device_specs_filled, 2);
+  EXPECT_EQ(r.devices_added, 0);
+  EXPECT_EQ(db.device("Test GPU"), test_device());
+  EXPECT_EQ(db.device("tg").name, "Test GPU");  // the alias came with it
+
+  Dump other = read_json_dump(path("a.json"));
+  other.devices[1].hbm_gb_s = 1;
+  const MergeReport again = merge_into(db, other);
+  EXPECT_EQ(again.device_specs_filled, 0);
+  EXPECT_EQ(db.device("Test GPU").hbm_gb_s, 2000);
+  // A dump built in code with an alias of a device nowhere: reported, not silently dropped.
+  Dump dangling;
+  dangling.aliases.emplace_back("ghost", "Ghost GPU");
+  const MergeReport g = merge_into(db, dangling);
+  ASSERT_EQ(g.messages.size(), 1u);
+  EXPECT_NE(g.messages[0].find("alias 'ghost' names device 'Ghost GPU'"), std::string::npos) << g.messages[0];
 }
 
 }  // namespace
