@@ -61,7 +61,7 @@ EfficiencyChoice make_efficiency_source(const SystemConfig& system, const std::s
   if (!out.database.empty()) {
     out.model = predictor::load_served_model(
         out.database, system.device.name, roofline,
-        [system](const CollectiveKey& k) { return link_for(k, system).gb_s; }, system.device.sm_count);
+        [system](const CollectiveKey& k) { return link_for(k, system).gb_s; }, system.device, &out.notes);
     if (system.attention_implementation != "default") {
       out.model = std::make_shared<const AttentionFromImplementation>(out.model, roofline);
       out.notes.push_back("attention priced from the system's '" + system.attention_implementation +

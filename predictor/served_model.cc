@@ -213,11 +213,22 @@ std::unique_ptr<EfficiencyModel> make_served_model(const DeviceSpec& device, con
 
 std::unique_ptr<EfficiencyModel> load_served_model(const std::string& db_path, const std::string& device_name,
                                                    std::shared_ptr<const EfficiencyModel> fallback,
-                                                   CollectiveLinkFn collective_link, int sm_count) {
+                                                   CollectiveLinkFn collective_link, const DeviceSpec& system_spec,
+                                                   std::vector<std::string>* notes) {
   auto file = db::EfficiencyDb::open(db_path, db::OpenMode::read_only);
   const db::DeviceRecord record = file.device(device_name);
   DeviceSpec spec = record.to_spec();
-  if (spec.sm_count <= 0) spec.sm_count = sm_count;
+  if (spec.sm_count <= 0) spec.sm_count = system_spec.sm_count;
+  const bool any_peak = std::any_of(spec.peak_tflops.begin(), spec.peak_tflops.end(), [](double p) { return p > 0; });
+  if (!any_peak) {
+    spec.peak_tflops = system_spec.peak_tflops;
+    if (spec.hbm_gb_s <= 0) spec.hbm_gb_s = system_spec.hbm_gb_s;
+    if (notes) {
+      notes->push_back("database " + db_path + " has no specs for device '" + record.name +
+                       "' (a CSV import carries none): its fits use the system file's peaks and bandwidth (import "
+                       "the database's JSON export to store them)");
+    }
+  }
   return make_served_model(spec, record, file.load_runs(record.name), std::move(fallback), std::move(collective_link));
 }
 

@@ -54,10 +54,14 @@ std::unique_ptr<EfficiencyModel> make_served_model(const DeviceSpec& device, con
                                                    CollectiveLinkFn collective_link = {});
 
 // Opens the database read-only and builds make_served_model for `device_name` (a name or alias)
-// with the record's spec; `sm_count` fills the spec's SM count when the record has none (SimuMax
-// imports carry none). Throws InputError like load_db_efficiency_model.
+// with the record's spec. `system_spec` (the system file's description of the same device) fills
+// what the record lacks: the SM count (SimuMax imports carry none) and, for a record without any
+// peak (a CSV import), the peaks and HBM bandwidth, without which no fit could be used; each fill
+// of the latter kind is said in `notes` (may be null). Throws InputError like
+// load_db_efficiency_model.
 std::unique_ptr<EfficiencyModel> load_served_model(const std::string& db_path, const std::string& device_name,
                                                    std::shared_ptr<const EfficiencyModel> fallback,
-                                                   CollectiveLinkFn collective_link = {}, int sm_count = 0);
+                                                   CollectiveLinkFn collective_link, const DeviceSpec& system_spec,
+                                                   std::vector<std::string>* notes = nullptr);
 
 }  // namespace calisim::predictor

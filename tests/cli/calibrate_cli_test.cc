@@ -187,10 +187,27 @@ TEST_F(CalibrateCli, RowsImportedFromCsvWithoutSpecsAreRefusedNamingTheDevice) {
   EXPECT_EQ(cal.code, 2) << cal.out;
   EXPECT_NE(cal.out.find("device 'NVIDIA A100 PCIe 80GB': its specs are missing"), std::string::npos) << cal.out;
 
+  // simulate --db on the spec-less database: the fits take the system file's peaks (the same
+  // device) and say so, instead of being skipped without a word.
+  const std::string sim = "simulate --system a100-pcie-80g " + kConfig + " --no-ops --json --db ";
+  const CmdResult s_bare = run(sim + bare);
+  ASSERT_EQ(s_bare.code, 0) << s_bare.out;
+  EXPECT_NE(s_bare.out.find("has no specs for device 'NVIDIA A100 PCIe 80GB'"), std::string::npos) << s_bare.out;
+
   const CmdResult fill = run("db import " + bare + " --from " + json);
   ASSERT_EQ(fill.code, 0) << fill.out;
   EXPECT_NE(fill.out.find("specs filled in for 1 device(s)"), std::string::npos) << fill.out;
   EXPECT_EQ(run("predict --evaluate --db " + bare).code, 0);
+  // With its specs stored the database answers as the one it was exported from, note gone.
+  const CmdResult s_full = run(sim + bare), s_orig = run(sim + db_);
+  ASSERT_EQ(s_full.code, 0) << s_full.out;
+  EXPECT_EQ(s_full.out.find("has no specs"), std::string::npos) << s_full.out;
+  const auto step = [](const std::string& out) {
+    return nlohmann::json::parse(out)["cost"]["duration_time_per_iter_s"].get<double>();
+  };
+  EXPECT_DOUBLE_EQ(step(s_full.out), step(s_orig.out));
+  // The system file describes the same device, up to the figures each source quotes: within 0.1 %.
+  EXPECT_NEAR(step(s_bare.out), step(s_orig.out), 1e-3 * step(s_orig.out));
 }
 
 // A failed import creates no database file; one that existed is left as it was.
