@@ -438,7 +438,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   if (p2p_overlap && p2p_async && *p2p_overlap != *p2p_async) {
     r.fail("pp_comm_async", "contradicts overlap_p2p_comm (SimuMax's name for the same switch); give one of them");
   }
-  s.overlap_p2p_comm = p2p_overlap.value_or(p2p_async.value_or(true));
+  // Default as Megatron: its arguments turn overlap_p2p_comm off without interleaving (the
+  // non-interleaved 1F1B schedule's send/recv pairs block); an explicit value is a what-if.
+  s.overlap_p2p_comm = p2p_overlap.value_or(p2p_async.value_or(s.interleaving_size > 1));
   for (const char* key : {"nccl_algo", "nccl_proto"}) {
     const auto list = r.opt_string(key);
     if (!list) continue;

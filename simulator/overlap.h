@@ -6,6 +6,8 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 namespace calisim {
 
@@ -23,6 +25,25 @@ inline double bucketed_overlap_s(double comm_s, double window_s, double buckets,
   const double exposed = std::max(comm_s / std::max(1.0, buckets), comm_s - window_s);
   const double clamped = std::clamp(exposed, 0.0, comm_s);
   return clamped + slowdown * (comm_s - clamped);
+}
+
+// Megatron's gradient sync under the interleaved schedule (overlap_grad_reduce with its default
+// align_grad_reduce): each model chunk's buckets are reduced together once that chunk's last
+// backward has run, and the syncs go out one after another on the data-parallel communicator.
+// The chunks finish their last backward in reverse order (chunk v-1 first, chunk 0 last), so
+// chunk c's sync has the remaining backward of chunks 0..c-1 to hide behind and chunk 0's is
+// exposed whole. `comm_s[c]`: chunk c's reduction; `tail_bwd_s[c]`: backward compute left on this
+// rank after chunk c's last backward (tail_bwd_s[0] = 0). The cooldown's pipeline waits are not
+// counted as cover (conservative). Returns the exposed time plus the slowdown on the hidden part.
+inline double chunked_sync_exposed_s(const std::vector<double>& comm_s, const std::vector<double>& tail_bwd_s,
+                                     double slowdown) {
+  double finish = -std::numeric_limits<double>::infinity(), total = 0;
+  for (std::size_t c = comm_s.size(); c-- > 0;) {
+    finish = std::max(finish, -tail_bwd_s[c]) + comm_s[c];
+    total += comm_s[c];
+  }
+  const double exposed = std::clamp(finish, 0.0, total);
+  return exposed + slowdown * (total - exposed);
 }
 
 }  // namespace calisim

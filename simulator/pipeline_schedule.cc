@@ -49,9 +49,10 @@ RankSchedule rank_schedule(int rank, int p, int v, int m) {
   int warmup;
   if (v == 1) {
     warmup = std::min(p - rank - 1, m);
-  } else if (m == p) {
-    warmup = total;  // Megatron runs all forwards first when there is one micro-batch group
   } else {
+    // Megatron-Core's get_pp_rank_microbatches (microbatch_group_size_per_vp_stage = p): all
+    // forwards first only where this reaches the total. Older releases also ran every rank
+    // all-forwards-first when m == p; current ones do that on the early ranks alone.
     warmup = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
   }
   return {p, v, warmup, total};

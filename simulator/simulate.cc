@@ -454,7 +454,20 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     if (st.zero_state <= 1) {
       const double c = nic_contended_s(grad_reduce_s(params, st, groups, coster, &tally),
                                        st.overlap_grad_reduce && dp_nic ? nic_bwd_mb : 0.0);
-      sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_grad_reduce ? bwd_mb : 0.0, buckets, slow);
+      if (st.overlap_grad_reduce && v > 1 && params.total() > 0) {
+        // Interleaved: one sync per model chunk after its last backward (overlap.h), each the
+        // chunk's share of the reduction.
+        std::vector<double> chunk_comm(v), tail(v, 0.0);
+        for (int k = 0; k < v; ++k) {
+          chunk_comm[k] = c * chunk_params[k * p + r].total() / params.total();
+          // Chunk k-1's last group of micro-batches (Megatron's microbatch_group_size_per_vp_stage
+          // = p) runs its backward after chunk k's last one.
+          if (k > 0) tail[k] = tail[k - 1] + std::min(p, m) * bwd[(k - 1) * p + r];
+        }
+        sr.dp_comm_s += chunked_sync_exposed_s(chunk_comm, tail, slow);
+      } else {
+        sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_grad_reduce ? bwd_mb : 0.0, buckets, slow);
+      }
     }
     if (st.zero_state == 1 || st.zero_state == 2) {
       const int passes = param_gather_passes(params, st);  // 2: Megatron's chained MoE optimizers

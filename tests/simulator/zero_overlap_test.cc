@@ -42,6 +42,33 @@ TEST(OverlapMath, BoundsAndHandNumbers) {
   }
 }
 
+// Megatron's per-chunk gradient sync under interleaving: chunk 0's reduction, launched after the
+// rank's very last backward, is always exposed; earlier chunks hide behind the backward left
+// after them, one sync after another on the communicator.
+TEST(OverlapMath, ChunkedGradientSyncHandNumbers) {
+  // Chunks 0, 1, 2 with 2, 3, 4 s of reduction; 0, 5 and 10 s of backward left after their last one.
+  EXPECT_DOUBLE_EQ(chunked_sync_exposed_s({2, 3, 4}, {0, 5, 10}, 0.0), 2.0);  // chunk 2: -10..-6, 1: -5..-2, 0: 0..2
+  // Slow chunk 2 delays chunk 1, which delays chunk 0: 9 s from -10 is -1, then 3 to 2, then 2 to 4.
+  EXPECT_DOUBLE_EQ(chunked_sync_exposed_s({2, 3, 9}, {0, 5, 10}, 0.0), 4.0);
+  // The slowdown applies to the hidden part only; no cover exposes everything.
+  EXPECT_DOUBLE_EQ(chunked_sync_exposed_s({2, 3, 4}, {0, 5, 10}, 0.5), 2.0 + 0.5 * 7.0);
+  EXPECT_DOUBLE_EQ(chunked_sync_exposed_s({2, 3, 4}, {0, 0, 0}, 0.0), 9.0);
+}
+
+TEST(Overlap, InterleavedGradientSyncExposesTheFirstChunk) {
+  const ModelConfig m = shipped_model("llama3-70b");
+  const SystemConfig sys = shipped_system("h100-sxm");
+  // ZeRO-0: the DP traffic is the gradient all-reduce alone (no parameter gather).
+  const std::string base = R"({"seq_len": 8192, "micro_batch_size": 1, "global_batch_size": 128, "world_size": 64,
+      "tp_size": 8, "pp_size": 4, "interleaving_size": 5, "zero_state": 0)";
+  const double on = run(m, base + R"(, "overlap_grad_reduce": true})", sys).stages[0].dp_comm_s;
+  const double off = run(m, base + R"(, "overlap_grad_reduce": false})", sys).stages[0].dp_comm_s;
+  // Stage 0's first chunk holds 4 of its 20 layers and the embedding: more than a fifth of the
+  // reduction is exposed (it was one bucket of ~57 before), and overlap still hides the rest.
+  EXPECT_GE(on, 0.2 * off);
+  EXPECT_LT(on, 0.5 * off);
+}
+
 TEST(Zero, StaticBytesPerParameterByStage) {
   const ModelConfig m = shipped_model("llama3-8b");
   const SystemConfig sys = shipped_system("h100-sxm");
