@@ -55,14 +55,19 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
   const double vocab_shard = static_cast<double>(m.padded_vocab(static_cast<int>(d.t)) / d.t) * d.h;
   auto embedding = [&]() {
     double fwd = 2 * full, bwd = 3 * full + vocab_shard * (d.e + d.e + 2 * d.main_grad_e);
-    if (m.position_embedding_type == PositionEmbedding::learned_absolute) fwd += 3 * shard, bwd += 2 * shard;
+    // Learned positions are added to the whole [s, b, h] tensor before the sequence scatter
+    // (Megatron-Core's LanguageModelEmbedding reduce-scatters only without them).
+    const bool positions = m.position_embedding_type == PositionEmbedding::learned_absolute;
+    if (positions) fwd += 3 * full, bwd += 2 * full;
     LayerOp emb = memory_op("embedding", OpUnit::other, "embedding_fwd", fwd, "embedding_bwd", bwd, 0.0);
     emb.bwd_transient_bytes = vocab_shard * d.e;
     if (st.enable_dropout) {
       emb.act_bytes = static_cast<double>(d.Tsp) * d.h;
     }
     if (d.t > 1) {
-      emb.fwd_comm = tp_coll(d, d.sp ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, full);
+      // With learned positions under SP: all-reduce, add the positions, then a local split whose
+      // backward all-gathers; without them the partial sums are reduce-scattered.
+      emb.fwd_comm = tp_coll(d, d.sp && !positions ? CollectiveOp::reduce_scatter : CollectiveOp::all_reduce, full);
       if (d.sp) emb.bwd_comm = tp_coll(d, CollectiveOp::all_gather, full);
     }
     return emb;
