@@ -280,9 +280,11 @@ ForwardIo forward_io(GraphBuilder& g, const Shape& s) {
 }
 
 // The forward graph (cuDNN frontend's composition): S = Q·Kᵀ, ×scale, causal mask, softmax
-// (max, sub, exp, sum, log + add → Stats, div), O = P·V. `p_io_type` gives P the io type
-// before the second matmul instead of fp32 (engines differ in which they accept).
-void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type) {
+// (max, sub, exp, sum, log + add → Stats, div), O = P·V. P, the second matmul's A operand, has
+// the io type as the frontend gives it ("Requirement by cudnn backend to take in bmm2 aType as
+// i/o type", scaled_dot_product_flash_attention.h), which is what the fused flash engines match.
+// `p_fp32` keeps P in fp32 instead: only a fallback, for a cuDNN whose engines take that form.
+void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_fp32) {
   const ForwardIo io = forward_io(g, s);
   const Desc &q = io.q, &kt = io.kt, &v = io.v, &o = io.o, &stats = io.stats, &scale = io.scale;
   const Desc& scores = g.virt(CUDNN_DATA_FLOAT, s.scores());
@@ -290,7 +292,7 @@ void build_forward(GraphBuilder& g, const Shape& s, bool causal, bool p_io_type)
   const Desc* logits = &g.pointwise(CUDNN_POINTWISE_MUL, scores, &scale, s.scores());
   if (causal) logits = &g.causal_mask(*logits, s.scores(), CUDNN_DATA_BOOLEAN);
   const Softmax sm = softmax_with_stats(g, s, *logits, stats);
-  const Desc& p = g.virt(p_io_type ? s.io : CUDNN_DATA_FLOAT, s.scores());
+  const Desc& p = g.virt(p_fp32 ? CUDNN_DATA_FLOAT : s.io, s.scores());
   g.pointwise(CUDNN_POINTWISE_DIV, sm.exp, &sm.sum, nullptr, p);
   g.matmul(p, v, o);
 }
@@ -386,9 +388,11 @@ const Desc& k_from_kt(GraphBuilder& g, const Shape& s, const Desc& kt) {
 // The backward graph the fused flash-attention backward engines match: softmax_sum =
 // rowsum(dO∘O)·1, P = exp(S·scale − Stats) (causal mask before the exp), dV = Pᵀ·dO,
 // dS = P∘(dO·Vᵀ − softmax_sum)·scale, dK = dSᵀ·Q, dQ = dS·K accumulated in fp32 (dQ_accum)
-// and cast by an identity. GQA: dK and dV are computed per query head into full-head buffers
-// and summed over each group by a reduction.
-void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
+// and cast by an identity. GQA: dK and dV are computed per query head ([b, hq, skv, d], io type)
+// and summed over each group by a reduction. The full-head tensors are virtual, as cuDNN's
+// frontend keeps them for dense layouts (it makes them real workspace tensors only for ragged
+// ones); `real_full_heads` binds them as buffers instead, the fallback for a cuDNN that wants them.
+void build_backward(GraphBuilder& g, const Shape& s, bool causal, bool real_full_heads) {
   const BackwardIo io = backward_io(g, s);
   const Desc &q = io.q, &kt = io.kt, &vt = io.vt, &d_o = io.d_o, &stats = io.stats, &scale = io.scale;
   const Desc &dq = io.dq, &dk = io.dk, &dv = io.dv;
@@ -408,8 +412,9 @@ void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
 
   const bool grouped = s.hk != s.hq;
   const Desc& pt = transposed(g, p, s.scores(), s.io);
+  const Dims dv_full_dim{s.b, s.hq, s.skv, s.dv}, dk_full_dim{s.b, s.hq, s.skv, s.dqk};
   if (grouped) {
-    const Desc& dv_full = g.real(kDVFullHead, s.io, {s.b, s.hq, s.skv, s.dv});
+    const Desc& dv_full = real_full_heads ? g.real(kDVFullHead, s.io, dv_full_dim) : g.virt(s.io, dv_full_dim);
     g.matmul(pt, d_o, dv_full);
     g.reduction(CUDNN_REDUCE_TENSOR_ADD, dv_full, dv);
   } else {
@@ -423,7 +428,7 @@ void build_backward(GraphBuilder& g, const Shape& s, bool causal) {
 
   const Desc& dst = transposed(g, ds, s.scores(), s.io);
   if (grouped) {
-    const Desc& dk_full = g.real(kDKFullHead, s.io, {s.b, s.hq, s.skv, s.dqk});
+    const Desc& dk_full = real_full_heads ? g.real(kDKFullHead, s.io, dk_full_dim) : g.virt(s.io, dk_full_dim);
     g.matmul(dst, q, dk_full);
     g.reduction(CUDNN_REDUCE_TENSOR_ADD, dk_full, dk);
   } else {
@@ -577,36 +582,41 @@ std::vector<Plan> plans_for(cudnnHandle_t handle, const GraphBuilder& g, int wan
   return plans;
 }
 
-// A graph with its plans; which forward variant was built (see build_forward).
+// A graph with its plans; which variant was built (see build_graph).
 struct BuiltGraph {
   std::unique_ptr<GraphBuilder> g;
   std::vector<Plan> plans;
   std::string variant;
 };
 
+// Builds the key's graph, trying its variants in order until one has an engine plan:
+// forward "fwd" (P in the io type, the frontend's form) then "fwd, P in fp32"; GQA backward
+// "bwd" (virtual full-head dK / dV, the frontend's dense form) then "bwd, full-head dK/dV in
+// memory"; other backward keys and fp8 have one composition each.
 BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted) {
   const Shape s(key);
   std::string errors;
   const bool backward = key.direction == AttentionDirection::backward;
   const bool fp8 = key.dtype == DType::fp8_e4m3;
-  // Forward: P in fp32 first, then in the io type; backward and fp8 have one composition each.
-  for (int variant = 0; variant < (backward || fp8 ? 1 : 2); ++variant) {
+  const bool grouped = s.hk != s.hq;
+  const int variants = fp8 ? 1 : backward ? (grouped ? 2 : 1) : 2;
+  for (int variant = 0; variant < variants; ++variant) {
+    const bool fallback = variant == 1;
     BuiltGraph out;
     out.g = std::make_unique<GraphBuilder>();
+    out.variant = fp8 ? (backward ? "bwd fp8" : "fwd fp8")
+                  : backward ? (fallback ? "bwd, full-head dK/dV in memory" : "bwd")
+                             : (fallback ? "fwd, P in fp32" : "fwd");
     std::string last;
     try {
       if (fp8 && backward) {
         build_backward_fp8(*out.g, s, key.causal);
-        out.variant = "bwd fp8";
       } else if (fp8) {
         build_forward_fp8(*out.g, s, key.causal);
-        out.variant = "fwd fp8";
       } else if (backward) {
-        build_backward(*out.g, s, key.causal);
-        out.variant = "bwd";
+        build_backward(*out.g, s, key.causal, /*real_full_heads=*/fallback);
       } else {
-        build_forward(*out.g, s, key.causal, variant == 1);
-        out.variant = variant == 1 ? "fwd, P in io type" : "fwd";
+        build_forward(*out.g, s, key.causal, /*p_fp32=*/fallback);
       }
       out.g->finalize(handle);
       out.plans = plans_for(handle, *out.g, wanted, &last);
@@ -615,22 +625,24 @@ BuiltGraph build_graph(cudnnHandle_t handle, const AttentionKey& key, int wanted
       last = e.what();
     }
     if (!out.plans.empty()) return out;
-    const std::string what = fp8 ? (backward ? "bwd fp8 graph" : "fwd fp8 graph") : backward ? "bwd graph" : out.variant;
-    errors += fmt::format("{}{}: {}", errors.empty() ? "" : "; ", what, last);
+    errors += fmt::format("{}graph \"{}\": {}", errors.empty() ? "" : "; ", out.variant, last);
   }
   throw GpuError("cuDNN has no SDPA engine for this shape: " + errors, GpuError::Kind::not_supported);
 }
 
 // Device tensors of one problem, random inputs; the host scalars the variant pack points at.
+// The GQA full-head dK / dV buffers exist only for the graph variant that binds them: bind()
+// allocates them on first use, so the preferred (virtual) form costs no memory for them.
 struct Tensors {
   std::vector<std::pair<std::int64_t, DeviceBuffer>> buffers;
   float scale = 1, one = 1;
   // Masked logits: the lowest finite float (what cuDNN's own frontend uses), never -inf, so a
   // fully masked row cannot produce NaN.
   float mask_value = std::numeric_limits<float>::lowest();
+  Shape shape;
 
-  Tensors(const AttentionKey& key, cudaStream_t stream) {
-    const Shape s(key);
+  Tensors(const AttentionKey& key, cudaStream_t stream) : shape(key) {
+    const Shape& s = shape;
     scale = 1.0f / std::sqrt(static_cast<float>(key.head_dim_qk));
     auto count = [](const Dims& d) { return d[0] * d[1] * d[2] * d[3]; };
     auto add = [&](std::int64_t uid, std::int64_t elements, std::size_t element_bytes) -> void* {
@@ -665,10 +677,6 @@ struct Tensors {
       if (!fp8) {  // the fp8 graph keeps D and the GQA sums virtual, as the frontend's does
         add(kSoftmaxSum, count(s.rows()), 4);
         add(kDQAccum, count(s.q()), 4);
-        if (s.hk != s.hq) {
-          add(kDKFullHead, s.b * s.hq * s.skv * s.dqk, 2);
-          add(kDVFullHead, s.b * s.hq * s.skv * s.dv, 2);
-        }
       }
     }
   }
@@ -683,15 +691,37 @@ struct Tensors {
     check_cuda(cudaStreamSynchronize(stream), "fp8 attention amax");
     return value;
   }
-  void* get(std::int64_t uid) const {
+  const DeviceBuffer* buffer(std::int64_t uid) const {
     for (const auto& [u, b] : buffers) {
-      if (u == uid) return b.get();
+      if (u == uid) return &b;
     }
     return nullptr;
   }
+  void* get(std::int64_t uid) const {
+    const DeviceBuffer* b = buffer(uid);
+    return b ? b->get() : nullptr;
+  }
+  // get(), except that the GQA full-head buffers ([b, hq, skv, d] in the io type) are made on
+  // first use. nullptr for any other uid without a buffer.
+  void* bind(std::int64_t uid) {
+    if (void* p = get(uid)) return p;
+    if (uid != kDKFullHead && uid != kDVFullHead) return nullptr;
+    const Shape& s = shape;
+    const std::int64_t d = uid == kDKFullHead ? s.dqk : s.dv;
+    const std::size_t io_bytes = s.io == CUDNN_DATA_FP8_E4M3 ? 1 : 2;
+    buffers.emplace_back(uid, DeviceBuffer(static_cast<std::size_t>(s.b * s.hq * s.skv * d) * io_bytes));
+    return buffers.back().second.get();
+  }
 };
 
+// cuDNN before 9.6.0 expects the backward's fp32 dQ accumulator zeroed by the caller before every
+// execution (cudnn-frontend, collect_tensors_in_workspace_node: "prior to cuDNN 9.6.0, dQ_accum
+// needed to be memset by frontend"); from 9.6.0 the engine initialises it itself.
+bool caller_zeroes_dq_accum() { return cudnnGetVersion() < 90600; }
+
 // Runs a plan on a stream. The variant pack binds exactly the graph's non-virtual tensors.
+// prepare(stream) is the per-execution set-up that is not the attention's time (zeroing the dQ
+// accumulator for cuDNN before 9.6.0); call it before every run(), outside any timed region.
 class Executor {
  public:
   Executor(cudnnHandle_t handle, const Plan& plan, const GraphBuilder& graph, Tensors& t)
@@ -700,9 +730,13 @@ class Executor {
     const std::vector<std::int64_t>& uids = graph.real_uids();
     std::vector<void*> ptrs;
     for (std::int64_t uid : uids) {
-      void* p = uid == kScale ? &t.scale : uid == kOne ? &t.one : uid == kMaskValue ? &t.mask_value : t.get(uid);
+      void* p = uid == kScale ? &t.scale : uid == kOne ? &t.one : uid == kMaskValue ? &t.mask_value : t.bind(uid);
       if (!p) throw std::logic_error(fmt::format("SDPA graph tensor {} has no buffer", uid));
       ptrs.push_back(p);
+      if (uid == kDQAccum && caller_zeroes_dq_accum()) {
+        dq_accum_ = p;  // the device pointer, not the DeviceBuffer: bind() may grow t.buffers
+        dq_accum_bytes_ = t.buffer(kDQAccum)->bytes();
+      }
     }
     void* ws = workspace_.get();
     pack_.set(CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, uids.data(), static_cast<std::int64_t>(uids.size()));
@@ -710,6 +744,9 @@ class Executor {
               static_cast<std::int64_t>(ptrs.size()));
     pack_.set(CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, &ws);
     pack_.finalize("variant pack");
+  }
+  void prepare(cudaStream_t stream) const {
+    if (dq_accum_) check_cuda(cudaMemsetAsync(dq_accum_, 0, dq_accum_bytes_, stream), "zero dQ accumulator");
   }
   void run(cudaStream_t stream) {
     check_cudnn(cudnnSetStream(handle_, stream), "cudnnSetStream");
@@ -721,6 +758,8 @@ class Executor {
   const Plan& plan_;
   DeviceBuffer workspace_;
   Desc pack_;
+  void* dq_accum_ = nullptr;  // set when this execution must zero it (prepare)
+  std::size_t dq_accum_bytes_ = 0;
 };
 
 // Fills O and Stats of `t` with a forward pass (the backward graph reads them).
@@ -728,6 +767,7 @@ void run_forward_for(cudnnHandle_t handle, AttentionKey key, Tensors& t, cudaStr
   key.direction = AttentionDirection::forward;
   const BuiltGraph fwd = build_graph(handle, key, 1);
   Executor ex(handle, fwd.plans.front(), *fwd.g, t);
+  ex.prepare(stream);
   ex.run(stream);
   check_cuda(cudaStreamSynchronize(stream), "forward pass for the backward");
 }
@@ -833,15 +873,22 @@ Measurement AttentionBench::measure(const AttentionKey& key) {
     // Autotune over the heuristics' first candidates, as the GEMM benchmark does. Only the fastest
     // executor so far stays alive (at most two at a time): each holds its own workspace, and keeping
     // every candidate's would turn a long-sequence backward into a spurious out-of-memory skip.
+    // Each candidate's untimed trial (it may fail for this shape) runs on the measuring stream and
+    // is waited for, so it cannot overlap the timed samples (that stream does not wait for the
+    // legacy default stream) nor share tensors with them.
     double best_s = INFINITY;
     std::size_t best = built.plans.size();
     std::unique_ptr<Executor> chosen_ex;
     std::string last_error;
+    const cudaStream_t stream = loop_.stream();
     for (std::size_t i = 0; i < built.plans.size(); ++i) {
       try {
         auto ex = std::make_unique<Executor>(handle_, built.plans[i], *built.g, t);
-        ex->run(nullptr);  // untimed: may fail for this shape
-        const double time_s = loop_.quick_median_s([&](cudaStream_t s) { ex->run(s); }, 5);
+        ex->prepare(stream);
+        ex->run(stream);
+        check_cuda(cudaStreamSynchronize(stream), "cuDNN SDPA trial run");
+        const double time_s = loop_.quick_median_s([&](cudaStream_t st) { ex->run(st); }, 5,
+                                                   [&](cudaStream_t st) { ex->prepare(st); });
         if (time_s < best_s) {
           best_s = time_s;
           best = i;
@@ -857,7 +904,9 @@ Measurement AttentionBench::measure(const AttentionKey& key) {
       return Measurement::skipped_because("every cuDNN SDPA engine failed; last: " + last_error);
     }
     Executor& chosen = *chosen_ex;
-    Measurement m = loop_.measure([&](cudaStream_t s) { chosen.run(s); });
+    // prepare (zeroing dQ_accum before cuDNN 9.6.0) runs before each sample, outside its time.
+    Measurement m =
+        loop_.measure([&](cudaStream_t st) { chosen.run(st); }, [&](cudaStream_t st) { chosen.prepare(st); });
     m.algorithm = fmt::format("cudnn sdpa {} engine {} workspace {} B (fastest of {})", built.variant,
                               built.plans[best].engine, built.plans[best].workspace_bytes, built.plans.size());
     m.library = library_version();
@@ -903,7 +952,16 @@ AttentionBench::GradientErrors AttentionBench::check_backward_against_cpu(const 
   run_forward_for(handle_, bwd, t, stream);
   const BuiltGraph built = build_graph(handle_, bwd, 1);
   Executor ex(handle_, built.plans.front(), *built.g, t);
-  ex.run(stream);
+  // The dQ accumulator starts as NaN (all bits set) and the backward runs twice: a dQ that is
+  // accumulated into an unzeroed accumulator (cuDNN before 9.6.0 without prepare(), or a newer
+  // one that did not initialise it) comes out NaN or doubled, not within rounding.
+  if (const DeviceBuffer* acc = t.buffer(kDQAccum)) {
+    check_cuda(cudaMemsetAsync(acc->get(), 0xFF, acc->bytes(), stream), "poison dQ accumulator");
+  }
+  for (int pass = 0; pass < 2; ++pass) {
+    ex.prepare(stream);
+    ex.run(stream);
+  }
   check_cuda(cudaStreamSynchronize(stream), "SDPA backward");
   // fp8: gradients of random inputs are far below e4m3's smallest normal (2^-6) at scale 1, so the
   // check runs the way delayed scaling does: a first pass gives the amax of dQ, dK, dV and dP, the
@@ -927,6 +985,7 @@ AttentionBench::GradientErrors AttentionBench::check_backward_against_cpu(const 
     t.set_scalar(kScaleDP, sp, stream);
     t.set_scalar(kDescaleDP, 1.0f / sp, stream);
     unscale = {{kDQ, 1.0 / sq}, {kDK, 1.0 / sk}, {kDV, 1.0 / sv}};
+    ex.prepare(stream);
     ex.run(stream);
     check_cuda(cudaStreamSynchronize(stream), "SDPA fp8 backward, rescaled");
   }

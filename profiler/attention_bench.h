@@ -4,15 +4,21 @@
 // Forward graph (the composition cuDNN's frontend builds and its fused flash engines match):
 // S = Q·Kᵀ (matmul, fp32), ×scale (by-value 1/sqrt(dqk)), for causal keys a row >= col mask
 // (GEN_INDEX on both axes, CMP_GE, BINARY_SELECT with the lowest float), softmax as max / sub /
-// exp / sum / log + add (the Stats training keeps) / div, O = P·V. Backward graph: softmax_sum =
-// rowsum(dO∘O), P = exp(S·scale − Stats), dV = Pᵀ·dO, dS = P∘(dO·Vᵀ − softmax_sum)·scale,
-// dK = dSᵀ·Q, dQ = dS·K via an fp32 accumulator; a backward measurement first runs the forward
-// once so Stats and O are real. Layout [batch, heads, seq, dim] contiguous; GQA keys give K and V
-// heads_kv heads (dK, dV of a group summed by a reduction in the backward); MLA keys give Q, K
-// head_dim_qk and V, O head_dim_v. Engines come from the backend heuristics descriptor (mode A);
-// up to kAttentionCandidates that finalise are timed briefly, the fastest is measured with the
-// MeasureLoop; the row records its engine global index, workspace and graph variant. FLOPs are
-// the key's (AttentionKey::flops(), MODELING.md: backward 2.5x forward).
+// exp / sum / log + add (the Stats training keeps) / div, O = P·V with P in the io type (the
+// frontend's form; variant "fwd"). Only when no engine takes it is P tried in fp32 (variant
+// "fwd, P in fp32"). Backward graph: softmax_sum = rowsum(dO∘O), P = exp(S·scale − Stats),
+// dV = Pᵀ·dO, dS = P∘(dO·Vᵀ − softmax_sum)·scale, dK = dSᵀ·Q, dQ = dS·K via an fp32 accumulator
+// (zeroed by the caller before every execution when cuDNN is older than 9.6.0, outside the timed
+// region: MeasureLoop's prepare step); a backward measurement first runs the forward once so
+// Stats and O are real. Layout [batch, heads, seq, dim] contiguous; GQA keys give K and V
+// heads_kv heads (dK, dV of a group summed by a reduction in the backward, over virtual
+// full-head tensors as the frontend builds it, variant "bwd"; bound as buffers only as a fallback,
+// variant "bwd, full-head dK/dV in memory"); MLA keys give Q, K head_dim_qk and V, O head_dim_v.
+// Engines come from the backend heuristics descriptor (mode A); up to kAttentionCandidates that
+// finalise are each run once untimed on the measuring stream (and waited for), then timed
+// briefly; the fastest is measured with the MeasureLoop; the row records its graph variant,
+// engine global index and workspace ("cudnn sdpa <variant> engine <n> workspace <bytes> B ...").
+// FLOPs are the key's (AttentionKey::flops(), MODELING.md: backward 2.5x forward).
 //
 // fp8 (e4m3) forward keys use cuDNN frontend's SDPA_FP8 composition (attention_bench.cc:
 // descale_q / descale_k after Q·Kᵀ, amax of P, P × scale_s cast to e4m3, O = P·V × descale_s ×
@@ -56,11 +62,12 @@ class AttentionBench {
   // Throws GpuError (not_supported) when cuDNN has no engine for it.
   double check_against_reference(const AttentionKey& key, cudaStream_t stream);
 
-  // For tests: forward then backward once on random Q, K, V, dO; the largest |error| of dQ, dK
-  // and dV relative to the largest |reference| value, against a double-precision CPU
-  // recomputation from the same (rounded) inputs. fp8 keys run the backward twice, the second
-  // time with the gradients' scales set from the first pass's amax (448 / amax), and compare the
-  // unscaled e4m3 gradients. Keep shapes tiny: O(b·h·sq·skv·d) on the CPU.
+  // For tests: forward, then the backward twice on random Q, K, V, dO (bf16 / fp16: the dQ
+  // accumulator filled with NaN before the first pass, so one not zeroed between executions
+  // shows); the largest |error| of dQ, dK and dV relative to the largest |reference| value,
+  // against a double-precision CPU recomputation from the same (rounded) inputs. fp8 keys run the
+  // backward once more with the gradients' scales set from the earlier passes' amax (448 / amax),
+  // and compare the unscaled e4m3 gradients. Keep shapes tiny: O(b·h·sq·skv·d) on the CPU.
   struct GradientErrors {
     double dq = 0, dk = 0, dv = 0;
   };

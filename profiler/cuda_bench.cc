@@ -55,6 +55,7 @@ struct CudaBench::State {
   CudaBenchOptions options;
   cudaStream_t stream = nullptr;
   std::unique_ptr<SampleTimer> timer;
+  CuptiTimer* cupti = nullptr;  // `timer` when it is the CUPTI timer
   std::string timer_note;
   std::unique_ptr<NvmlMonitor> nvml;
   std::unique_ptr<L2Flush> flush;
@@ -71,7 +72,9 @@ CudaBench::CudaBench(const CudaBenchOptions& options) : s_(std::make_unique<Stat
   // CUPTI first: it must subscribe before the work it is to see.
   if (options.allow_cupti) {
     std::string why;
-    s_->timer = CuptiTimer::create(&why);
+    std::unique_ptr<CuptiTimer> cupti = CuptiTimer::create(&why);
+    s_->cupti = cupti.get();
+    s_->timer = std::move(cupti);
     if (!s_->timer) s_->timer_note = "CUPTI unavailable: " + why;
   } else {
     s_->timer_note = "CUPTI disabled by --timer events";
@@ -119,17 +122,28 @@ Measurement CudaBench::measure(const PlannedKernel& kernel) {
             "this node has {} GPU: a {}-rank collective needs {} GPUs (single process) or mpirun across nodes",
             gpus, key.ranks, key.ranks));
       }
-      if (!s_->nccl && s_->nccl_unavailable.empty()) {
-        try {
-          std::vector<int> devices(gpus);
-          for (int i = 0; i < gpus; ++i) devices[i] = i;
-          s_->nccl = std::make_unique<NcclBench>(devices, s_->options.loop.rule, *s_->nvml);
-        } catch (const GpuError& e) {
-          s_->nccl_unavailable = e.what();
+      // CUPTI's activity collection is process-wide: left on, it records every runtime and
+      // driver call of NCCL's host-timed launch loop and inflates small-message latency. It is
+      // off while NCCL starts and measures, and back on for the next kernel measurement.
+      if (s_->cupti) s_->cupti->set_collecting(false);
+      try {
+        if (!s_->nccl && s_->nccl_unavailable.empty()) {
+          try {
+            std::vector<int> devices(gpus);
+            for (int i = 0; i < gpus; ++i) devices[i] = i;
+            s_->nccl = std::make_unique<NcclBench>(devices, s_->options.loop.rule, *s_->nvml);
+          } catch (const GpuError& e) {
+            s_->nccl_unavailable = e.what();
+          }
         }
+        m = s_->nccl ? s_->nccl->measure(key)
+                     : Measurement::skipped_because("NCCL could not start: " + s_->nccl_unavailable);
+      } catch (...) {
+        if (s_->cupti) s_->cupti->set_collecting(true);
+        throw;
       }
-      if (!s_->nccl) return Measurement::skipped_because("NCCL could not start: " + s_->nccl_unavailable);
-      return s_->nccl->measure(key);
+      if (s_->cupti) s_->cupti->set_collecting(true);
+      return m;
     }
     default:
       throw std::invalid_argument("not a measurable key: " + kernel.key);

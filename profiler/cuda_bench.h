@@ -3,7 +3,8 @@
 // It owns one measuring stream on `device`, the sample timer (CUPTI when this process can
 // subscribe, else CUDA events, and every row says which and why), NVML, the L2 flush and the
 // GEMM / attention (cuDNN SDPA) / memory benchmarks; the NCCL benchmark over all visible GPUs is
-// created on the first collective.
+// created on the first collective. CUPTI's activity collection is turned off while NCCL starts
+// and measures (its timing is host wall clock, which collection would slow) and back on after.
 #pragma once
 
 #include <memory>

@@ -1,5 +1,7 @@
 #include "profiler/cuda_timer.h"
 
+#include <utility>
+
 #include "profiler/gpu_error.h"
 
 namespace calisim::profiler {
@@ -26,16 +28,17 @@ void CudaEventTimer::end(cudaStream_t stream) {
 }
 
 std::vector<OpTiming> CudaEventTimer::harvest(cudaStream_t stream) {
+  // Forget the pairs first: a throw below must not leave them to misalign the next harvest.
+  const std::size_t used = std::exchange(used_, 0);
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   std::vector<OpTiming> out;
-  for (std::size_t i = 0; i + 1 < used_; i += 2) {
+  for (std::size_t i = 0; i + 1 < used; i += 2) {
     float ms = 0;
     check_cuda(cudaEventElapsedTime(&ms, pool_[i], pool_[i + 1]), "cudaEventElapsedTime");
     OpTiming t;
     t.span_s = t.kernel_sum_s = ms * 1e-3;
     out.push_back(t);
   }
-  used_ = 0;
   return out;
 }
 

@@ -20,6 +20,7 @@ class CudaEventTimer final : public SampleTimer {
   void begin(cudaStream_t stream) override;
   void end(cudaStream_t stream) override;
   std::vector<OpTiming> harvest(cudaStream_t stream) override;
+  void discard() noexcept override { used_ = 0; }
 
  private:
   cudaEvent_t event_at(std::size_t i);

@@ -3,13 +3,13 @@
 #include <cupti.h>
 #include <fmt/format.h>
 
-#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <mutex>
-#include <set>
 #include <unordered_map>
+#include <utility>
 
+#include "profiler/cupti_attribution.h"
 #include "profiler/cupti_records.h"
 #include "profiler/gpu_error.h"
 
@@ -20,17 +20,11 @@ using KernelRecord = CuptiKernelRecord;
 constexpr std::size_t kBufferBytes = kCuptiBufferBytes;
 constexpr std::size_t kAlign = kCuptiBufferAlign;
 
-struct KernelSeen {
-  std::uint32_t correlation = 0;
-  std::uint64_t start_ns = 0, end_ns = 0;
-  std::string name;
-};
-
 // CUPTI's buffer callbacks are plain functions called from CUPTI's threads; what they collect
 // lives here, behind a mutex, until harvest() takes it.
 struct Collected {
   std::mutex mu;
-  std::vector<KernelSeen> kernels;
+  std::vector<KernelRecordTimes> kernels;  // every kernel record, complete or not
   std::unordered_map<std::uint32_t, std::uint64_t> external_of;  // correlation id -> external id
   std::atomic<std::size_t> dropped{0};
 };
@@ -53,8 +47,9 @@ void CUPTIAPI buffer_completed(CUcontext ctx, uint32_t stream_id, uint8_t* buffe
     CUpti_Activity* rec = nullptr;
     while (cuptiActivityGetNextRecord(buffer, valid, &rec) == CUPTI_SUCCESS) {
       if (rec->kind == CUPTI_ACTIVITY_KIND_CONCURRENT_KERNEL || rec->kind == CUPTI_ACTIVITY_KIND_KERNEL) {
+        // Kept even when end <= start (no timestamps, or flushed before the end was written):
+        // attribute_kernels() counts such records against their op instead of timing them.
         const auto* k = reinterpret_cast<const KernelRecord*>(rec);
-        if (k->start == 0 && k->end == 0) continue;  // timestamps not collected
         c.kernels.push_back({k->correlationId, k->start, k->end, k->name ? k->name : ""});
       } else if (rec->kind == CUPTI_ACTIVITY_KIND_EXTERNAL_CORRELATION) {
         const auto* e = reinterpret_cast<const CUpti_ActivityExternalCorrelation*>(rec);
@@ -113,11 +108,25 @@ CuptiTimer::~CuptiTimer() {
 
 std::size_t CuptiTimer::dropped_records() const { return collected().dropped.load(); }
 
+void CuptiTimer::set_collecting(bool on) {
+  if (on == collecting_) return;
+  // Recorded first: after a partial failure a later call still walks every kind again.
+  collecting_ = on;
+  for (CUpti_ActivityKind k : kKinds) {
+    const CUptiResult r = on ? cuptiActivityEnable(k) : cuptiActivityDisable(k);
+    if (r != CUPTI_SUCCESS) {
+      throw GpuError(fmt::format("{} (kind {}): {}", on ? "cuptiActivityEnable" : "cuptiActivityDisable",
+                                 static_cast<int>(k), cupti_error(r)),
+                     GpuError::Kind::other);
+    }
+  }
+}
+
 void CuptiTimer::begin(cudaStream_t) {
   const std::uint64_t id = next_id_++;
-  pending_.push_back(id);
   const CUptiResult r = cuptiActivityPushExternalCorrelationId(CUPTI_EXTERNAL_CORRELATION_KIND_CUSTOM0, id);
   if (r != CUPTI_SUCCESS) throw GpuError("cuptiActivityPushExternalCorrelationId: " + cupti_error(r), GpuError::Kind::other);
+  pending_.push_back(id);  // only once pushed: a failed begin() leaves no op to wait for
 }
 
 void CuptiTimer::end(cudaStream_t) {
@@ -127,11 +136,13 @@ void CuptiTimer::end(cudaStream_t) {
 }
 
 std::vector<OpTiming> CuptiTimer::harvest(cudaStream_t stream) {
+  // Take the pending ops first: a throw below must not leave them for the next harvest.
+  const std::vector<std::uint64_t> ids = std::exchange(pending_, {});
   check_cuda(cudaStreamSynchronize(stream), "cudaStreamSynchronize");
   const CUptiResult fr = cuptiActivityFlushAll(CUPTI_ACTIVITY_FLAG_FLUSH_FORCED);
   if (fr != CUPTI_SUCCESS) throw GpuError("cuptiActivityFlushAll: " + cupti_error(fr), GpuError::Kind::other);
 
-  std::vector<KernelSeen> kernels;
+  std::vector<KernelRecordTimes> kernels;
   std::unordered_map<std::uint32_t, std::uint64_t> external_of;
   {
     Collected& c = collected();
@@ -139,40 +150,28 @@ std::vector<OpTiming> CuptiTimer::harvest(cudaStream_t stream) {
     kernels.swap(c.kernels);
     external_of.swap(c.external_of);
   }
-  struct Acc {
-    std::uint64_t first = UINT64_MAX, last = 0, sum = 0;
-    int n = 0;
-  };
-  std::unordered_map<std::uint64_t, Acc> by_op;
-  std::set<std::string> names;
-  for (const KernelSeen& k : kernels) {
-    const auto it = external_of.find(k.correlation);
-    if (it == external_of.end()) continue;  // launched outside any begin()/end() pair
-    Acc& a = by_op[it->second];
-    a.first = std::min(a.first, k.start_ns);
-    a.last = std::max(a.last, k.end_ns);
-    a.sum += k.end_ns - k.start_ns;
-    ++a.n;
-    names.insert(k.name);
-  }
+  const KernelAttribution a = attribute_kernels(kernels, external_of, ids);
+  incomplete_ += a.incomplete_records;
   std::vector<OpTiming> out;
-  out.reserve(pending_.size());
-  for (std::uint64_t id : pending_) {
-    const auto it = by_op.find(id);
-    if (it == by_op.end()) {
-      pending_.clear();
-      throw GpuError(fmt::format("CUPTI delivered no kernel for operation {} (dropped records: {})", id,
-                                 dropped_records()),
+  out.reserve(ids.size());
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const OpKernelTimes& op = a.ops[i];
+    if (!op.seen) {
+      throw GpuError(fmt::format("CUPTI delivered no kernel for operation {} (dropped records: {}, records without "
+                                 "a valid end so far: {})",
+                                 ids[i], dropped_records(), incomplete_),
                      GpuError::Kind::other);
     }
     OpTiming t;
-    t.span_s = static_cast<double>(it->second.last - it->second.first) * 1e-9;
-    t.kernel_sum_s = static_cast<double>(it->second.sum) * 1e-9;
-    t.kernels = it->second.n;
+    if (op.kernels > 0) {
+      t.span_s = static_cast<double>(op.last_ns - op.first_ns) * 1e-9;
+      t.kernel_sum_s = static_cast<double>(op.sum_ns) * 1e-9;
+    }
+    t.kernels = op.kernels;
+    t.incomplete_kernels = op.incomplete;
     out.push_back(t);
   }
-  pending_.clear();
-  names_.assign(names.begin(), names.end());
+  names_ = a.names;
   return out;
 }
 

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <memory>
 #include <vector>
 
@@ -132,19 +133,28 @@ std::vector<cublasLtMatmulHeuristicResult_t> heuristics(cublasLtHandle_t h, cons
   return results;
 }
 
-std::string describe_algo(const cublasLtMatmulAlgo_t& algo) {
-  auto get = [&](cublasLtMatmulAlgoConfigAttributes_t attr) {
-    std::int64_t v = 0;  // every attribute read here fits; zero-initialised for the narrower ones
-    std::size_t written = 0;
-    cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof v, &written);
-    return v;
-  };
-  return fmt::format("cublasLt algo {} tile {} stages {} splitK {}", get(CUBLASLT_ALGO_CONFIG_ID),
-                     get(CUBLASLT_ALGO_CONFIG_TILE_ID), get(CUBLASLT_ALGO_CONFIG_STAGES_ID),
-                     get(CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+// One algorithm configuration attribute, read at the width cuBLASLt stores it (cublasLt.h:
+// cublasLtMatmulAlgoConfigGetAttribute returns CUBLAS_STATUS_INVALID_VALUE when sizeInBytes
+// does not match that storage); "unknown" when the call fails.
+template <class T>
+std::string algo_attribute(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T value{};
+  std::size_t written = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &value, sizeof value, &written);
+  if (st != CUBLAS_STATUS_SUCCESS || written != sizeof value) return "unknown";
+  return fmt::format("{}", value);
 }
 
 }  // namespace
+
+std::string describe_cublaslt_algo(const cublasLtMatmulAlgo_t& algo) {
+  // Types as cublasLt.h declares them: the id and split-K count int32_t, tile and stages uint32_t.
+  return fmt::format("cublasLt algo {} tile {} stages {} splitK {}",
+                     algo_attribute<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_ID),
+                     algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_TILE_ID),
+                     algo_attribute<std::uint32_t>(algo, CUBLASLT_ALGO_CONFIG_STAGES_ID),
+                     algo_attribute<std::int32_t>(algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM));
+}
 
 std::string GemmBench::library_version() { return fmt::format("cublasLt {}", cublasLtGetVersion()); }
 
@@ -170,13 +180,17 @@ Measurement GemmBench::measure(const GemmKey& key) {
     return Measurement::skipped_because(fmt::format("cuBLASLt offers no algorithm for {} {} on this GPU",
                                                     calisim::to_string(key.dtype), to_string(key.layout)));
   }
-  // Autotune: each candidate briefly (after one untimed run that may fail for this shape).
+  // Autotune: each candidate briefly, after one untimed run that may fail for this shape. The
+  // trial runs on the measuring stream and is waited for: on the legacy default stream it could
+  // overlap the first timed samples (the measuring stream is non-blocking) and share the workspace.
   double best_s = INFINITY;
   const cublasLtMatmulAlgo_t* best = nullptr;
   std::string last_error;
+  const cudaStream_t stream = loop_.stream();
   for (const auto& c : candidates) {
     try {
-      p->run(handle_, c.algo, workspace_, nullptr);
+      p->run(handle_, c.algo, workspace_, stream);
+      check_cuda(cudaStreamSynchronize(stream), "cuBLASLt trial run");
       const double t = loop_.quick_median_s([&](cudaStream_t s) { p->run(handle_, c.algo, workspace_, s); },
                                             kQuickSamples);
       if (t < best_s) {
@@ -189,7 +203,7 @@ Measurement GemmBench::measure(const GemmKey& key) {
   }
   if (!best) return Measurement::skipped_because("every cuBLASLt candidate failed; last: " + last_error);
   Measurement m = loop_.measure([&](cudaStream_t s) { p->run(handle_, *best, workspace_, s); });
-  m.algorithm = describe_algo(*best) + fmt::format(" (fastest of {})", candidates.size());
+  m.algorithm = describe_cublaslt_algo(*best) + fmt::format(" (fastest of {})", candidates.size());
   m.library = library_version();
   return m;
 }

@@ -14,7 +14,8 @@
 // Method (profiling_notes.md §4.1): 32 MiB workspace; ask the heuristic for the top 8
 // algorithms, time each briefly (quick_median_s), keep the fastest, then measure it with the full
 // MeasureLoop; the row records the chosen algorithm (id, tile, stages, split-K). A shape with no
-// algorithm, or buffers that do not fit, is skipped with the reason.
+// algorithm, or buffers that do not fit, is skipped with the reason. Each candidate's untimed
+// trial run goes on the loop's measuring stream and is synchronised before its timed samples.
 #pragma once
 
 #include <cublasLt.h>
@@ -28,6 +29,10 @@
 namespace calisim::profiler {
 
 inline constexpr std::size_t kGemmWorkspaceBytes = 32u << 20;
+
+// "cublasLt algo <id> tile <tile> stages <stages> splitK <n>", each attribute read at the width
+// cublasLt.h gives it; a field whose read fails says "unknown". Host-only (no GPU needed).
+std::string describe_cublaslt_algo(const cublasLtMatmulAlgo_t& algo);
 
 class GemmBench {
  public:

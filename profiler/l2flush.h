@@ -12,6 +12,9 @@ namespace calisim::profiler {
 class L2Flush {
  public:
   explicit L2Flush(int device);
+  // No buffer: flush() does nothing. For loops that never flush (cold_l2 = false) where no
+  // device may be present (the CPU-side MeasureLoop tests).
+  L2Flush() = default;
   void flush(cudaStream_t stream);
   std::size_t bytes() const { return buffer_.bytes(); }
 

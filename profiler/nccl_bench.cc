@@ -81,6 +81,7 @@ Measurement NcclBench::measure(const CollectiveKey& key) {
     throw;
   }
   const ncclDataType_t type = nccl_type(key.dtype);
+  const auto elt = static_cast<std::size_t>(bytes_per_element(key.dtype));
   auto launch_all = [&]() {
     check_nccl(ncclGroupStart(), "ncclGroupStart");
     for (int r = 0; r < n; ++r) {
@@ -97,8 +98,8 @@ Measurement NcclBench::measure(const CollectiveKey& key) {
         case CollectiveOp::reduce_scatter:
           check_nccl(ncclReduceScatter(s, d, count, type, ncclSum, comms_[r], streams_[r]), "ncclReduceScatter");
           break;
-        case CollectiveOp::all_to_all:
-          check_nccl(ncclAlltoAll(s, d, count, type, comms_[r], streams_[r]), "ncclAlltoAll");
+        case CollectiveOp::all_to_all:  // grouped send / recv: works on every NCCL 2.x (nccl_common.h)
+          nccl_all_to_all(s, d, count, type, elt, comms_[r], streams_[r]);
           break;
         case CollectiveOp::send_recv:
           check_nccl(ncclSend(s, count, type, (r + 1) % n, comms_[r], streams_[r]), "ncclSend");
@@ -190,6 +191,45 @@ double NcclBench::check_all_reduce(std::int64_t bytes) {
   }
   check_cuda(cudaSetDevice(devices_.front()), "cudaSetDevice");
   return worst;
+}
+
+std::int64_t NcclBench::check_all_to_all(std::int64_t count_per_peer) {
+  const int n = ranks();
+  const std::int64_t total = count_per_peer * n;
+  std::vector<RankBuffers> bufs(n);
+  for (int r = 0; r < n; ++r) {
+    check_cuda(cudaSetDevice(devices_[r]), "cudaSetDevice");
+    bufs[r].send = DeviceBuffer(total * 2);
+    bufs[r].recv = DeviceBuffer(total * 2);
+    fill_random(bufs[r].send.get(), total, DType::bf16, 950 + r, 1.0f, streams_[r]);
+    check_cuda(cudaMemsetAsync(bufs[r].recv.get(), 0xFF, total * 2, streams_[r]), "poison");
+  }
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (int r = 0; r < n; ++r) {
+    nccl_all_to_all(bufs[r].send.get(), bufs[r].recv.get(), static_cast<std::size_t>(count_per_peer), ncclBfloat16, 2,
+                    comms_[r], streams_[r]);
+  }
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+  std::vector<std::vector<double>> sent(n, std::vector<double>(total));
+  for (int r = 0; r < n; ++r) {
+    check_cuda(cudaSetDevice(devices_[r]), "cudaSetDevice");
+    check_cuda(cudaStreamSynchronize(streams_[r]), "sync");
+    copy_to_host_as_double(bufs[r].send.get(), total, DType::bf16, sent[r].data());
+  }
+  // Rank q's share j of recv is what rank j held at its share q of send.
+  std::int64_t wrong = 0;
+  std::vector<double> got(total);
+  for (int q = 0; q < n; ++q) {
+    check_cuda(cudaSetDevice(devices_[q]), "cudaSetDevice");
+    copy_to_host_as_double(bufs[q].recv.get(), total, DType::bf16, got.data());
+    for (int j = 0; j < n; ++j) {
+      for (std::int64_t i = 0; i < count_per_peer; ++i) {
+        if (got[j * count_per_peer + i] != sent[j][q * count_per_peer + i]) ++wrong;  // NaN != anything
+      }
+    }
+  }
+  check_cuda(cudaSetDevice(devices_.front()), "cudaSetDevice");
+  return wrong;
 }
 
 }  // namespace calisim::profiler

@@ -3,9 +3,11 @@
 // Timing follows nccl-tests (profiling_notes.md §2.2): host wall clock around `iters`
 // back-to-back asynchronous collectives on every rank, until every stream has finished,
 // divided by `iters`; one sample per such loop, sampled until the stopping rule is met. NCCL
-// kernel durations include waiting for the slowest peer, so CUPTI is not used here. Buffers
-// and byte counts follow collective_sizes.h; send_recv sends to rank + 1 and receives from
-// rank - 1, as nccl-tests' sendrecv does.
+// kernel durations include waiting for the slowest peer, so CUPTI is not used here (CudaBench
+// also turns CUPTI's activity collection off around measure(): it would slow the launch loop).
+// Buffers and byte counts follow collective_sizes.h; send_recv sends to rank + 1 and receives
+// from rank - 1, as nccl-tests' sendrecv does; all_to_all is nccl-tests' grouped send / recv to
+// every peer (nccl_all_to_all, nccl_common.h), not ncclAlltoAll, which needs NCCL 2.28.3.
 // A key whose `ranks` differs from the local GPU count, or that spans nodes (ranks_per_node <
 // ranks), is skipped with the reason: one process can only form groups of its own GPUs.
 #pragma once
@@ -37,6 +39,10 @@ class NcclBench {
   // For tests: one all_reduce (sum) of random bf16 data; the largest relative error against the
   // CPU sum of every rank's input.
   double check_all_reduce(std::int64_t bytes);
+  // For tests: one all_to_all of `count_per_peer` bf16 elements per peer through the same call
+  // the measurement makes; the number of received elements that differ from what the sending
+  // rank held at that place (0 when every share arrived where it belongs).
+  std::int64_t check_all_to_all(std::int64_t count_per_peer);
 
   static std::string library_version();
 

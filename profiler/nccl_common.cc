@@ -23,4 +23,18 @@ ncclDataType_t nccl_type(DType t) {
   return ncclBfloat16;
 }
 
+void nccl_all_to_all(const void* send, void* recv, std::size_t count, ncclDataType_t type, std::size_t element_bytes,
+                     ncclComm_t comm, cudaStream_t stream) {
+  int ranks = 0;
+  check_nccl(ncclCommCount(comm, &ranks), "ncclCommCount");
+  const std::size_t share = count * element_bytes;
+  check_nccl(ncclGroupStart(), "ncclGroupStart");
+  for (int peer = 0; peer < ranks; ++peer) {
+    const std::size_t offset = static_cast<std::size_t>(peer) * share;
+    check_nccl(ncclSend(static_cast<const char*>(send) + offset, count, type, peer, comm, stream), "ncclSend");
+    check_nccl(ncclRecv(static_cast<char*>(recv) + offset, count, type, peer, comm, stream), "ncclRecv");
+  }
+  check_nccl(ncclGroupEnd(), "ncclGroupEnd");
+}
+
 }  // namespace calisim::profiler

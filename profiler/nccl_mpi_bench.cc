@@ -143,6 +143,7 @@ Measurement NcclMpiBench::measure_together(const std::string& key_text) {
   }
   const ncclDataType_t type = nccl_type(key.dtype);
   const auto count = static_cast<std::size_t>(sizes.count);
+  const auto elt = static_cast<std::size_t>(bytes_per_element(key.dtype));
   auto launch = [&]() {
     switch (key.op) {
       case CollectiveOp::all_reduce:
@@ -155,8 +156,8 @@ Measurement NcclMpiBench::measure_together(const std::string& key_text) {
         check_nccl(ncclReduceScatter(send.get(), recv.get(), count, type, ncclSum, s_->comm, s_->stream),
                    "ncclReduceScatter");
         break;
-      case CollectiveOp::all_to_all:
-        check_nccl(ncclAlltoAll(send.get(), recv.get(), count, type, s_->comm, s_->stream), "ncclAlltoAll");
+      case CollectiveOp::all_to_all:  // grouped send / recv: works on every NCCL 2.x (nccl_common.h)
+        nccl_all_to_all(send.get(), recv.get(), count, type, elt, s_->comm, s_->stream);
         break;
       case CollectiveOp::send_recv:
         check_nccl(ncclGroupStart(), "ncclGroupStart");
