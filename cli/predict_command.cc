@@ -30,6 +30,7 @@
 #include "cli/table.h"
 #include "core/error.h"
 #include "db/efficiency_db.h"
+#include "db/sqlite_handle.h"
 #include "predictor/evaluate.h"
 #include "predictor/prediction_rows.h"
 #include "simulator/config_loader.h"
@@ -132,22 +133,18 @@ std::map<std::string, double> op_dispatch_s(const PredictArgs& a, const std::vec
   return out;
 }
 
-// The database --out names must have a directory to go in; the database layer would report a
-// parent that exists as a regular file as a directory that "does not exist".
-void check_out_directory(const std::string& path) {
-  namespace fs = std::filesystem;
-  const fs::path parent = fs::path(path).parent_path();
-  std::error_code ec;
-  if (!parent.empty() && fs::exists(parent, ec) && !fs::is_directory(parent, ec)) {
-    throw InputError(path, "--out", fmt::format("'{}' is a file, not a directory", parent.string()));
-  }
-}
-
 void run_predict(const PredictArgs& a) {
   if (a.from.empty() || a.to.empty()) {
     throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM, or --evaluate");
   }
-  if (!a.out.empty()) check_out_directory(a.out);
+  if (!a.out.empty()) {
+    // Before the prediction's work, the check the database layer makes when it writes.
+    try {
+      db::check_database_path(a.out, db::OpenMode::create);
+    } catch (const InputError& e) {
+      throw InputError(e.file(), "--out", e.problem());
+    }
+  }
   std::vector<DeviceData> sources;
   {
     auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);

@@ -30,7 +30,7 @@ const char* user_hint(int primary) {
 
 }  // namespace
 
-Connection::Connection(const std::string& path, OpenMode mode, int busy_timeout_ms) : path_(path), mode_(mode) {
+void check_database_path(const std::string& path, OpenMode mode) {
   namespace fs = std::filesystem;
   const fs::path p(path);
   const fs::path dir = p.has_parent_path() ? p.parent_path() : fs::path(".");
@@ -43,6 +43,10 @@ Connection::Connection(const std::string& path, OpenMode mode, int busy_timeout_
     throw InputError(path, "", "database file does not exist (create one with `calisim db init`)");
   }
   if (fs::is_directory(p, ec)) throw InputError(path, "", "is a directory, not a database file");
+}
+
+Connection::Connection(const std::string& path, OpenMode mode, int busy_timeout_ms) : path_(path), mode_(mode) {
+  check_database_path(path, mode);
 
   int flags = SQLITE_OPEN_NOMUTEX;
   switch (mode) {

@@ -24,6 +24,11 @@ enum class OpenMode {
   create,      // the file is created when missing (its directory must exist)
 };
 
+// The checks Connection makes before opening: the directory exists (and is one, not a file), the
+// file exists unless `mode` creates it, and is not a directory. InputError naming `path`. Commands
+// that write a database at the end of long work call it first, to fail before the work.
+void check_database_path(const std::string& path, OpenMode mode);
+
 class Connection {
  public:
   // Opens `path`; waits up to busy_timeout_ms for locks held by other processes.

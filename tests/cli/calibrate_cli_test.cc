@@ -14,13 +14,8 @@ namespace {
 
 namespace fs = std::filesystem;
 using CmdResult = calisim::testing_support::CommandResult;
-
-CmdResult run(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
-}
-CmdResult run_stdout(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>/dev/null");
-}
+using calisim::testing_support::run_calisim;
+using calisim::testing_support::run_calisim_stdout;
 
 class CalibrateCli : public ::testing::Test {
  protected:
@@ -31,7 +26,7 @@ class CalibrateCli : public ::testing::Test {
     fs::remove_all(dir_);
     fs::create_directories(dir_);
     db_ = (dir_ / "a100.db").string();
-    const CmdResult r = run("db import " + db_ + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
+    const CmdResult r = run_calisim("db import " + db_ + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
                             "/simumax/system/a100_pcie.json --device \"NVIDIA A100 PCIe 80GB\"");
     ASSERT_EQ(r.code, 0) << r.out;
   }
@@ -47,7 +42,7 @@ const std::string kConfig = "--model llama3-8b --strategy tp2_pp2_dp2_mbs1";
 TEST_F(CalibrateCli, WithoutAGpuListsWhatIsMissingFitsAndWritesASystemThatSimulates) {
   const std::string out = path("sys/a100-cal.json"), plan = path("missing.json");
   fs::create_directories(dir_ / "sys");
-  const CmdResult r = run_stdout("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
+  const CmdResult r = run_calisim_stdout("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
                                  " --plan-out " + plan + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
@@ -70,12 +65,12 @@ TEST_F(CalibrateCli, WithoutAGpuListsWhatIsMissingFitsAndWritesASystemThatSimula
                                              total["scaled"].get<int>() + total["roofline"].get<int>());
 
   // The written system simulates from its own efficiency_db, unlike the datasheet system.
-  const CmdResult cal = run_stdout("simulate " + kConfig + " --system " + out + " --json");
+  const CmdResult cal = run_calisim_stdout("simulate " + kConfig + " --system " + out + " --json");
   ASSERT_EQ(cal.code, 0) << cal.out;
   const auto c = nlohmann::json::parse(cal.out);
   EXPECT_FALSE(c["efficiency_sources"]["database"].is_null());
   EXPECT_GT(c["efficiency_sources"]["kernels_per_source"]["measured"].get<int>(), 0);
-  const CmdResult plain = run_stdout("simulate " + kConfig + " --system a100-pcie-80g --json");
+  const CmdResult plain = run_calisim_stdout("simulate " + kConfig + " --system a100-pcie-80g --json");
   ASSERT_EQ(plain.code, 0) << plain.out;
   const auto p = nlohmann::json::parse(plain.out);
   EXPECT_NE(c["cost"]["duration_time_per_iter_s"].get<double>(), p["cost"]["duration_time_per_iter_s"].get<double>());
@@ -86,7 +81,7 @@ TEST_F(CalibrateCli, WithoutAGpuListsWhatIsMissingFitsAndWritesASystemThatSimula
   EXPECT_EQ(plan_doc["calisim_profile_plan"], 1);
   EXPECT_EQ(plan_doc["memory"].size(), j["missing"][2]["count"].get<std::size_t>());
 
-  const CmdResult text = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out);
+  const CmdResult text = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out);
   ASSERT_EQ(text.code, 0) << text.out;
   for (const char* s : {"profiling: not run", "missing:", "leave-one-out", "system defaults", "coverage", "wrote"}) {
     EXPECT_NE(text.out.find(s), std::string::npos) << s << "\n" << text.out;
@@ -94,7 +89,7 @@ TEST_F(CalibrateCli, WithoutAGpuListsWhatIsMissingFitsAndWritesASystemThatSimula
 }
 
 TEST_F(CalibrateCli, ADatabaseWithoutTheDeviceIsAnInputError) {
-  const CmdResult r = run("calibrate --system h100-sxm " + kConfig + " --db " + db_ + " --out " + path("x.json"));
+  const CmdResult r = run_calisim("calibrate --system h100-sxm " + kConfig + " --db " + db_ + " --out " + path("x.json"));
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("no device or alias 'NVIDIA H100 SXM5 80GB'"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("NVIDIA A100 PCIe 80GB"), std::string::npos) << r.out;
@@ -102,10 +97,10 @@ TEST_F(CalibrateCli, ADatabaseWithoutTheDeviceIsAnInputError) {
   // The error says why nothing was measured and how to get the rows.
   EXPECT_NE(r.out.find("nothing was measured ("), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("--plan-out FILE writes the"), std::string::npos) << r.out;
-  const CmdResult missing = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + path("none.db"));
+  const CmdResult missing = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + path("none.db"));
   EXPECT_EQ(missing.code, 2) << missing.out;
   // With --plan-out the plan of every planned kernel is written before stopping, for `profile run`.
-  const CmdResult planned = run("calibrate --system h100-sxm " + kConfig + " --db " + db_ + " --out " +
+  const CmdResult planned = run_calisim("calibrate --system h100-sxm " + kConfig + " --db " + db_ + " --out " +
                                 path("x.json") + " --plan-out " + path("plan.json"));
   EXPECT_EQ(planned.code, 2) << planned.out;
   EXPECT_NE(planned.out.find("calisim profile run --plan " + path("plan.json")), std::string::npos) << planned.out;
@@ -118,11 +113,11 @@ TEST_F(CalibrateCli, ADatabaseWithoutTheDeviceIsAnInputError) {
 }
 
 TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
-  const CmdResult p = run("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + db_);
+  const CmdResult p = run_calisim("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + db_);
   ASSERT_EQ(p.code, 0) << p.out;
   const std::string sim = "simulate --model llama3-70b --set model.layer_num=4 --strategy tp2_pp2_dp2_mbs1 --db " + db_;
 
-  const CmdResult b = run_stdout(sim + " --system h100-sxm --json");
+  const CmdResult b = run_calisim_stdout(sim + " --system h100-sxm --json");
   ASSERT_EQ(b.code, 0) << b.out;
   const auto jb = nlohmann::json::parse(b.out);
   const auto& origins = jb["efficiency_sources"]["kernels_per_origin"];
@@ -138,13 +133,13 @@ TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
     }
   }
   EXPECT_GT(scaled_gemms, 0);
-  const CmdResult bt = run(sim + " --system h100-sxm");
+  const CmdResult bt = run_calisim(sim + " --system h100-sxm");
   ASSERT_EQ(bt.code, 0) << bt.out;
   EXPECT_NE(bt.out.find("scaled (from NVIDIA A100 PCIe 80GB)"), std::string::npos) << bt.out;
   EXPECT_NE(bt.out.find("kernel lookups scaled from NVIDIA A100 PCIe 80GB"), std::string::npos) << bt.out;
 
   // On the measured device itself: its own rows, no origin.
-  const CmdResult a = run_stdout(sim + " --system a100-pcie-80g --json");
+  const CmdResult a = run_calisim_stdout(sim + " --system a100-pcie-80g --json");
   ASSERT_EQ(a.code, 0) << a.out;
   const auto ja = nlohmann::json::parse(a.out);
   EXPECT_TRUE(ja["efficiency_sources"]["kernels_per_origin"].empty());
@@ -163,26 +158,26 @@ TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
 // fills the name-only devices' specs in, after which both run.
 TEST_F(CalibrateCli, RowsImportedFromCsvWithoutSpecsAreRefusedNamingTheDevice) {
   const std::string csv = path("rows.csv"), json = path("all.json"), bare = path("bare.db");
-  const CmdResult exp = run("db export " + db_ + " " + csv);
+  const CmdResult exp = run_calisim("db export " + db_ + " " + csv);
   ASSERT_EQ(exp.code, 0) << exp.out;
   EXPECT_NE(exp.out.find("warning: CSV has no columns for device specs or aliases: 1 device(s) with specs"),
             std::string::npos)
       << exp.out;
   EXPECT_NE(exp.out.find("1 alias(es)"), std::string::npos) << exp.out;
   // JSON keeps them: no warning.
-  const CmdResult expj = run("db export " + db_ + " " + json);
+  const CmdResult expj = run_calisim("db export " + db_ + " " + json);
   ASSERT_EQ(expj.code, 0) << expj.out;
   EXPECT_EQ(expj.out.find("warning"), std::string::npos) << expj.out;
 
-  ASSERT_EQ(run("db import " + bare + " --from " + csv).code, 0);
-  const CmdResult ev = run("predict --evaluate --db " + bare);
+  ASSERT_EQ(run_calisim("db import " + bare + " --from " + csv).code, 0);
+  const CmdResult ev = run_calisim("predict --evaluate --db " + bare);
   EXPECT_EQ(ev.code, 2) << ev.out;
   EXPECT_NE(ev.out.find("device 'NVIDIA A100 PCIe 80GB': its specs are missing"), std::string::npos) << ev.out;
   EXPECT_EQ(ev.out.find("internal error"), std::string::npos) << ev.out;
-  const CmdResult pr = run("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + bare);
+  const CmdResult pr = run_calisim("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + bare);
   EXPECT_EQ(pr.code, 2) << pr.out;
   EXPECT_NE(pr.out.find("its specs are missing"), std::string::npos) << pr.out;
-  const CmdResult cal = run("calibrate --system a100-pcie-80g " + kConfig + " --db " + bare + " --out " +
+  const CmdResult cal = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + bare + " --out " +
                             path("c.json"));
   EXPECT_EQ(cal.code, 2) << cal.out;
   EXPECT_NE(cal.out.find("device 'NVIDIA A100 PCIe 80GB': its specs are missing"), std::string::npos) << cal.out;
@@ -190,16 +185,16 @@ TEST_F(CalibrateCli, RowsImportedFromCsvWithoutSpecsAreRefusedNamingTheDevice) {
   // simulate --db on the spec-less database: the fits take the system file's peaks (the same
   // device) and say so, instead of being skipped without a word.
   const std::string sim = "simulate --system a100-pcie-80g " + kConfig + " --no-ops --json --db ";
-  const CmdResult s_bare = run(sim + bare);
+  const CmdResult s_bare = run_calisim(sim + bare);
   ASSERT_EQ(s_bare.code, 0) << s_bare.out;
   EXPECT_NE(s_bare.out.find("has no specs for device 'NVIDIA A100 PCIe 80GB'"), std::string::npos) << s_bare.out;
 
-  const CmdResult fill = run("db import " + bare + " --from " + json);
+  const CmdResult fill = run_calisim("db import " + bare + " --from " + json);
   ASSERT_EQ(fill.code, 0) << fill.out;
   EXPECT_NE(fill.out.find("specs filled in for 1 device(s)"), std::string::npos) << fill.out;
-  EXPECT_EQ(run("predict --evaluate --db " + bare).code, 0);
+  EXPECT_EQ(run_calisim("predict --evaluate --db " + bare).code, 0);
   // With its specs stored the database answers as the one it was exported from, note gone.
-  const CmdResult s_full = run(sim + bare), s_orig = run(sim + db_);
+  const CmdResult s_full = run_calisim(sim + bare), s_orig = run_calisim(sim + db_);
   ASSERT_EQ(s_full.code, 0) << s_full.out;
   EXPECT_EQ(s_full.out.find("has no specs"), std::string::npos) << s_full.out;
   const auto step = [](const std::string& out) {
@@ -214,22 +209,22 @@ TEST_F(CalibrateCli, RowsImportedFromCsvWithoutSpecsAreRefusedNamingTheDevice) {
 TEST_F(CalibrateCli, AFailedImportLeavesNoNewDatabase) {
   std::ofstream(path("bad.json")) << R"({"format": "calisim-efficiency-db", "version": 1, "devices": []})";
   for (const std::string& from : {path("bad.json"), path("nonexistent.json")}) {
-    const CmdResult r = run("db import " + path("new.db") + " --from " + from);
+    const CmdResult r = run_calisim("db import " + path("new.db") + " --from " + from);
     EXPECT_EQ(r.code, 2) << r.out;
     EXPECT_FALSE(fs::exists(path("new.db"))) << from;
     EXPECT_FALSE(fs::exists(path("new.db-wal"))) << from;
   }
-  const CmdResult sm = run("db import " + path("new.db") + " --simumax " + path("bad.json") + " --device X");
+  const CmdResult sm = run_calisim("db import " + path("new.db") + " --simumax " + path("bad.json") + " --device X");
   EXPECT_EQ(sm.code, 2) << sm.out;
   EXPECT_FALSE(fs::exists(path("new.db")));
-  const CmdResult pub = run("db import " + path("new.db") + " --published " + path("bad.json"));
+  const CmdResult pub = run_calisim("db import " + path("new.db") + " --published " + path("bad.json"));
   EXPECT_EQ(pub.code, 2) << pub.out;
   EXPECT_FALSE(fs::exists(path("new.db")));
   // The existing database stays.
-  const CmdResult old = run("db import " + db_ + " --from " + path("bad.json"));
+  const CmdResult old = run_calisim("db import " + db_ + " --from " + path("bad.json"));
   EXPECT_EQ(old.code, 2) << old.out;
   EXPECT_TRUE(fs::exists(db_));
-  EXPECT_EQ(run("db list " + db_).code, 0);
+  EXPECT_EQ(run_calisim("db list " + db_).code, 0);
 }
 
 // An output database under a path whose "directory" is a regular file: said as such (the
@@ -237,11 +232,11 @@ TEST_F(CalibrateCli, AFailedImportLeavesNoNewDatabase) {
 TEST_F(CalibrateCli, AnOutputUnderARegularFileSaysItIsNotADirectory) {
   std::ofstream(path("s02.json")) << "{}\n";
   const std::string under = path("s02.json") + "/x.db";
-  const CmdResult pr = run("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + db_ + " --out " + under);
+  const CmdResult pr = run_calisim("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm --db " + db_ + " --out " + under);
   EXPECT_EQ(pr.code, 2) << pr.out;
   EXPECT_NE(pr.out.find("is a file, not a directory"), std::string::npos) << pr.out;
   EXPECT_EQ(pr.out.find("does not exist"), std::string::npos) << pr.out;
-  const CmdResult imp = run("db import " + under + " --from " + db_);
+  const CmdResult imp = run_calisim("db import " + under + " --from " + db_);
   EXPECT_EQ(imp.code, 2) << imp.out;
   EXPECT_NE(imp.out.find("is a file, not a directory"), std::string::npos) << imp.out;
 }
@@ -250,7 +245,7 @@ TEST_F(CalibrateCli, AnOutputUnderARegularFileSaysItIsNotADirectory) {
 // model / strategy --set options (quoted), not the system ones (already in the written file).
 TEST_F(CalibrateCli, SimulateHintKeepsTheSetOptions) {
   const std::string out = path("cal.json");
-  const CmdResult r = run_stdout("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
+  const CmdResult r = run_calisim_stdout("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
                                  " --set strategy.global_batch_size=16 --set system.efficiency.attention=0.5");
   ASSERT_EQ(r.code, 0) << r.out;
   const std::string hint = "simulate with it: calisim simulate --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system " +
@@ -259,7 +254,7 @@ TEST_F(CalibrateCli, SimulateHintKeepsTheSetOptions) {
   EXPECT_EQ(r.out.find("--set 'system."), std::string::npos) << r.out;
   // Pasted into a shell, it runs with the override.
   const std::string cmd = hint.substr(hint.find("calisim simulate") + 8);
-  const CmdResult sim = run(cmd.substr(0, cmd.size() - 1));
+  const CmdResult sim = run_calisim(cmd.substr(0, cmd.size() - 1));
   EXPECT_EQ(sim.code, 0) << sim.out;
   EXPECT_NE(sim.out.find("gbs 16"), std::string::npos) << sim.out;
 }

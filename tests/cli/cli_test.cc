@@ -14,19 +14,11 @@
 namespace {
 
 using CmdResult = calisim::testing_support::CommandResult;
-
-CmdResult run(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
-}
-
-std::string write_temp(const std::string& name, const std::string& text) {
-  const std::string path = ::testing::TempDir() + name;
-  std::ofstream(path) << text;
-  return path;
-}
+using calisim::testing_support::run_calisim;
+using calisim::testing_support::write_temp_file;
 
 TEST(Cli, FlagshipSimulationPrintsTables) {
-  const CmdResult r = run("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm");
+  const CmdResult r = run_calisim("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm");
   EXPECT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("duration_time_per_iter"), std::string::npos);
   EXPECT_NE(r.out.find("MFU"), std::string::npos);
@@ -36,7 +28,7 @@ TEST(Cli, FlagshipSimulationPrintsTables) {
 
 // The layout line names Megatron's recompute modules (it said "selective (nothing)" for them).
 TEST(Cli, LayoutLineNamesMegatronRecomputeModules) {
-  const CmdResult r = run("simulate --model deepseek-v3 --strategy deepseek-v3-1024gpu --system h100-sxm --no-ops");
+  const CmdResult r = run_calisim("simulate --model deepseek-v3 --strategy deepseek-v3-1024gpu --system h100-sxm --no-ops");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("recompute selective (recompute_modules layernorm, mla_up_proj, moe_act, mlp, moe), 4 layer(s)"),
             std::string::npos)
@@ -45,7 +37,7 @@ TEST(Cli, LayoutLineNamesMegatronRecomputeModules) {
 }
 
 TEST(Cli, JsonIsOneDocumentWithSimuMaxFields) {
-  const CmdResult r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
+  const CmdResult r = run_calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   for (const char* k : {"duration_time_per_iter_s", "chunk_time_s", "all_tokens_per_iter", "mfu", "mfu_6nd",
@@ -61,8 +53,8 @@ TEST(Cli, JsonIsOneDocumentWithSimuMaxFields) {
 }
 
 TEST(Cli, SetOverridesAField) {
-  const CmdResult a = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
-  const CmdResult b = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json "
+  const CmdResult a = run_calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
+  const CmdResult b = run_calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json "
                     "--set system.device.peak_tflops.bf16=1978");
   ASSERT_EQ(b.code, 0) << b.out;
   EXPECT_LT(nlohmann::json::parse(b.out)["cost"]["duration_time_per_iter_s"].get<double>(),
@@ -71,7 +63,7 @@ TEST(Cli, SetOverridesAField) {
 
 TEST(Cli, TraceFileIsChromeTraceJson) {
   const std::string path = ::testing::TempDir() + "calisim_trace.json";
-  const CmdResult r = run("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --no-ops --trace " + path);
+  const CmdResult r = run_calisim("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --no-ops --trace " + path);
   ASSERT_EQ(r.code, 0) << r.out;
   std::ifstream in(path);
   const auto j = nlohmann::json::parse(in);
@@ -79,37 +71,37 @@ TEST(Cli, TraceFileIsChromeTraceJson) {
 }
 
 TEST(Cli, BadInputExitsTwoWithFileFieldAndExpectation) {
-  const std::string bad = write_temp("bad_strategy.json", R"({"seq_len": 4096, "micro_batch_num": 4, "tp_size": "8"})");
-  CmdResult r = run("simulate --model llama3-8b --strategy " + bad + " --system h100-sxm");
+  const std::string bad = write_temp_file("bad_strategy.json", R"({"seq_len": 4096, "micro_batch_num": 4, "tp_size": "8"})");
+  CmdResult r = run_calisim("simulate --model llama3-8b --strategy " + bad + " --system h100-sxm");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("bad_strategy.json"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("tp_size"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("expected an integer"), std::string::npos) << r.out;
 
-  r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --set strategy.tp_size=3");
+  r = run_calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --set strategy.tp_size=3");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("divisible"), std::string::npos) << r.out;
 
-  r = run("simulate --model no-such-model --strategy llama3-8b-8gpu --system h100-sxm");
+  r = run_calisim("simulate --model no-such-model --strategy llama3-8b-8gpu --system h100-sxm");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("no shipped models config named 'no-such-model'"), std::string::npos) << r.out;
 
-  r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu");
+  r = run_calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--system"), std::string::npos) << r.out;
 }
 
 TEST(Cli, ConfigsListShowVersionHelp) {
-  CmdResult r = run("configs list systems");
+  CmdResult r = run_calisim("configs list systems");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("h100-sxm"), std::string::npos);
-  r = run("configs show llama3-70b");
+  r = run_calisim("configs show llama3-70b");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("70.55"), std::string::npos) << r.out;
-  r = run("--version");
+  r = run_calisim("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("calisim"), std::string::npos);
-  r = run("simulate --help");
+  r = run_calisim("simulate --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--strategy"), std::string::npos);
 }
@@ -123,15 +115,15 @@ namespace {
 TEST(Cli, SimulateWithDatabaseUsesMeasuredEfficiencies) {
   const std::string db = ::testing::TempDir() + "calisim_cli_a100.db";
   std::remove(db.c_str());
-  CmdResult r = run("db import " + db + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
+  CmdResult r = run_calisim("db import " + db + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
                     "/simumax/system/a100_pcie.json --device \"NVIDIA A100 PCIe 80GB\"");
   ASSERT_EQ(r.code, 0) << r.out;
-  const std::string strategy = write_temp(
+  const std::string strategy = write_temp_file(
       "a100_tp1_pp2.json",
       R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "pp_size": 2})");
   const std::string base =
       "simulate --model llama3-70b --set model.layer_num=12 --strategy " + strategy + " --system a100-pcie-80g --json";
-  r = run(base + " --db " + db);
+  r = run_calisim(base + " --db " + db);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   const auto& src = j["efficiency_sources"]["kernels_per_source"];
@@ -139,10 +131,10 @@ TEST(Cli, SimulateWithDatabaseUsesMeasuredEfficiencies) {
   EXPECT_EQ(src["roofline"].get<int>(), 0) << j["efficiency_sources"]["roofline_keys"].dump();
   EXPECT_EQ(j["efficiency_sources"]["database"].get<std::string>(), db);
   // Without the database the same run is all roofline.
-  const auto plain = nlohmann::json::parse(run(base).out);
+  const auto plain = nlohmann::json::parse(run_calisim(base).out);
   EXPECT_EQ(plain["efficiency_sources"]["kernels_per_source"]["measured"].get<int>(), 0);
   // A device the database does not hold is a clear input error.
-  r = run("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --db " + db);
+  r = run_calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --db " + db);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("NVIDIA A100 PCIe 80GB"), std::string::npos) << r.out;
 }
@@ -164,7 +156,7 @@ std::vector<std::uint64_t> top_indices(const nlohmann::json& j) {
 // search --accuracy: the best layout's step time beside the validated H100 dense bf16 runs; the
 // text names the layout it judges; without the flag no "accuracy" field.
 TEST(CliSearch, AccuracyOfTheBestLayout) {
-  const CmdResult r = run(kSmallSearch + " --json --accuracy");
+  const CmdResult r = run_calisim(kSmallSearch + " --json --accuracy");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j.contains("accuracy")) << r.out.substr(0, 300);
@@ -174,14 +166,14 @@ TEST(CliSearch, AccuracyOfTheBestLayout) {
   const double best = j["top"][0]["step_time_s"].get<double>();
   EXPECT_DOUBLE_EQ(a["simulated_step_s"].get<double>(), best);
   EXPECT_NEAR(a["expected_step_s"].get<double>(), best / (1 + a["median_error"].get<double>()), 1e-9 * best);
-  EXPECT_FALSE(nlohmann::json::parse(run(kSmallSearch + " --json").out).contains("accuracy"));
-  const CmdResult text = run(kSmallSearch + " --accuracy");
+  EXPECT_FALSE(nlohmann::json::parse(run_calisim(kSmallSearch + " --json").out).contains("accuracy"));
+  const CmdResult text = run_calisim(kSmallSearch + " --accuracy");
   ASSERT_EQ(text.code, 0) << text.out;
   EXPECT_NE(text.out.find("step time those errors imply for the best layout (#1)"), std::string::npos) << text.out;
 }
 
 TEST(CliSearch, JsonTopAndCounts) {
-  const CmdResult r = run(kSmallSearch + " --json");
+  const CmdResult r = run_calisim(kSmallSearch + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["top"].size(), 5u);
@@ -196,15 +188,15 @@ TEST(CliSearch, JsonTopAndCounts) {
 
 TEST(CliSearch, ShardsMergeToTheWholeSearch) {
   const std::string dir = ::testing::TempDir();
-  const auto whole = nlohmann::json::parse(run(kSmallSearch + " --json").out);
+  const auto whole = nlohmann::json::parse(run_calisim(kSmallSearch + " --json").out);
   std::string files;
   for (int i = 0; i < 3; ++i) {
     const std::string out = dir + "calisim_shard" + std::to_string(i) + ".csv";
-    const CmdResult r = run(kSmallSearch + " --shard " + std::to_string(i) + "/3 --out " + out);
+    const CmdResult r = run_calisim(kSmallSearch + " --shard " + std::to_string(i) + "/3 --out " + out);
     ASSERT_EQ(r.code, 0) << r.out;
     files += " " + out;
   }
-  const CmdResult m = run("search merge --top 5 --json" + files);
+  const CmdResult m = run_calisim("search merge --top 5 --json" + files);
   ASSERT_EQ(m.code, 0) << m.out;
   const auto merged = nlohmann::json::parse(m.out);
   std::vector<std::uint64_t> got;
@@ -216,12 +208,12 @@ TEST(CliSearch, ShardsMergeToTheWholeSearch) {
 // `field` included; returns the --json top list.
 nlohmann::json expect_merge_keeps(const std::string& search, const std::string& top, const char* field,
                                   const std::string& file) {
-  const CmdResult r = run(search + " --json");
+  const CmdResult r = run_calisim(search + " --json");
   EXPECT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   const std::string out = ::testing::TempDir() + file;
-  EXPECT_EQ(run(search + " --out " + out).code, 0);
-  const CmdResult m = run("search merge --top " + top + " --json " + out);
+  EXPECT_EQ(run_calisim(search + " --out " + out).code, 0);
+  const CmdResult m = run_calisim("search merge --top " + top + " --json " + out);
   EXPECT_EQ(m.code, 0) << m.out;
   const auto merged = nlohmann::json::parse(m.out);
   EXPECT_EQ(merged.size(), j["top"].size());
@@ -241,9 +233,9 @@ TEST(CliSearch, ExpertTensorParallelSizesAreSearchedAndMerged) {
   std::set<int> etps;
   for (const auto& c : top) etps.insert(c["etp"].get<int>());
   EXPECT_EQ(etps, (std::set<int>{1, 2}));
-  const CmdResult text = run(moe);
+  const CmdResult text = run_calisim(moe);
   EXPECT_NE(text.out.find(" etp2 dp"), std::string::npos) << text.out;
-  const CmdResult bad = run(moe + " --etp 0");
+  const CmdResult bad = run_calisim(moe + " --etp 0");
   EXPECT_EQ(bad.code, 2) << bad.out;
   EXPECT_NE(bad.out.find("--etp"), std::string::npos) << bad.out;
 }
@@ -257,8 +249,8 @@ TEST(CliSearch, CpCommunicationTypesAreSearchedAndMerged) {
   std::set<std::string> kinds;
   for (const auto& c : top) kinds.insert(c["cp_comm_type"].get<std::string>());
   EXPECT_EQ(kinds, (std::set<std::string>{"a2a", "allgather", "p2p"}));
-  EXPECT_NE(run(cp).out.find("/allgather"), std::string::npos);
-  const CmdResult bad = run(cp + " --cp-comm-type ring");
+  EXPECT_NE(run_calisim(cp).out.find("/allgather"), std::string::npos);
+  const CmdResult bad = run_calisim(cp + " --cp-comm-type ring");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("expected p2p, a2a or allgather, got 'ring'"), std::string::npos) << bad.out;
 }
@@ -272,17 +264,17 @@ TEST(CliSearch, MoeDispatchersAreSearchedAndMerged) {
   std::set<std::string> kinds;
   for (const auto& c : top) kinds.insert(c["moe_dispatcher"].get<std::string>());
   EXPECT_EQ(kinds, (std::set<std::string>{"alltoall", "flex"}));
-  EXPECT_NE(run(moe).out.find("/flex dp"), std::string::npos);
-  const CmdResult bad = run(moe + " --dispatcher deepep");
+  EXPECT_NE(run_calisim(moe).out.find("/flex dp"), std::string::npos);
+  const CmdResult bad = run_calisim(moe + " --dispatcher deepep");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("expected alltoall, allgather or flex, got 'deepep'"), std::string::npos) << bad.out;
 }
 
 TEST(CliSearch, CsvHasEveryFeasibleCandidate) {
   const std::string csv = ::testing::TempDir() + "calisim_all.csv";
-  const CmdResult r = run(kSmallSearch + " --csv " + csv);
+  const CmdResult r = run_calisim(kSmallSearch + " --csv " + csv);
   ASSERT_EQ(r.code, 0) << r.out;
-  const auto j = nlohmann::json::parse(run(kSmallSearch + " --json").out);
+  const auto j = nlohmann::json::parse(run_calisim(kSmallSearch + " --json").out);
   std::ifstream in(csv);
   std::string line;
   int rows = -1;  // header
@@ -291,7 +283,7 @@ TEST(CliSearch, CsvHasEveryFeasibleCandidate) {
 }
 
 TEST(CliSearch, NothingFitsIsExplained) {
-  const CmdResult r = run("search --model llama3-405b --system h100-sxm --world-size 64 --global-batch-size 64 "
+  const CmdResult r = run_calisim("search --model llama3-405b --system h100-sxm --world-size 64 --global-batch-size 64 "
                           "--seq-len 8192");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("no layout fits in 85.5 GB: the smallest needs"), std::string::npos) << r.out;
@@ -299,12 +291,12 @@ TEST(CliSearch, NothingFitsIsExplained) {
 }
 
 TEST(CliSearch, BadArgumentsExitTwo) {
-  EXPECT_EQ(run(kSmallSearch + " --shard 3/3").code, 2);
-  EXPECT_EQ(run(kSmallSearch + " --recompute sometimes").code, 2);
-  EXPECT_EQ(run(kSmallSearch + " --zero 4").code, 2);
-  EXPECT_EQ(run("search --model llama3-8b --system h100-sxm").code, 2);
-  const std::string bad = write_temp("bad_result.csv", "not,a,result\n");
-  const CmdResult r = run("search merge " + bad);
+  EXPECT_EQ(run_calisim(kSmallSearch + " --shard 3/3").code, 2);
+  EXPECT_EQ(run_calisim(kSmallSearch + " --recompute sometimes").code, 2);
+  EXPECT_EQ(run_calisim(kSmallSearch + " --zero 4").code, 2);
+  EXPECT_EQ(run_calisim("search --model llama3-8b --system h100-sxm").code, 2);
+  const std::string bad = write_temp_file("bad_result.csv", "not,a,result\n");
+  const CmdResult r = run_calisim("search merge " + bad);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("bad_result.csv"), std::string::npos) << r.out;
 }
@@ -313,7 +305,7 @@ TEST(CliSearch, MpirunRanksShardTheSpaceAndRankZeroMerges) {
 #ifndef CALISIM_MPIEXEC
   GTEST_SKIP() << "calisim was built without MPI (install libopenmpi-dev and openmpi-bin to run this test)";
 #else
-  const auto whole = nlohmann::json::parse(run(kSmallSearch + " --json").out);
+  const auto whole = nlohmann::json::parse(run_calisim(kSmallSearch + " --json").out);
   const std::string cmd = std::string(CALISIM_MPIEXEC) + " --allow-run-as-root --oversubscribe -np 2 " +
                           std::string(CALISIM_EXE) + " " + kSmallSearch + " --json 2>&1";
   const CmdResult mpi = calisim::testing_support::run_shell(cmd);
@@ -333,7 +325,7 @@ namespace {
 TEST(CliSweep, HardwareScaleAndLayoutWriteTablesCsvAndSvg) {
   const std::string dir = ::testing::TempDir();
   const std::string common = " --model llama3-8b --seq-len 4096 --tp 1,2,4 --mbs 1,2 --recompute none,full";
-  CmdResult r = run("sweep hardware --system h100-sxm --world-size 16 --global-batch-size 32 --vary "
+  CmdResult r = run_calisim("sweep hardware --system h100-sxm --world-size 16 --global-batch-size 32 --vary "
                     "peak_bf16=0.5x..2x --points 3 --svg " + dir + "hw.svg --csv " + dir + "hw.csv" + common);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("limited by"), std::string::npos);
@@ -342,13 +334,13 @@ TEST(CliSweep, HardwareScaleAndLayoutWriteTablesCsvAndSvg) {
   EXPECT_EQ(text.rfind("<svg", 0), 0u);
   EXPECT_NE(text.find("<polyline"), std::string::npos);
   EXPECT_EQ(text.find("<script"), std::string::npos);  // self-contained, nothing to run or fetch
-  r = run("sweep scale --systems a100-sxm-80g,h100-sxm --gpus 8..32 --global-batch-size 32 --json" + common);
+  r = run_calisim("sweep scale --systems a100-sxm-80g,h100-sxm --gpus 8..32 --global-batch-size 32 --json" + common);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["points"].size(), 6u);
-  r = run("sweep layout --system h100-sxm --world-size 16 --global-batch-size 32" + common);
+  r = run_calisim("sweep layout --system h100-sxm --world-size 16 --global-batch-size 32" + common);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("(best)"), std::string::npos);
-  EXPECT_EQ(run("sweep hardware --system h100-sxm --world-size 16 --global-batch-size 32 --vary flops=2x" + common)
+  EXPECT_EQ(run_calisim("sweep hardware --system h100-sxm --world-size 16 --global-batch-size 32 --vary flops=2x" + common)
                 .code,
             2);
 }

@@ -10,10 +10,7 @@
 namespace {
 
 using CmdResult = calisim::testing_support::CommandResult;
-
-CmdResult run_calisim(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
-}
+using calisim::testing_support::run_calisim;
 
 const std::string kPlacementSearch =
     "search --model llama3-8b --system h100-sxm --world-size 16 --global-batch-size 32 --seq-len 8192 "

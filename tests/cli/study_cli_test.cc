@@ -12,16 +12,8 @@
 namespace {
 
 using CmdResult = calisim::testing_support::CommandResult;
-
-// stdout and stderr together.
-CmdResult run_all(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
-}
-
-// stdout only (JSON documents), stderr dropped.
-CmdResult run_out(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>/dev/null");
-}
+using calisim::testing_support::run_calisim;
+using calisim::testing_support::run_calisim_stdout;
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path);
@@ -39,20 +31,20 @@ const std::string kSmallSearch =
 TEST(CliStudyInputs, NotModeledFieldsAreWarnedBySearchAndSweep) {
   const std::string set = " --set 'strategy.tp_net=\"x\"'";
   const std::string expected = "strategy field 'tp_net' is accepted for SimuMax compatibility but not modeled";
-  CmdResult r = run_all("search " + kSmallSearch + " --top 2" + set);
+  CmdResult r = run_calisim("search " + kSmallSearch + " --top 2" + set);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("warning: " + expected), std::string::npos) << r.out;
-  r = run_out("search " + kSmallSearch + " --top 2 --json" + set);
+  r = run_calisim_stdout("search " + kSmallSearch + " --top 2 --json" + set);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_TRUE(j["warnings"].is_array());
   EXPECT_NE(j["warnings"].dump().find(expected), std::string::npos) << j["warnings"];
   // Without the field: no such warning.
-  EXPECT_EQ(nlohmann::json::parse(run_out("search " + kSmallSearch + " --top 2 --json").out)["warnings"].dump().find(
+  EXPECT_EQ(nlohmann::json::parse(run_calisim_stdout("search " + kSmallSearch + " --top 2 --json").out)["warnings"].dump().find(
                 "tp_net"),
             std::string::npos);
 
-  r = run_all("sweep hardware " + kSmallSearch + " --vary peak_bf16=1x" + set);
+  r = run_calisim("sweep hardware " + kSmallSearch + " --vary peak_bf16=1x" + set);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("warning: " + expected), std::string::npos) << r.out;
   for (const std::string& cmd : {"sweep hardware " + kSmallSearch + " --vary peak_bf16=1x",
@@ -60,7 +52,7 @@ TEST(CliStudyInputs, NotModeledFieldsAreWarnedBySearchAndSweep) {
                                 std::string("sweep scale --model llama3-8b --system h100-sxm --gpus 8,16 "
                                             "--global-batch-size 32 --seq-len 4096 --tp 1,2 --mbs 1 "
                                             "--recompute full")}) {
-    r = run_out(cmd + " --json" + set);
+    r = run_calisim_stdout(cmd + " --json" + set);
     ASSERT_EQ(r.code, 0) << cmd << "\n" << r.out;
     EXPECT_NE(nlohmann::json::parse(r.out)["warnings"].dump().find(expected), std::string::npos) << cmd;
   }
@@ -70,7 +62,7 @@ TEST(CliStudyInputs, NotModeledFieldsAreWarnedBySearchAndSweep) {
 // apply (the Python API gives the same document).
 TEST(CliStudyInputs, SearchJsonGridsAndNullsMatchTheDocs) {
   const std::string csv = ::testing::TempDir() + "calisim_study_search.csv";
-  CmdResult r = run_out("search " + kSmallSearch + " --top 3 --json --out " + csv);
+  CmdResult r = run_calisim_stdout("search " + kSmallSearch + " --top 3 --json --out " + csv);
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_TRUE(j["feasible"].is_null());
@@ -92,7 +84,7 @@ TEST(CliStudyInputs, SearchJsonGridsAndNullsMatchTheDocs) {
   EXPECT_NE(row.find(",0,0,0,0,1,p2p,alltoall"), std::string::npos) << row;
 
   // Nothing fits: the JSON names the smallest layout, and the exit code is 2.
-  r = run_out("search --model llama3-70b --system a100-pcie-80g --world-size 8 --global-batch-size 8 --seq-len 8192 "
+  r = run_calisim_stdout("search --model llama3-70b --system a100-pcie-80g --world-size 8 --global-batch-size 8 --seq-len 8192 "
               "--tp 1 --pp 1 --json");
   EXPECT_EQ(r.code, 2);
   const auto none = nlohmann::json::parse(r.out);
@@ -106,31 +98,31 @@ TEST(CliStudyInputs, SweepRejectsBadNumbers) {
   const std::string scale = "sweep scale --model llama3-8b --system h100-sxm --global-batch-size 32 --seq-len 4096 "
                             "--tp 1,2 --mbs 1 --recompute full";
   for (const char* tokens : {"-1", "0", "nan", "inf"}) {
-    const CmdResult r = run_all(scale + " --gpus 8 --train-tokens " + tokens);
+    const CmdResult r = run_calisim(scale + " --gpus 8 --train-tokens " + tokens);
     EXPECT_EQ(r.code, 2) << tokens << "\n" << r.out;
     EXPECT_NE(r.out.find("--train-tokens"), std::string::npos) << r.out;
   }
   for (const char* gpus : {"8abc", "0,8", "16..8", "1e3", "x..8"}) {
-    const CmdResult r = run_all(scale + " --gpus " + gpus);
+    const CmdResult r = run_calisim(scale + " --gpus " + gpus);
     EXPECT_EQ(r.code, 2) << gpus << "\n" << r.out;
     EXPECT_NE(r.out.find("--gpus"), std::string::npos) << r.out;
   }
   // Weak scaling to a batch that is not a whole number of sequences.
-  CmdResult r = run_all(scale + " --gpus 3,4 --weak");
+  CmdResult r = run_calisim(scale + " --gpus 3,4 --weak");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--weak"), std::string::npos) << r.out;
 
   const std::string hw = "sweep hardware " + kSmallSearch;
   for (const char* vary : {"peak_bf16=inf", "peak_bf16=0", "peak_bf16=-2x", "scaleup_domain=8.5", "memory_gb=1e999"}) {
-    r = run_all(hw + " --vary " + vary);
+    r = run_calisim(hw + " --vary " + vary);
     EXPECT_EQ(r.code, 2) << vary << "\n" << r.out;
     EXPECT_NE(r.out.find("--vary"), std::string::npos) << r.out;
   }
-  r = run_all(hw + " --vary peak_bf16=1x..2x --points 1");
+  r = run_calisim(hw + " --vary peak_bf16=1x..2x --points 1");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--points"), std::string::npos) << r.out;
   // --points only spreads ranges: with a list it would be ignored, so it is refused.
-  r = run_all(hw + " --vary peak_bf16=1x,2x --points 3");
+  r = run_calisim(hw + " --vary peak_bf16=1x,2x --points 3");
   EXPECT_EQ(r.code, 2) << r.out;
   EXPECT_NE(r.out.find("--points"), std::string::npos) << r.out;
 }
@@ -142,13 +134,13 @@ TEST(CliStudyInputs, IllegalScalePointSaysWhyAndHasNoNumbers) {
   const std::string csv = ::testing::TempDir() + "calisim_study_scale.csv";
   const std::string cmd = "sweep scale --model llama3-8b --system h100-sxm --gpus 8,100 --global-batch-size 32 "
                           "--seq-len 4096 --tp 1,2 --mbs 1 --recompute full --csv " + csv;
-  CmdResult r = run_all(cmd);
+  CmdResult r = run_calisim(cmd);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("no legal layout"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("nothing fits"), std::string::npos) << r.out;
   const std::string text = read_file(csv);
   EXPECT_NE(text.find("\"h100-sxm\",100,32,0,,,,,,\"\",,"), std::string::npos) << text;
-  r = run_out(cmd + " --json");
+  r = run_calisim_stdout(cmd + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["points"].size(), 2u);
@@ -166,7 +158,7 @@ TEST(CliStudyInputs, IllegalScalePointSaysWhyAndHasNoNumbers) {
   EXPECT_NE(bad["explanation"].get<std::string>().find("no legal layout"), std::string::npos) << bad;
 
   // A legal space where nothing fits in memory still says memory.
-  r = run_out("sweep hardware --model llama3-70b --system a100-pcie-80g --world-size 8 --global-batch-size 8 "
+  r = run_calisim_stdout("sweep hardware --model llama3-70b --system a100-pcie-80g --world-size 8 --global-batch-size 8 "
               "--seq-len 8192 --tp 1 --pp 1 --vary memory_gb=40 --json");
   ASSERT_EQ(r.code, 0) << r.out;
   const auto mem = nlohmann::json::parse(r.out);
@@ -180,28 +172,28 @@ TEST(CliStudyInputs, IllegalScalePointSaysWhyAndHasNoNumbers) {
 TEST(CliStudyInputs, SweepLabelsTwoDimensionalLayoutsAsSearchDoes) {
   const std::string space = "--model llama3-70b --system h100-sxm --world-size 1024 --global-batch-size 1024 "
                             "--seq-len 8192 --tp-2d-rows 2 --tp 8 --pp 8 --vpp 5 --recompute none --mbs 1";
-  const CmdResult s = run_out("search " + space + " --top 1 --json");
+  const CmdResult s = run_calisim_stdout("search " + space + " --top 1 --json");
   ASSERT_EQ(s.code, 0) << s.out;
   const auto best = nlohmann::json::parse(s.out)["top"][0];
   ASSERT_EQ(best["tensor_parallel_mode"], "2d") << best;  // the case this test is about
   EXPECT_EQ(best["tp_2d_rows"], 2);
   EXPECT_EQ(best["tp_2d_cols"], 4);
-  const CmdResult table = run_all("search " + space + " --top 1");
+  const CmdResult table = run_calisim("search " + space + " --top 1");
   ASSERT_EQ(table.code, 0) << table.out;
   EXPECT_NE(table.out.find("tp8(2x4 2d)"), std::string::npos) << table.out;
 
-  const CmdResult w = run_out("sweep hardware " + space + " --vary peak_bf16=1x --json");
+  const CmdResult w = run_calisim_stdout("sweep hardware " + space + " --vary peak_bf16=1x --json");
   ASSERT_EQ(w.code, 0) << w.out;
   const auto p = nlohmann::json::parse(w.out)["points"][0];
   EXPECT_EQ(p["best"], best);
   EXPECT_EQ(p["step_time_s"], best["step_time_s"]);
   EXPECT_EQ(p["layout"].get<std::string>().rfind("tp8(2x4 2d) pp8 vpp5 cp1 ep1 dp16 mbs1 none | domain ", 0), 0u)
       << p["layout"];
-  const CmdResult wt = run_all("sweep hardware " + space + " --vary peak_bf16=1x");
+  const CmdResult wt = run_calisim("sweep hardware " + space + " --vary peak_bf16=1x");
   EXPECT_NE(wt.out.find("tp8(2x4 2d)"), std::string::npos) << wt.out;
 
   // The layout walk walks the grid rows too, the best marked.
-  const CmdResult l = run_out("sweep layout " + space + " --json");
+  const CmdResult l = run_calisim_stdout("sweep layout " + space + " --json");
   ASSERT_EQ(l.code, 0) << l.out;
   const auto lj = nlohmann::json::parse(l.out);
   EXPECT_EQ(lj["best"]["tp_2d_rows"], 2);
@@ -216,7 +208,7 @@ TEST(CliStudyInputs, SweepLabelsTwoDimensionalLayoutsAsSearchDoes) {
 
 // The JSON of each study carries the columns of its table.
 TEST(CliStudyInputs, SweepJsonCarriesTheTableColumns) {
-  CmdResult r = run_out("sweep hardware " + kSmallSearch + " --vary peak_bf16=1x,2x --json");
+  CmdResult r = run_calisim_stdout("sweep hardware " + kSmallSearch + " --vary peak_bf16=1x,2x --json");
   ASSERT_EQ(r.code, 0) << r.out;
   auto j = nlohmann::json::parse(r.out);
   ASSERT_EQ(j["points"].size(), 2u);
@@ -226,7 +218,7 @@ TEST(CliStudyInputs, SweepJsonCarriesTheTableColumns) {
     EXPECT_FALSE(p["limit"].get<std::string>().empty());
   }
 
-  r = run_out("sweep layout " + kSmallSearch + " --json");
+  r = run_calisim_stdout("sweep layout " + kSmallSearch + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   j = nlohmann::json::parse(r.out);
   const double best_s = j["best"]["step_time_s"].get<double>();
@@ -257,48 +249,48 @@ TEST(CliStudyInputs, SweepJsonCarriesTheTableColumns) {
 
 TEST(CliConfigs, ShowDetectsTheKindOfAFile) {
   const std::string root = std::string(CALISIM_CONFIG_DIR) + "/";
-  CmdResult r = run_out("configs show " + root + "strategies/llama3-8b-8gpu.json --json");
+  CmdResult r = run_calisim_stdout("configs show " + root + "strategies/llama3-8b-8gpu.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["kind"], "strategies");
-  r = run_out("configs show " + root + "systems/h100-sxm.json --json");
+  r = run_calisim_stdout("configs show " + root + "systems/h100-sxm.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["kind"], "systems");
-  r = run_out("configs show " + root + "models/llama3-70b.json --json");
+  r = run_calisim_stdout("configs show " + root + "models/llama3-70b.json --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["kind"], "models");
 
   // Outside the shipped folders the fields tell; --kind says it outright.
   const std::string copy = ::testing::TempDir() + "my-strategy.json";
   std::ofstream(copy) << read_file(root + "strategies/llama3-8b-8gpu.json");
-  r = run_out("configs show " + copy + " --json");
+  r = run_calisim_stdout("configs show " + copy + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_EQ(nlohmann::json::parse(r.out)["kind"], "strategies");
-  r = run_all("configs show " + copy + " --kind model");
+  r = run_calisim("configs show " + copy + " --kind model");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("hidden_size"), std::string::npos) << r.out;
   const std::string odd = ::testing::TempDir() + "odd.json";
   std::ofstream(odd) << "{\"name\": \"x\"}";
-  r = run_all("configs show " + odd);
+  r = run_calisim("configs show " + odd);
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--kind"), std::string::npos) << r.out;
 
   // A path that does not exist is a missing file, not an unknown shipped name.
-  r = run_all("configs show llama3-70b.json");
+  r = run_calisim("configs show llama3-70b.json");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("llama3-70b.json: file not found"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("no shipped"), std::string::npos) << r.out;
-  r = run_all("configs show llama3-70b --kind bogus");
+  r = run_calisim("configs show llama3-70b --kind bogus");
   EXPECT_EQ(r.code, 2);
   EXPECT_NE(r.out.find("--kind"), std::string::npos) << r.out;
 }
 
 TEST(CliConfigs, ListTakesSingularAndPlural) {
-  const CmdResult plural = run_out("configs list models --json");
-  const CmdResult singular = run_out("configs list model --json");
+  const CmdResult plural = run_calisim_stdout("configs list models --json");
+  const CmdResult singular = run_calisim_stdout("configs list model --json");
   ASSERT_EQ(plural.code, 0) << plural.out;
   ASSERT_EQ(singular.code, 0) << singular.out;
   EXPECT_EQ(plural.out, singular.out);
-  const CmdResult bad = run_all("configs list bogus");
+  const CmdResult bad = run_calisim("configs list bogus");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.out.find("strategy/strategies"), std::string::npos) << bad.out;
 }

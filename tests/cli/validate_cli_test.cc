@@ -176,28 +176,33 @@ std::vector<std::string> csv_cells(const std::string& line) {
   return cells;
 }
 
-// A row whose global batch is not micro-batch x dp x gradient accumulation is simulated as stated
-// and listed under "warnings:" in the table output (and in its JSON row).
-TEST(ValidateCli, RowWhoseBatchColumnsDisagreeIsWarned) {
+// Writes kFixture's header and first row (R0021) with the given columns set; returns the path.
+std::string fixture_with(const std::vector<std::pair<std::string, std::string>>& edits, const std::string& name) {
   std::ifstream in(kFixture);
   std::string header, row;
   std::getline(in, header);
   std::getline(in, row);
   const std::vector<std::string> names = csv_cells(header);
   std::vector<std::string> cells = csv_cells(row);
-  ASSERT_EQ(names.size(), cells.size());
-  const auto set = [&](const std::string& name, const std::string& value) {
-    const auto it = std::find(names.begin(), names.end(), name);
-    ASSERT_NE(it, names.end()) << name;
-    cells[static_cast<std::size_t>(it - names.begin())] = value;
-  };
-  set("micro_batch_size", "1");
-  set("grad_accum", "1");
-  set("global_batch_size", "7");  // the fixture row's dp is not 7
+  EXPECT_EQ(names.size(), cells.size());
+  for (const auto& [column, value] : edits) {
+    const auto it = std::find(names.begin(), names.end(), column);
+    EXPECT_NE(it, names.end()) << column;
+    if (it != names.end()) cells[static_cast<std::size_t>(it - names.begin())] = value;
+  }
   std::string edited;
   for (std::size_t i = 0; i < cells.size(); ++i) edited += (i ? "," : "") + cells[i];
-  const std::string csv = ::testing::TempDir() + "validate_batch_disagrees.csv";
+  const std::string csv = ::testing::TempDir() + name;
   std::ofstream(csv) << header << "\n" << edited << "\n";
+  return csv;
+}
+
+// A row whose global batch is not micro-batch x dp x gradient accumulation is simulated as stated
+// and listed under "warnings:" in the table output (and in its JSON row).
+TEST(ValidateCli, RowWhoseBatchColumnsDisagreeIsWarned) {
+  // The fixture row's dp is not 7.
+  const std::string csv = fixture_with({{"micro_batch_size", "1"}, {"grad_accum", "1"}, {"global_batch_size", "7"}},
+                                       "validate_batch_disagrees.csv");
   const std::string html = ::testing::TempDir() + "validate_batch_disagrees.html";
   const Out r = calisim("validate --runs " + csv + " --report " + html);
   ASSERT_EQ(r.code, 0) << r.text;
@@ -426,23 +431,6 @@ TEST(ValidateCli, UnreadableDatabaseIsAnErrorAnotherDevicesIsANote) {
   EXPECT_EQ(j["summary"]["all"]["count"], 2);
 }
 
-// Writes kFixture's header and first row (R0021) with `column` set to `value`; returns the path.
-std::string fixture_with(const std::string& column, const std::string& value, const std::string& name) {
-  std::ifstream in(kFixture);
-  std::string header, row;
-  std::getline(in, header);
-  std::getline(in, row);
-  const std::vector<std::string> names = csv_cells(header);
-  std::vector<std::string> cells = csv_cells(row);
-  const auto it = std::find(names.begin(), names.end(), column);
-  EXPECT_NE(it, names.end()) << column;
-  if (it != names.end()) cells[static_cast<std::size_t>(it - names.begin())] = value;
-  std::string edited;
-  for (std::size_t i = 0; i < cells.size(); ++i) edited += (i ? "," : "") + cells[i];
-  const std::string csv = ::testing::TempDir() + name;
-  std::ofstream(csv) << header << "\n" << edited << "\n";
-  return csv;
-}
 
 // Zero and negative measured figures, and counts past INT_MAX, are refused with line and column
 // (they used to give +inf % / -111 % errors, a memory figure read as "not measured", a GPU count
@@ -453,13 +441,13 @@ TEST(ValidateCli, NonPositiveMeasuredValuesAndHugeCountsAreRefused) {
                                                      {"peak_mem_reserved_gib", "-5"},
                                                      {"num_gpus", "3000000000"}};
   for (const auto& [column, value] : bad) {
-    const std::string csv = fixture_with(column, value, "validate_bad_value.csv");
+    const std::string csv = fixture_with({{column, value}}, "validate_bad_value.csv");
     const Out r = calisim("validate --runs " + csv);
     EXPECT_EQ(r.code, 2) << column << "=" << value << "\n" << r.text;
     EXPECT_NE(r.text.find(csv + ": line 2, column " + column + ": expected"), std::string::npos) << r.text;
     EXPECT_NE(r.text.find(std::string("got '") + value + "'"), std::string::npos) << r.text;
   }
-  const Out empty = calisim("validate --runs " + fixture_with("peak_mem_reserved_gib", "", "validate_empty.csv"));
+  const Out empty = calisim("validate --runs " + fixture_with({{"peak_mem_reserved_gib", ""}}, "validate_empty.csv"));
   EXPECT_EQ(empty.code, 0) << empty.text;
   // The SimuMax table's measured and SimuMax figures likewise.
   const std::string simumax = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/simumax_a100_pcie.csv";

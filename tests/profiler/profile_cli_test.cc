@@ -15,14 +15,11 @@
 namespace {
 
 using CmdResult = calisim::testing_support::CommandResult;
-
-CmdResult run(const std::string& args) {
-  return calisim::testing_support::run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
-}
+using calisim::testing_support::run_calisim;
 
 TEST(ProfileCli, PlanWritesAReadablePlanFile) {
   const std::string path = ::testing::TempDir() + "cli_plan.json";
-  const CmdResult r = run("profile plan --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system h100-sxm -o " + path);
+  const CmdResult r = run_calisim("profile plan --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system h100-sxm -o " + path);
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("GEMM"), std::string::npos) << r.out;
   const calisim::profiler::ProfilePlan plan = calisim::profiler::read_plan_file(path);
@@ -37,7 +34,7 @@ TEST(ProfileCli, PlanWritesAReadablePlanFile) {
 TEST(ProfileCli, PlanFromMeasuredRunsTakesTheRowsOfOneSystem) {
   const std::string runs = std::string(CALISIM_TEST_DATA_DIR) + "/validation/three_runs.csv";
   const std::string path = ::testing::TempDir() + "cli_runs_plan.json";
-  const CmdResult r = run("profile plan --runs " + runs + " --system h100-sxm -o " + path + " --json");
+  const CmdResult r = run_calisim("profile plan --runs " + runs + " --system h100-sxm -o " + path + " --json");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("\"planned\": 1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("\"other_system\": 1"), std::string::npos) << r.out;
@@ -48,22 +45,22 @@ TEST(ProfileCli, PlanFromMeasuredRunsTakesTheRowsOfOneSystem) {
   EXPECT_GT(plan.count(calisim::db::KeyKind::attention), 0u);
   // The same kernels as planning the row's own configs, dumped by validate.
   const std::string dir = ::testing::TempDir() + "cli_runs_plan_dump";
-  ASSERT_EQ(run("validate --runs " + runs + " --source torchtitan --dump-inputs " + dir).code, 0);
+  ASSERT_EQ(run_calisim("validate --runs " + runs + " --source torchtitan --dump-inputs " + dir).code, 0);
   const std::string direct = ::testing::TempDir() + "cli_runs_plan_direct.json";
-  const CmdResult d = run("profile plan --model " + dir + "/R0287.model.json --strategy " + dir +
+  const CmdResult d = run_calisim("profile plan --model " + dir + "/R0287.model.json --strategy " + dir +
                           "/R0287.strategy.json --system " + dir + "/R0287.system.json -o " + direct);
   ASSERT_EQ(d.code, 0) << d.out;
   EXPECT_EQ(calisim::profiler::read_plan_file(direct).kernels, plan.kernels);
-  const CmdResult none = run("profile plan --runs " + runs + " --system mi300x");
+  const CmdResult none = run_calisim("profile plan --runs " + runs + " --system mi300x");
   EXPECT_EQ(none.code, 2);
   EXPECT_NE(none.out.find("no simulated row maps to system 'mi300x'"), std::string::npos) << none.out;
-  EXPECT_EQ(run("profile plan --runs " + runs + " --model llama3-8b").code, 2);
-  EXPECT_EQ(run("profile plan --model llama3-8b").code, 2);
+  EXPECT_EQ(run_calisim("profile plan --runs " + runs + " --model llama3-8b").code, 2);
+  EXPECT_EQ(run_calisim("profile plan --model llama3-8b").code, 2);
 }
 
 TEST(ProfileCli, RunWithoutAUsableGpuExplainsWhy) {
   const std::string db = ::testing::TempDir() + "cli_run.db";
-  const CmdResult r = run("profile run --sweep memory --db " + db);
+  const CmdResult r = run_calisim("profile run --sweep memory --db " + db);
 #ifdef CALISIM_TEST_HAVE_CUDA
   if (r.code == 0) GTEST_SKIP() << "a GPU is present: the sweep ran";
   EXPECT_EQ(r.code, 2) << r.out;
@@ -88,13 +85,13 @@ TEST(ProfileCli, DbShowSummarisesATraceRunByClass) {
   ks[2].start_ns = 3000, ks[2].end_ns = 4000;
   for (auto& k : ks) calisim::profiler::finish_trace_kernel(k);
   calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "cli test", "2026-01-01T00:00:00Z");
-  const CmdResult r = run("db show " + db + " 'NVIDIA H100 80GB HBM3'");
+  const CmdResult r = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("trace run 1: 3 kernels"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("gemm"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("60.0%"), std::string::npos) << "gemm is 3 of 5 us: " << r.out;
   EXPECT_NE(r.out.find("attention"), std::string::npos) << r.out;
-  const CmdResult j = run("db show --json " + db + " 'NVIDIA H100 80GB HBM3'");
+  const CmdResult j = run_calisim("db show --json " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(j.code, 0) << j.out;
   EXPECT_NE(j.out.find("\"traces\""), std::string::npos) << j.out;
 }
@@ -116,33 +113,33 @@ TEST(ProfileCli, TraceCopiesAreShownAndTravelThroughJsonExport) {
       calisim::profiler::copy_record({1, 2'000'000, 0, 1000, 0, 7, -1, -1}), gemm,
       calisim::profiler::memset_record({3, 1'000'000, 4000, 5000, 0, 7})};
   calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "cli test", "2026-01-01T00:00:00Z");
-  const CmdResult show = run("db show " + db + " 'NVIDIA H100 80GB HBM3'");
+  const CmdResult show = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(show.code, 0) << show.out;
   EXPECT_NE(show.out.find("trace run 1: 1 kernels, 2 copies / memsets"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("HtoD"), std::string::npos) << show.out;
   EXPECT_NE(show.out.find("2000"), std::string::npos) << "2 MB in 1 us = 2000 GB/s: " << show.out;
   EXPECT_NE(show.out.find("memset"), std::string::npos) << show.out;
 
-  const CmdResult exp = run("db export " + db + " " + json);
+  const CmdResult exp = run_calisim("db export " + db + " " + json);
   ASSERT_EQ(exp.code, 0) << exp.out;
   EXPECT_NE(exp.out.find("3 trace record(s)"), std::string::npos) << exp.out;
-  const CmdResult imp = run("db import " + copy_db + " --from " + json);
+  const CmdResult imp = run_calisim("db import " + copy_db + " --from " + json);
   ASSERT_EQ(imp.code, 0) << imp.out;
   EXPECT_NE(imp.out.find("trace records: 3 added"), std::string::npos) << imp.out;
-  const CmdResult show_back = run("db show " + copy_db + " 'NVIDIA H100 80GB HBM3'");
+  const CmdResult show_back = run_calisim("db show " + copy_db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(show_back.code, 0) << show_back.out;
   EXPECT_EQ(show_back.out, show.out);  // same device, run, classes and copies (the run id is 1 in both)
 
-  const CmdResult refused = run("db export " + db + " " + csv);
+  const CmdResult refused = run_calisim("db export " + db + " " + csv);
   EXPECT_EQ(refused.code, 2) << refused.out;
   EXPECT_NE(refused.out.find("--skip-traces"), std::string::npos) << refused.out;
-  const CmdResult skipped = run("db export --skip-traces " + db + " " + csv);
+  const CmdResult skipped = run_calisim("db export --skip-traces " + db + " " + csv);
   EXPECT_EQ(skipped.code, 0) << skipped.out;
   EXPECT_NE(skipped.out.find("left out 3 trace record(s)"), std::string::npos) << skipped.out;
 }
 
 TEST(ProfileCli, RunNeedsExactlyOnePlanSource) {
-  const CmdResult r = run("profile run --db x.db");
+  const CmdResult r = run_calisim("profile run --db x.db");
   EXPECT_EQ(r.code, 2) << r.out;
 }
 

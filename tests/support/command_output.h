@@ -4,7 +4,10 @@
 
 #include <sys/wait.h>
 
+#include <gtest/gtest.h>
+
 #include <cstdio>
+#include <fstream>
 #include <string>
 
 namespace calisim::testing_support {
@@ -23,5 +26,23 @@ inline CommandResult run_shell(const std::string& command) {
   const int status = pclose(p);
   return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, out};
 }
+
+// Writes `text` to a file `name` in the test's temporary directory and returns its path.
+inline std::string write_temp_file(const std::string& name, const std::string& text) {
+  const std::string path = ::testing::TempDir() + name;
+  std::ofstream(path) << text;
+  return path;
+}
+
+#ifdef CALISIM_EXE
+// The calisim executable of this build (the test target defines CALISIM_EXE) with `args`:
+// stderr joined to stdout (messages and tables), or dropped (one JSON document on stdout).
+inline CommandResult run_calisim(const std::string& args) {
+  return run_shell(std::string(CALISIM_EXE) + " " + args + " 2>&1");
+}
+inline CommandResult run_calisim_stdout(const std::string& args) {
+  return run_shell(std::string(CALISIM_EXE) + " " + args + " 2>/dev/null");
+}
+#endif
 
 }  // namespace calisim::testing_support
