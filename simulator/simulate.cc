@@ -111,9 +111,9 @@ void recompute_warnings(const StrategyConfig& s, std::vector<std::string>& out) 
   } else if (named && s.recompute_layer_num == 0) {
     out.push_back("recompute_granularity is set but recompute_layer_num is 0: nothing is recomputed (it counts "
                   "the recomputed layers of each model chunk)");
-  } else if (!named && s.enable_recompute && s.recompute_layer_num > 0) {
-    out.push_back(fmt::format("recompute_layer_num is {} but no recompute_granularity is set: nothing is recomputed",
-                              s.recompute_layer_num));
+  } else if (!named && s.recompute_layer_num > 0) {
+    out.push_back(fmt::format("recompute_layer_num is {} but no recompute_granularity is set{}: nothing is recomputed",
+                              s.recompute_layer_num, s.enable_recompute ? "" : " (and enable_recompute is false)"));
   } else if (s.recompute_active() && s.recompute_granularity == RecomputeGranularity::selective &&
              !s.attn_recompute && !s.mla_rms_recompute && !s.mlp_recompute && !s.mlp_rms_recompute &&
              s.megatron_recompute_modules == 0) {

@@ -110,6 +110,7 @@ TEST(StrategySystemRules, RecomputeSettingsThatRecomputeNothingWarn) {
                 "enable_recompute is false"},
            Case{R"("recompute_granularity": "full_block")", "recompute_layer_num is 0"},
            Case{R"("recompute_layer_num": 8)", "no recompute_granularity"},
+           Case{R"("enable_recompute": false, "recompute_layer_num": 8)", "(and enable_recompute is false)"},
            Case{R"("recompute_granularity": "selective_recompute", "recompute_layer_num": 8)",
                 "with none of attn_recompute"},
        }) {
