@@ -180,6 +180,10 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
     j["num_layers_at_end_in_bf16"] = s.num_layers_at_end_in_bf16;
   }
   // Batch arithmetic: one of the two may be 0 until validate_layout derives it.
+  // 0 stands for pp_size; the loader takes only positive values.
+  if (s.microbatch_group_size_per_vp_stage > 0) {
+    j["microbatch_group_size_per_vp_stage"] = s.microbatch_group_size_per_vp_stage;
+  }
   if (with_derived || s.micro_batch_num > 0) j["micro_batch_num"] = s.micro_batch_num;
   if (with_derived || s.global_batch_size > 0) j["global_batch_size"] = s.global_batch_size;
   if (with_derived) {

@@ -164,6 +164,8 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.etp_size = static_cast<int>(r.positive_int_or("etp_size", 1));
   s.enable_sequence_parallel = r.bool_or("enable_sequence_parallel", true);
   s.interleaving_size = static_cast<int>(r.positive_int_or("interleaving_size", 1));
+  s.microbatch_group_size_per_vp_stage =
+      static_cast<int>(r.positive_int_or("microbatch_group_size_per_vp_stage", 0));
   s.num_layers_in_first_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_first_pipeline_stage", 0));
   s.num_layers_in_last_pipeline_stage = static_cast<int>(r.positive_int_or("num_layers_in_last_pipeline_stage", 0));
   s.account_for_embedding_in_pipeline_split = r.bool_or("account_for_embedding_in_pipeline_split", false);
@@ -980,6 +982,23 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
   } else if (s.ep_size != 1 || s.etp_size != 1) {
     fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");
   }
+  if (s.overlap_moe_expert_parallel_comm) {
+    // Megatron-Core's TransformerConfig refuses these combinations (its EP all-to-all overlap runs
+    // the combined 1F1B schedule, which needs them).
+    std::string why;
+    if (!model.is_moe || s.ep_size == 1) {
+      why = "needs expert parallelism (a MoE model with ep_size > 1)";
+    } else if (s.moe_dispatcher == MoeDispatcher::all_gather) {
+      why = "needs the alltoall or flex token dispatcher, not allgather";
+    } else if (s.pp_size > 1 && s.interleaving_size == 1) {
+      why = "with pp_size > 1 runs only in the interleaved schedule: set interleaving_size > 1";
+    } else if (s.recompute_active() && s.recompute_granularity == RecomputeGranularity::full_block) {
+      why = "cannot be combined with full recompute (recompute_granularity \"full_block\")";
+    } else if (s.moe_shared_expert_overlap) {
+      why = "replaces moe_shared_expert_overlap; set only one of them";
+    }
+    if (!why.empty()) fail("overlap_moe_expert_parallel_comm", why + " (Megatron-Core refuses it otherwise)");
+  }
   if (model.is_moe && pipeline_stride(s) != expert_pipeline_stride(s)) {
     fail("order", fmt::format("\"{}\" gives dense layers pipeline stages {} ranks apart but expert layers {} (the "
                               "product of the sizes ordered before pp: tp, cp, dp for dense layers; etp, ep, edp for "
@@ -1010,9 +1029,31 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
   const int p = s.pp_size, v = s.interleaving_size;
   const int L = static_cast<int>(model.layer_num);
   if (v > 1 && p == 1) fail("interleaving_size", "interleaving_size > 1 requires pp_size > 1");
-  if (v > 1 && s.micro_batch_num % p != 0) {
-    fail("micro_batch_num", fmt::format("with interleaving, micro_batch_num ({}) must be a multiple of pp_size ({})",
-                                        s.micro_batch_num, p));
+  if (v > 1) {
+    // Megatron-Core's interleaved schedule: micro-batches go in groups of g per chunk, p ≤ g ≤ m;
+    // a last, smaller group must hold at least p (fewer would stall the pipeline, and Megatron
+    // refuses it).
+    const std::int64_t m = s.micro_batch_num;
+    const int g = s.microbatch_group_size_per_vp_stage > 0 ? s.microbatch_group_size_per_vp_stage : p;
+    if (s.microbatch_group_size_per_vp_stage > 0 && (g < p || g > m)) {
+      fail("microbatch_group_size_per_vp_stage",
+           fmt::format("{} is outside [pp_size, micro_batch_num] = [{}, {}] (Megatron's interleaved schedule refuses it)",
+                       g, p, m));
+    }
+    const std::int64_t rest = m % g;
+    if (g == p && rest != 0) {
+      fail("micro_batch_num",
+           fmt::format("with interleaving, micro_batch_num ({}) must be a multiple of pp_size ({}), or set "
+                       "microbatch_group_size_per_vp_stage so that the last group of micro-batches holds at least "
+                       "pp_size",
+                       m, p));
+    }
+    if (rest != 0 && rest < p) {
+      fail("micro_batch_num",
+           fmt::format("with interleaving in groups of microbatch_group_size_per_vp_stage = {}, micro_batch_num ({}) "
+                       "leaves a last group of {}, fewer than pp_size ({}); Megatron refuses that",
+                       g, m, rest, p));
+    }
   }
   int first = s.num_layers_in_first_pipeline_stage, last = s.num_layers_in_last_pipeline_stage;
   const bool emb = s.account_for_embedding_in_pipeline_split, loss = s.account_for_loss_in_pipeline_split;

@@ -8,32 +8,37 @@
 namespace calisim {
 namespace {
 
-// Megatron's interleaved schedule maps the k-th forward (backward) unit of a rank to a model
-// chunk and micro-batch in groups of p micro-batches.
-ScheduleUnit forward_unit(int k, int p, int v) {
-  const int group = k / (p * v);
-  const int in_group = k % (p * v);
-  return {in_group / p, group * p + in_group % p, true};
+// Megatron-Core's schedule table (get_schedule_table): micro-batches go in groups of g; within a
+// group every chunk runs the group's micro-batches in a row, chunk 0 first. The last group is the
+// first whose end reaches m and holds what is left (1..g micro-batches). The k-th backward unit
+// of a rank takes the k-th entry with the chunk order reversed (its micro-batch is the oldest one
+// that chunk has in flight, which is the same entry's).
+ScheduleUnit forward_unit(int k, int v, int m, int g) {
+  const int full_groups = (m - 1) / g;
+  const int before_last = full_groups * g * v;
+  if (k < before_last) {
+    const int in_group = k % (g * v);
+    return {in_group / g, (k / (g * v)) * g + in_group % g, true};
+  }
+  const int last = m - full_groups * g;
+  const int in_group = k - before_last;
+  return {in_group / last, full_groups * g + in_group % last, true};
 }
 
-ScheduleUnit backward_unit(int k, int p, int v) {
-  ScheduleUnit u = forward_unit(k, p, v);
+ScheduleUnit backward_unit(int k, int v, int m, int g) {
+  ScheduleUnit u = forward_unit(k, v, m, g);
   u.chunk = v - 1 - u.chunk;
   u.forward = false;
   return u;
 }
 
-}  // namespace
-
-namespace {
-
 // A rank's schedule in closed form: warm-up forwards, steady 1F1B pairs, cool-down backwards.
 struct RankSchedule {
-  int p, v, warmup, total;
+  int v, m, g, warmup, total;
   int size() const { return 2 * total; }
   ScheduleUnit at(int idx) const {
-    auto fwd = [&](int k) { return v == 1 ? ScheduleUnit{0, k, true} : forward_unit(k, p, v); };
-    auto bwd = [&](int k) { return v == 1 ? ScheduleUnit{0, k, false} : backward_unit(k, p, v); };
+    auto fwd = [&](int k) { return v == 1 ? ScheduleUnit{0, k, true} : forward_unit(k, v, m, g); };
+    auto bwd = [&](int k) { return v == 1 ? ScheduleUnit{0, k, false} : backward_unit(k, v, m, g); };
     if (idx < warmup) return fwd(idx);
     const int steady = 2 * (total - warmup);
     if (idx < warmup + steady) {
@@ -44,24 +49,25 @@ struct RankSchedule {
   }
 };
 
-RankSchedule rank_schedule(int rank, int p, int v, int m) {
+RankSchedule rank_schedule(int rank, int p, int v, int m, int group, int extra_warmup) {
   const int total = m * v;
+  const int g = group > 0 ? group : p;
   int warmup;
   if (v == 1) {
     warmup = std::min(p - rank - 1, m);
   } else {
-    // Megatron-Core's get_pp_rank_microbatches (microbatch_group_size_per_vp_stage = p): all
-    // forwards first only where this reaches the total. Older releases also ran every rank
-    // all-forwards-first when m == p; current ones do that on the early ranks alone.
-    warmup = std::min((p - rank - 1) * 2 + (v - 1) * p, total);
+    // Megatron-Core's get_pp_rank_microbatches: all forwards first only where this reaches the
+    // total. Older releases also ran every rank all-forwards-first when m == p; current ones do
+    // that on the early ranks alone.
+    warmup = std::min((p - rank - 1) * 2 + (v - 1) * g + extra_warmup, total);
   }
-  return {p, v, warmup, total};
+  return {v, m, g, warmup, total};
 }
 
 }  // namespace
 
-std::vector<ScheduleUnit> schedule_order(int rank, int p, int v, int m) {
-  const RankSchedule rs = rank_schedule(rank, p, v, m);
+std::vector<ScheduleUnit> schedule_order(int rank, int p, int v, int m, int group, int extra_warmup) {
+  const RankSchedule rs = rank_schedule(rank, p, v, m, group, extra_warmup);
   std::vector<ScheduleUnit> order;
   order.reserve(static_cast<std::size_t>(rs.size()));
   for (int i = 0; i < rs.size(); ++i) order.push_back(rs.at(i));
@@ -85,19 +91,19 @@ struct CompiledUnit {
 };
 
 struct CompiledSchedule {
-  int p = 0, v = 0, m = 0;
+  int p = 0, v = 0, m = 0, group = 0, extra_warmup = 0;
   std::vector<CompiledUnit> units;  // rank 0's units, then rank 1's, ...
   std::vector<int> begin;           // per rank: first unit; begin[p] = units.size()
 };
 
-CompiledSchedule compile(int p, int v, int m) {
+CompiledSchedule compile(int p, int v, int m, int group, int extra_warmup) {
   CompiledSchedule c;
-  c.p = p, c.v = v, c.m = m;
+  c.p = p, c.v = v, c.m = m, c.group = group, c.extra_warmup = extra_warmup;
   const int S = p * v;
   const std::int32_t b_base = S * m;
   for (int r = 0; r < p; ++r) {
     c.begin.push_back(static_cast<int>(c.units.size()));
-    const RankSchedule rs = rank_schedule(r, p, v, m);
+    const RankSchedule rs = rank_schedule(r, p, v, m, group, extra_warmup);
     for (int i = 0; i < rs.size(); ++i) {
       const ScheduleUnit u = rs.at(i);
       const int j = u.chunk * p + r;
@@ -123,13 +129,13 @@ CompiledSchedule compile(int p, int v, int m) {
   return c;
 }
 
-const CompiledSchedule& compiled_schedule(int p, int v, int m) {
-  thread_local std::vector<CompiledSchedule> cache;  // small: a search touches few (p, v, m)
+const CompiledSchedule& compiled_schedule(int p, int v, int m, int group, int extra_warmup) {
+  thread_local std::vector<CompiledSchedule> cache;  // small: a search touches few shapes
   for (const auto& c : cache) {
-    if (c.p == p && c.v == v && c.m == m) return c;
+    if (c.p == p && c.v == v && c.m == m && c.group == group && c.extra_warmup == extra_warmup) return c;
   }
   if (cache.size() >= 64) cache.erase(cache.begin());
-  cache.push_back(compile(p, v, m));
+  cache.push_back(compile(p, v, m, group, extra_warmup));
   return cache.back();
 }
 
@@ -156,7 +162,7 @@ void rank_bounds(const PipelineSpec& s, int r, double* start, double* busy, doub
 void activation_peaks(const PipelineSpec& s, PipelineResult& res) {
   const bool track_act = !s.act_bytes.empty();
   for (int r = 0; r < s.p; ++r) {
-    const RankSchedule rs = rank_schedule(r, s.p, s.v, s.m);
+    const RankSchedule rs = rank_schedule(r, s.p, s.v, s.m, s.group, s.extra_warmup);
     const int most = rs.warmup >= rs.total ? rs.total : rs.warmup + 1;
     res.max_in_flight[r] = most;
     bool uniform = true;
@@ -217,7 +223,7 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
       return res;
     }
   }
-  const CompiledSchedule& cs = compiled_schedule(p, v, m);
+  const CompiledSchedule& cs = compiled_schedule(p, v, m, v > 1 ? s.group : 0, v > 1 ? s.extra_warmup : 0);
   const double unset = -1.0;
   thread_local std::vector<double> done;  // completion time per slot
   done.assign(static_cast<std::size_t>(2) * stages * m, unset);

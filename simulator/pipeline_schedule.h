@@ -1,5 +1,6 @@
 // Event-driven simulation of Megatron's pipeline schedules: 1F1B (v = 1) and interleaved 1F1B
-// (v > 1, Megatron's order with micro-batch groups of p).
+// (v > 1, Megatron-Core's schedule table: each chunk runs a group of g micro-batches in a row,
+// g = microbatch_group_size_per_vp_stage, p by default; the last group holds the remainder).
 //
 // Virtual stage j = chunk·p + rank holds model chunk `chunk` of pipeline rank `rank`. Each rank
 // runs its fixed order of forward/backward units; a unit starts when its rank is free and its
@@ -18,7 +19,7 @@ namespace calisim {
 struct PipelineSpec {
   int p = 1;  // pipeline ranks
   int v = 1;  // chunks per rank
-  int m = 1;  // micro-batches; a multiple of p when v > 1
+  int m = 1;  // micro-batches; with v > 1 at least p (Megatron's rules: config_loader.cc)
   std::span<const double> fwd_s;      // per virtual stage: one micro-batch forward
   std::span<const double> bwd_s;      // per virtual stage: one micro-batch backward (incl. recompute)
   std::span<const double> act_bytes;  // per virtual stage: activations kept per micro-batch (may be empty)
@@ -26,6 +27,12 @@ struct PipelineSpec {
   // When the schedule's lower bound exceeds cutoff_s the event loop is skipped and the result
   // holds the bounds (bounded = true). Activation peaks are always exact.
   double cutoff_s = std::numeric_limits<double>::infinity();
+  // v > 1 only: micro-batches a chunk runs in a row (Megatron's microbatch_group_size_per_vp_stage,
+  // p ≤ group ≤ m); 0 means p.
+  int group = 0;
+  // v > 1 only: forwards added to every rank's warm-up (Megatron adds one under
+  // overlap_moe_expert_parallel_comm, so that each steady-state forward/backward pair is independent).
+  int extra_warmup = 0;
 };
 
 struct PipelineEvent {
@@ -52,12 +59,13 @@ struct PipelineResult {
 double pipeline_lower_bound_s(const PipelineSpec& spec);
 
 // Per-rank unit order of Megatron's schedule: forward units then backward units as (chunk, mb).
+// group and extra_warmup as in PipelineSpec.
 struct ScheduleUnit {
   int chunk;
   int micro_batch;
   bool forward;
 };
-std::vector<ScheduleUnit> schedule_order(int rank, int p, int v, int m);
+std::vector<ScheduleUnit> schedule_order(int rank, int p, int v, int m, int group = 0, int extra_warmup = 0);
 
 // Throws std::logic_error if the schedule deadlocks (a bug, never a user error).
 PipelineResult simulate_pipeline(const PipelineSpec& spec, bool record_events);

@@ -171,6 +171,11 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     res.warnings.push_back("strategy field '" + f + "' is accepted for SimuMax compatibility but not modeled");
   }
   recompute_warnings(st, res.warnings);
+  if (st.microbatch_group_size_per_vp_stage > 0 && st.interleaving_size == 1) {
+    res.warnings.push_back(fmt::format("microbatch_group_size_per_vp_stage ({}) has no effect without interleaving "
+                                       "(interleaving_size 1)",
+                                       st.microbatch_group_size_per_vp_stage));
+  }
   if (st.moe_double_param_gather && (!model.is_moe || st.overlap_param_gather || st.zero_state == 0 || st.zero_state == 3)) {
     res.warnings.push_back("moe_double_param_gather has no effect: it applies to MoE models at zero_state 1 or 2 with "
                            "overlap_param_gather off");
@@ -388,6 +393,9 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   }
 
   PipelineSpec spec{p, v, m, fwd, bwd, act, st.overlap_p2p_comm ? p2p_s : 0.0, opt.pipeline_cutoff_s};
+  spec.group = st.microbatch_group_size_per_vp_stage;
+  // Megatron runs one more warm-up forward with the EP all-to-all overlap (get_pp_rank_microbatches).
+  spec.extra_warmup = st.overlap_moe_expert_parallel_comm ? 1 : 0;
   PipelineResult pipe = simulate_pipeline(spec, opt.trace);
   res.pruned = pipe.bounded;
 

@@ -160,6 +160,9 @@ struct StrategyConfig {
   int etp_size = 1;
   bool enable_sequence_parallel = true;  // effective only when tp_size > 1
   int interleaving_size = 1;             // v, virtual pipeline chunks per rank
+  // Megatron's --microbatch-group-size-per-virtual-pipeline-stage: micro-batches each chunk runs
+  // in a row in the interleaved schedule (p ≤ g ≤ m); 0 = pp_size, Megatron's default.
+  int microbatch_group_size_per_vp_stage = 0;
   int num_layers_in_first_pipeline_stage = 0;  // 0 = even split
   int num_layers_in_last_pipeline_stage = 0;
   // Megatron's account_for_embedding/loss_in_pipeline_split: the embedding (the loss) counts as

@@ -1,5 +1,6 @@
 // Config loading and validation: SimuMax fixtures load as-is, every shipped config is valid, and
 // every validation rule fails with the documented file, JSON path and message.
+#include <fmt/format.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -898,10 +899,91 @@ TEST(Validation, MicroBatchNumNotMultipleOfPpWithInterleaving) {
   const InputError e = expect_input_error([&] { layout(base_model(), st); });
   EXPECT_EQ(e.file(), "s.json");
   EXPECT_EQ(e.where(), "micro_batch_num");
-  EXPECT_EQ(e.problem(), "with interleaving, micro_batch_num (6) must be a multiple of pp_size (4)");
+  EXPECT_EQ(e.problem(), "with interleaving, micro_batch_num (6) must be a multiple of pp_size (4), or set "
+                         "microbatch_group_size_per_vp_stage so that the last group of micro-batches holds at least "
+                         "pp_size");
 
   st["interleaving_size"] = 1;  // plain 1F1B takes any count
   EXPECT_EQ(layout(base_model(), st).micro_batch_num, 6);
+}
+
+// Megatron-Core's interleaved schedule with --microbatch-group-size-per-virtual-pipeline-stage g:
+// p ≤ g ≤ m, and m % g is 0 or at least p.
+TEST(Validation, MicroBatchGroupSizeFollowsMegatronRules) {
+  json st = base_strategy();
+  st["pp_size"] = 4;
+  st["world_size"] = 8;
+  st["interleaving_size"] = 2;
+  st["micro_batch_num"] = 10;
+  st["microbatch_group_size_per_vp_stage"] = 6;  // groups 6 + 4: the last one holds pp_size
+  const StrategyConfig ok = layout(base_model(), st);
+  EXPECT_EQ(ok.microbatch_group_size_per_vp_stage, 6);
+  EXPECT_EQ(ok.micro_batch_num, 10);
+
+  st["microbatch_group_size_per_vp_stage"] = 8;  // groups 8 + 2: a last group below pp_size
+  InputError e = expect_input_error([&] { layout(base_model(), st); });
+  EXPECT_EQ(e.where(), "micro_batch_num");
+  EXPECT_EQ(e.problem(), "with interleaving in groups of microbatch_group_size_per_vp_stage = 8, micro_batch_num (10) "
+                         "leaves a last group of 2, fewer than pp_size (4); Megatron refuses that");
+
+  for (int g : {3, 11}) {
+    st["microbatch_group_size_per_vp_stage"] = g;
+    e = expect_input_error([&] { layout(base_model(), st); });
+    EXPECT_EQ(e.where(), "microbatch_group_size_per_vp_stage");
+    EXPECT_EQ(e.problem(), fmt::format("{} is outside [pp_size, micro_batch_num] = [4, 10] (Megatron's interleaved "
+                                       "schedule refuses it)",
+                                       g));
+  }
+  st["microbatch_group_size_per_vp_stage"] = 0;
+  e = expect_input_error([&] { parse_strategy(st, "s.json"); });
+  EXPECT_EQ(e.where(), "microbatch_group_size_per_vp_stage");
+}
+
+// Megatron-Core's TransformerConfig rules for --overlap-moe-expert-parallel-comm.
+TEST(Validation, MoeExpertParallelCommOverlapFollowsMegatronRules) {
+  json moe = base_model();
+  moe["model_type"] = "moe";
+  moe["expert_num"] = 8;
+  moe["topk"] = 2;
+  json st = base_strategy();
+  st["world_size"] = 16;
+  st["pp_size"] = 2;
+  st["interleaving_size"] = 2;
+  st["ep_size"] = 8;
+  st["overlap_moe_expert_parallel_comm"] = true;
+  EXPECT_TRUE(layout(moe, st).overlap_moe_expert_parallel_comm);
+
+  auto refused = [&](const json& model, const json& strategy, const std::string& why) {
+    const InputError e = expect_input_error([&] { layout(model, strategy); });
+    EXPECT_EQ(e.where(), "overlap_moe_expert_parallel_comm");
+    EXPECT_EQ(e.problem(), why + " (Megatron-Core refuses it otherwise)");
+  };
+  json bad = st;
+  bad["interleaving_size"] = 1;
+  refused(moe, bad, "with pp_size > 1 runs only in the interleaved schedule: set interleaving_size > 1");
+  bad["pp_size"] = 1;  // without a pipeline, the plain schedule takes it
+  EXPECT_TRUE(layout(moe, bad).overlap_moe_expert_parallel_comm);
+
+  bad = st;
+  bad["ep_size"] = 1;
+  refused(moe, bad, "needs expert parallelism (a MoE model with ep_size > 1)");
+  json dense_st = base_strategy();
+  dense_st["overlap_moe_expert_parallel_comm"] = true;
+  refused(base_model(), dense_st, "needs expert parallelism (a MoE model with ep_size > 1)");
+
+  bad = st;
+  bad["moe_dispatcher_policy"] = "allgather";
+  refused(moe, bad, "needs the alltoall or flex token dispatcher, not allgather");
+
+  bad = st;
+  bad["enable_recompute"] = true;
+  bad["recompute_granularity"] = "full_block";
+  bad["recompute_layer_num"] = 1;
+  refused(moe, bad, "cannot be combined with full recompute (recompute_granularity \"full_block\")");
+
+  bad = st;
+  bad["moe_shared_expert_overlap"] = true;
+  refused(moe, bad, "replaces moe_shared_expert_overlap; set only one of them");
 }
 
 TEST(Validation, GlobalBatchInconsistent) {

@@ -1,6 +1,9 @@
 #include "simulator/pipeline_schedule.h"
 
+#include <fmt/format.h>
 #include <gtest/gtest.h>
+
+#include <algorithm>
 
 #include <set>
 #include <tuple>
@@ -70,6 +73,85 @@ TEST(PipelineSchedule, EveryUnitRunsExactlyOnce) {
     }
     EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * v * m));
   }
+}
+
+// Megatron-Core's own example of its schedule table (schedules.py, get_schedule_table): pp 2,
+// vpp 2, 5 micro-batches in groups of 3 run forwards as micro-batch 0 1 2 0 1 2 3 4 3 4 on model
+// chunk 0 0 0 1 1 1 0 0 1 1; backwards take the same entries with the chunks reversed.
+TEST(PipelineSchedule, MicroBatchGroupsFollowMegatronsTable) {
+  const std::vector<int> mb{0, 1, 2, 0, 1, 2, 3, 4, 3, 4}, chunk{0, 0, 0, 1, 1, 1, 0, 0, 1, 1};
+  std::vector<int> fwd_mb, fwd_chunk, bwd_mb, bwd_chunk;
+  for (const ScheduleUnit& u : schedule_order(0, 2, 2, 5, 3)) {
+    (u.forward ? fwd_mb : bwd_mb).push_back(u.micro_batch);
+    (u.forward ? fwd_chunk : bwd_chunk).push_back(u.chunk);
+  }
+  EXPECT_EQ(fwd_mb, mb);
+  EXPECT_EQ(fwd_chunk, chunk);
+  EXPECT_EQ(bwd_mb, mb);
+  std::vector<int> reversed;
+  for (int c : chunk) reversed.push_back(1 - c);
+  EXPECT_EQ(bwd_chunk, reversed);
+  // Rank 0's warm-up, (p - 1)·2 + (v - 1)·g forwards, then the steady state's first forward come
+  // before its first backward.
+  const std::vector<ScheduleUnit> order = schedule_order(0, 2, 2, 5, 3);
+  const auto first_bwd = std::find_if(order.begin(), order.end(), [](const ScheduleUnit& u) { return !u.forward; });
+  EXPECT_EQ(first_bwd - order.begin(), 2 + 3 + 1);
+}
+
+// Every schedule Megatron accepts (p ≤ g ≤ m; m % g is 0 or at least p) runs to the end, each unit
+// once, no faster than the work bound and no slower than plain 1F1B; the extra warm-up forward of
+// the EP all-to-all overlap keeps one more micro-batch in flight.
+TEST(PipelineSchedule, EveryLegalGroupSizeAndExtraWarmupRuns) {
+  std::vector<double> f, b, a;
+  int checked = 0;
+  for (int p : {2, 3, 4, 6}) {
+    for (int v : {2, 3}) {
+      for (int m = p; m <= 3 * p + 2; ++m) {
+        for (int g = p; g <= m; ++g) {
+          if (m % g != 0 && m % g < p) continue;
+          for (int extra : {0, 1}) {
+            SCOPED_TRACE(fmt::format("p {} v {} m {} g {} extra {}", p, v, m, g, extra));
+            f.assign(p * v, 1.0 / v);
+            b.assign(p * v, 2.0 / v);
+            a.assign(p * v, 1.0);
+            PipelineSpec s{p, v, m, f, b, a, 0.01};
+            s.group = g;
+            s.extra_warmup = extra;
+            const PipelineResult r = simulate_pipeline(s, false);
+            EXPECT_GE(r.makespan_s, pipeline_lower_bound_s(s) - 1e-9);
+            EXPECT_LE(r.makespan_s, (m + p - 1) * (3.0 + 2 * 0.01) + 1e-9);
+            const int warmup = std::min(2 * (p - 1) + (v - 1) * g + extra, m * v);
+            EXPECT_EQ(r.max_in_flight[0], warmup == m * v ? warmup : warmup + 1);
+            for (int rank = 0; rank < p; ++rank) {
+              std::set<std::tuple<int, int, bool>> seen;
+              for (const ScheduleUnit& u : schedule_order(rank, p, v, m, g, extra)) {
+                EXPECT_TRUE(seen.insert({u.chunk, u.micro_batch, u.forward}).second);
+              }
+              EXPECT_EQ(seen.size(), static_cast<std::size_t>(2 * v * m));
+            }
+            ++checked;
+          }
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 200);
+}
+
+// A larger group only moves micro-batches earlier into the warm-up: with the default group (p) the
+// schedule is unchanged, and the time with equal stages stays within the interleaved bubble.
+TEST(PipelineSchedule, DefaultGroupIsPipelineSize) {
+  std::vector<double> f(8, 0.5), b(8, 1.0), a(8, 1.0);
+  PipelineSpec dflt{4, 2, 8, f, b, a, 0.0};
+  PipelineSpec explicit_p = dflt;
+  explicit_p.group = 4;
+  EXPECT_DOUBLE_EQ(simulate_pipeline(dflt, false).makespan_s, simulate_pipeline(explicit_p, false).makespan_s);
+  EXPECT_NEAR(simulate_pipeline(dflt, false).makespan_s, 8 * 3.0 + 3 * 3.0 / 2, 1e-9);
+  PipelineSpec wide = dflt;
+  wide.group = 8;
+  const PipelineResult r = simulate_pipeline(wide, false);
+  EXPECT_EQ(r.max_in_flight[0], 2 * 3 + 8 + 1);
+  EXPECT_GT(r.max_in_flight[0], simulate_pipeline(dflt, false).max_in_flight[0]);
 }
 
 TEST(PipelineSchedule, UnevenStagesPaceTheSlowest) {

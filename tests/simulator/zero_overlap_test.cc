@@ -106,7 +106,9 @@ TEST(Overlap, NeverSlowerNeverFasterThanCompute) {
       {"llama3-70b", R"({"seq_len": 4096, "micro_batch_num": 8, "world_size": 32, "tp_size": 8, "pp_size": 4,
                          "overlap_p2p_comm": false)",
        R"(, "overlap_p2p_comm": true)"},
-      {"mixtral-8x7b", R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 64, "tp_size": 2, "pp_size": 4, "ep_size": 8)",
+      // Megatron runs the EP all-to-all overlap with pp > 1 only in the interleaved schedule.
+      {"mixtral-8x7b", R"({"seq_len": 4096, "micro_batch_num": 8, "world_size": 64, "tp_size": 2, "pp_size": 4,
+                           "interleaving_size": 2, "ep_size": 8)",
        R"(, "overlap_moe_expert_parallel_comm": true)"},
       {"deepseek-v2", R"({"seq_len": 4096, "micro_batch_num": 4, "world_size": 64, "pp_size": 4, "ep_size": 16)",
        R"(, "moe_shared_expert_overlap": true)"},
@@ -126,6 +128,36 @@ TEST(Overlap, NeverSlowerNeverFasterThanCompute) {
     EXPECT_GE(on.duration_time_per_iter_s, off.duration_time_per_iter_s - hideable - 1e-12);
     EXPECT_LT(on.duration_time_per_iter_s, off.duration_time_per_iter_s);  // each switch hides something here
   }
+}
+
+// Megatron's interleaved schedule keeps one more micro-batch in flight on every rank when the EP
+// all-to-all overlap is on (get_pp_rank_microbatches), and g micro-batches per chunk group keep
+// (v − 1)·(g − p) more: both show in the activation memory.
+TEST(Overlap, MoeCommOverlapAndGroupSizeWidenTheWarmup) {
+  const SystemConfig sys = shipped_system("h100-sxm");
+  const ModelConfig m = shipped_model("mixtral-8x7b");
+  const std::string base = R"({"seq_len": 4096, "micro_batch_num": 12, "world_size": 64, "tp_size": 2,
+                               "pp_size": 4, "interleaving_size": 2, "ep_size": 8)";
+  const SimulationResult off = run(m, base + "}", sys);
+  const SimulationResult on = run(m, base + R"(, "overlap_moe_expert_parallel_comm": true})", sys);
+  const SimulationResult wide = run(m, base + R"(, "microbatch_group_size_per_vp_stage": 6})", sys);
+  ASSERT_EQ(off.stages.size(), 4u);
+  for (std::size_t r = 0; r < off.stages.size(); ++r) {
+    SCOPED_TRACE(r);
+    const int p = 4;
+    EXPECT_EQ(off.stages[r].max_micro_batches_in_flight, 2 * (p - 1 - static_cast<int>(r)) + p + 1);
+    EXPECT_EQ(on.stages[r].max_micro_batches_in_flight, off.stages[r].max_micro_batches_in_flight + 1);
+    EXPECT_EQ(wide.stages[r].max_micro_batches_in_flight, off.stages[r].max_micro_batches_in_flight + 2);
+    EXPECT_GT(on.stages[r].peak_activation_mem_in_1F1B_bytes, off.stages[r].peak_activation_mem_in_1F1B_bytes);
+    EXPECT_GT(wide.stages[r].peak_activation_mem_in_1F1B_bytes, off.stages[r].peak_activation_mem_in_1F1B_bytes);
+  }
+  EXPECT_TRUE(wide.warnings.empty());
+  const SimulationResult flat = run(m, R"({"seq_len": 4096, "micro_batch_num": 12, "world_size": 64, "tp_size": 2,
+                                         "pp_size": 4, "ep_size": 8, "microbatch_group_size_per_vp_stage": 6})",
+                                    sys);
+  ASSERT_EQ(flat.warnings.size(), 1u);
+  EXPECT_EQ(flat.warnings[0], "microbatch_group_size_per_vp_stage (6) has no effect without interleaving "
+                              "(interleaving_size 1)");
 }
 
 TEST(Offload, ActivationsLeaveTheDeviceAndStragglersCost) {
