@@ -4,7 +4,8 @@
 #
 #   scripts/profiler_bundle.sh [BUILD_DIR] [BUNDLE_DIR]     (defaults: build-prof, .prof-bundle)
 #
-# The bundle holds the calisim executable, the GPU test executables, libcalisim_trace.so and the
+# The bundle holds the calisim executable, the GPU test executables (and the CUDA library's
+# host-side tests, whose stream-synchronising cases skip without a GPU), libcalisim_trace.so and the
 # small CUDA program its test traces, scripts/profiler_device_run.sh, the plan of the kernels the
 # shipped measured runs need on an H100 (plans/, for the run script's `rows` mode), and every shared library
 # they need except glibc's and the large CUDA libraries (cuBLASLt, cuDNN, NCCL, cudart), which
@@ -21,10 +22,10 @@ set -euo pipefail
 build=${1:-build-prof}
 bundle=${2:-.prof-bundle}
 bins=("$build/cli/calisim" "$build/tests/profiler/profiler_gpu_test" "$build/tests/profiler/profiler_trace_gpu_test"
-      "$build/tests/profiler/calisim_trace_target")
+      "$build/tests/profiler/profiler_cuda_host_test" "$build/tests/profiler/calisim_trace_target")
 trace_lib="$build/profiler/libcalisim_trace.so"
 for f in "${bins[@]}" "$trace_lib"; do
-  [[ -e "$f" ]] || { echo "missing $f: build first (cmake --build $build --target calisim profiler_gpu_test profiler_trace_gpu_test calisim_trace calisim_trace_target)" >&2; exit 1; }
+  [[ -e "$f" ]] || { echo "missing $f: build first (cmake --build $build --target calisim profiler_gpu_test profiler_trace_gpu_test profiler_cuda_host_test calisim_trace calisim_trace_target)" >&2; exit 1; }
 done
 rm -rf "$bundle"
 mkdir -p "$bundle/bin" "$bundle/lib"

@@ -76,6 +76,7 @@ JSON
 if [[ "$mode" == selftest ]]; then
   tiny_plan
   {
+    check cuda_host "$bin/profiler_cuda_host_test"
     check gemm "$bin/profiler_gpu_test" --gtest_filter='GpuGemm.Bf16AndFp32MatchCpuReference:GpuGemm.Fp8TnMatchesCpuReferenceWhereSupported'
     check attention_fwd "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.SdpaForwardMatchesReferenceKernel'
     check attention_bwd "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.SdpaBackwardMatchesCpuReference'
@@ -101,6 +102,7 @@ if [[ "$mode" == rows ]]; then
   exit 0
 fi
 
+"$bin/profiler_cuda_host_test" 2>&1 | tee "$out/cuda_host_test.log"
 "$bin/profiler_gpu_test" 2>&1 | tee "$out/gpu_test.log"
 "$bin/profiler_trace_gpu_test" 2>&1 | tee "$out/trace_test.log"
 # Trace smoke test: the tiny CUDA program under the injection library, summarised by class.
