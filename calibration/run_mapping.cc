@@ -769,10 +769,12 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       }
     } else if (has(lower(r.text("source_ref")), "examples/llama")) {
       // Megatron-LM's examples/llama scripts (train_llama3_8b_h100_fp8.sh): --grad-reduce-in-bf16,
-      // --cross-entropy-loss-fusion and, for FP8, --fp8-param-gather.
+      // --cross-entropy-loss-fusion without --cross-entropy-fusion-impl (Megatron's default,
+      // native: an fp32 copy of the logits) and, for FP8, --fp8-param-gather.
       bf16_gradients();
       st["cross_entropy_loss_fusion"] = true;
-      std::string what = "--grad-reduce-in-bf16, --cross-entropy-loss-fusion";
+      st["cross_entropy_fusion_impl"] = "native";
+      std::string what = "--grad-reduce-in-bf16, --cross-entropy-loss-fusion (Megatron's default native fused kernel)";
       if (fp8_scaled) {
         st["fp8_param_gather"] = true;
         what += ", --fp8-param-gather";

@@ -172,6 +172,8 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
   // Only for the unfused loss: the loader refuses it beside cross_entropy_loss_fusion.
   if (!s.cross_entropy_loss_fusion) {
     j["cross_entropy_implementation"] = s.cross_entropy_impl == CrossEntropyImpl::pytorch ? "pytorch" : "megatron";
+  } else {
+    j["cross_entropy_fusion_impl"] = s.cross_entropy_fusion_impl == CrossEntropyFusionImpl::native ? "native" : "te";
   }
   // Only when set: the loader refuses the counts without the switch (and the switch without fp8).
   if (s.has_bf16_layers()) {

@@ -490,6 +490,12 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
     }
     s.cross_entropy_impl = *ce == "pytorch" ? CrossEntropyImpl::pytorch : CrossEntropyImpl::megatron;
   }
+  if (const auto impl = r.opt_string("cross_entropy_fusion_impl")) {
+    if (*impl != "te" && *impl != "native") {
+      r.fail("cross_entropy_fusion_impl", "expected \"te\" or \"native\", got \"" + *impl + "\"");
+    }
+    s.cross_entropy_fusion_impl = *impl == "native" ? CrossEntropyFusionImpl::native : CrossEntropyFusionImpl::te;
+  }
 
   s.enable_recompute = r.bool_or("enable_recompute", true);
   const std::string gran = r.string_or("recompute_granularity", "");

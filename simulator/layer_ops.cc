@@ -86,10 +86,27 @@ ModelOps build_model_ops(const ModelConfig& m, const StrategyConfig& st, int sca
     head_ops.push_back(head);
     const double n = static_cast<double>(d.T) * v;  // logits per rank
     LayerOp ce;
-    if (st.cross_entropy_loss_fusion) {
-      // Fused (TE) cross-entropy reads the logits once and writes their gradient in place.
+    if (st.cross_entropy_loss_fusion && st.cross_entropy_fusion_impl == CrossEntropyFusionImpl::te) {
+      // Fused (TE) cross-entropy reads the logits once and writes their gradient into them during
+      // forward; backward scales that gradient in place by the loss gradient and hands the same
+      // buffer on, so nothing is live beside the kept logits (the generic estimate of an op's
+      // backward, its transient plus twice what it kept, overstated the last stage by 3·n·e).
       ce = memory_op("cross_entropy", OpUnit::other, "ce_fused_fwd", 2 * n * d.e, "ce_fused_bwd", 2 * n * d.e, n * d.e);
       ce.transient_bytes = n * d.e;
+      ce.bwd_transient_bytes = 0;
+    } else if (st.cross_entropy_loss_fusion) {
+      // Megatron-Core's fused_vocab_parallel_cross_entropy (--cross-entropy-fusion-impl native),
+      // compiled element-wise steps over the [T, V/t] logits, bytes per logit: the fp32 upcast
+      // fused with the row max (read e, write 4), exp(x - max) in place (read + write 4) and its
+      // row sum (read 4), the division by the sum in place (read + write 4): the fp32 softmax,
+      // kept for backward. Backward turns it into the gradient in place (read + write 4; the
+      // target's subtraction is a [T] scatter) and casts it to the logits' dtype (read 4, write e).
+      // The logits live beside their fp32 copy in forward; the cast gradient beside the softmax in
+      // backward. Same fp32 streams as the unfused Megatron loss, so the same memory kinds.
+      ce = memory_op("cross_entropy", OpUnit::other, "ce_fwd", n * (d.e + 4 + 8 + 4 + 8), "ce_bwd",
+                     n * (8 + 4 + d.e), n * 4);
+      ce.transient_bytes = n * d.e;
+      ce.bwd_transient_bytes = n * d.e;
     } else if (st.cross_entropy_impl == CrossEntropyImpl::megatron) {
       // Megatron's unfused vocab-parallel cross-entropy (tensor_parallel/cross_entropy.py), one
       // eager kernel per step over the [T, V/t] logits, bytes per logit: forward .float() copy

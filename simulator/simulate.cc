@@ -94,7 +94,10 @@ std::string optimizer_description(const StrategyConfig& s) {
 }
 
 std::string loss_description(const StrategyConfig& s) {
-  if (s.cross_entropy_loss_fusion) return "fused cross-entropy";
+  if (s.cross_entropy_loss_fusion) {
+    return s.cross_entropy_fusion_impl == CrossEntropyFusionImpl::native ? "fused cross-entropy (Megatron native)"
+                                                                          : "fused cross-entropy (TransformerEngine)";
+  }
   return s.cross_entropy_impl == CrossEntropyImpl::pytorch ? "PyTorch cross-entropy (fp32 copy)"
                                                            : "Megatron vocab-parallel cross-entropy";
 }
@@ -171,6 +174,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     res.warnings.push_back("strategy field '" + f + "' is accepted for SimuMax compatibility but not modeled");
   }
   recompute_warnings(st, res.warnings);
+  if (st.cross_entropy_fusion_impl == CrossEntropyFusionImpl::native && !st.cross_entropy_loss_fusion) {
+    res.warnings.push_back("cross_entropy_fusion_impl \"native\" has no effect without cross_entropy_loss_fusion "
+                           "(the unfused loss runs; cross_entropy_implementation picks which)");
+  }
   if (st.microbatch_group_size_per_vp_stage > 0 && st.interleaving_size == 1) {
     res.warnings.push_back(fmt::format("microbatch_group_size_per_vp_stage ({}) has no effect without interleaving "
                                        "(interleaving_size 1)",

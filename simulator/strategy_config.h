@@ -104,6 +104,15 @@ enum CudaGraphScope : std::uint8_t {
 // copy of the logits (log-softmax kept, the gradient built in new fp32 tensors), as torchtitan.
 enum class CrossEntropyImpl : std::uint8_t { megatron, pytorch };
 
+// Fused cross-entropy (cross_entropy_loss_fusion true; Megatron --cross-entropy-fusion-impl):
+// te = TransformerEngine's parallel cross-entropy, which writes the logits' gradient into the
+// logits during forward (kept: the logits, in the training dtype); native = Megatron-Core's
+// fused_vocab_parallel_cross_entropy, which upcasts the logits to an fp32 copy and keeps the fp32
+// softmax for backward (twice the bytes under bf16). calisim's default is te, as SimuMax reads
+// its cross_entropy_loss_fusion and as Megatron-Bridge's performance recipes set it; Megatron-LM's
+// own default is native.
+enum class CrossEntropyFusionImpl : std::uint8_t { te, native };
+
 // Who runs the FP8 linears (JSON fp8_implementation): transformer_engine = TE (Megatron): saves
 // the FP8 (column-wise) input for the weight gradient and caches FP8 weight copies across
 // micro-batches; torchao = torchao's Float8Linear (torchtitan): saves the high-precision input and
@@ -244,6 +253,7 @@ struct StrategyConfig {
   bool grad_reduce_in_bf16 = false;
   bool cross_entropy_loss_fusion = false;
   CrossEntropyImpl cross_entropy_impl = CrossEntropyImpl::megatron;  // when not fused
+  CrossEntropyFusionImpl cross_entropy_fusion_impl = CrossEntropyFusionImpl::te;  // when fused
 
   // Recompute, SimuMax semantics: the first recompute_layer_num layers of each model chunk.
   bool enable_recompute = true;

@@ -434,6 +434,11 @@ TEST(RunMapping, Fp8ParametersLossAndShardingConventions) {
   EXPECT_TRUE(gather(m[3]));   // Megatron-LM examples/llama: --fp8-param-gather
   EXPECT_TRUE(m[3].strategy.value("grad_reduce_in_bf16", false));
   EXPECT_TRUE(m[3].strategy.value("cross_entropy_loss_fusion", false));
+  // The script passes no --cross-entropy-fusion-impl: Megatron's default native kernel. NeMo 2 and
+  // Bridge rows keep calisim's default, TransformerEngine's (their performance scripts set "te").
+  EXPECT_EQ(m[3].strategy.value("cross_entropy_fusion_impl", ""), "native");
+  EXPECT_FALSE(m[0].strategy.contains("cross_entropy_fusion_impl"));
+  EXPECT_FALSE(m[2].strategy.contains("cross_entropy_fusion_impl"));
   EXPECT_TRUE(contains(m[3].inferred, "examples/llama"));
   // torchtitan: PyTorch's loss, torchao's Float8Linear, FSDP under PP kept unsharded (ZeRO-1).
   EXPECT_EQ(m[4].strategy.value("cross_entropy_implementation", ""), "pytorch");

@@ -210,6 +210,52 @@ TEST(CrossEntropy, UnfusedVariantsHoldDifferentBackwardBytes) {
                InputError);
 }
 
+// Fused cross-entropy over n logits (e = 2): TransformerEngine's kernel writes the gradient into the
+// logits (2n kept, 2n read + written each way); Megatron-Core's native one keeps the fp32 softmax
+// (4n) and streams fp32 copies (2 + 24 bytes per logit forward, 12 + 2 backward), so it is slower
+// and holds more on the last stage.
+TEST(CrossEntropy, FusedImplementationsDifferInKeptBytesAndTraffic) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  const double n = 4096.0 * m.padded_vocab(1);
+  const std::string fused = R"(, "cross_entropy_loss_fusion": true)";
+  const ModelOps te = build_model_ops(m, strategy_from_json(with(fused), m), 8);
+  const ModelOps native =
+      build_model_ops(m, strategy_from_json(with(fused + R"(, "cross_entropy_fusion_impl": "native")"), m), 8);
+  const LayerOp* a = find_op(te.head, "cross_entropy");
+  const LayerOp* b = find_op(native.head, "cross_entropy");
+  EXPECT_DOUBLE_EQ(a->act_bytes, 2 * n);
+  EXPECT_DOUBLE_EQ(a->bwd_transient_bytes, 0.0);  // the gradient is scaled in place in the kept logits
+  EXPECT_DOUBLE_EQ(b->act_bytes, 4 * n);
+  EXPECT_DOUBLE_EQ(b->transient_bytes, 2 * n);
+  EXPECT_DOUBLE_EQ(b->bwd_transient_bytes, 2 * n);
+  EXPECT_EQ(a->mem_fwd.kind, "ce_fused_fwd");
+  EXPECT_EQ(b->mem_fwd.kind, "ce_fwd");
+  EXPECT_EQ(b->mem_fwd.bytes, static_cast<std::int64_t>(26 * n));
+  EXPECT_EQ(b->mem_bwd.bytes, static_cast<std::int64_t>(14 * n));
+
+  const SystemConfig sys = shipped_system("h100-sxm");
+  const SimulationResult ra = simulate_roofline(m, with(fused), sys);
+  const SimulationResult rb = simulate_roofline(m, with(fused + R"(, "cross_entropy_fusion_impl": "native")"), sys);
+  EXPECT_GT(rb.stages[0].peak_mem_bytes, ra.stages[0].peak_mem_bytes);
+  EXPECT_GT(rb.duration_time_per_iter_s, ra.duration_time_per_iter_s);
+  DefaultEfficiencyModel eff(sys);
+  EXPECT_EQ(simulate(m, strategy_from_json(with(fused), m), sys, eff).loss, "fused cross-entropy (TransformerEngine)");
+  EXPECT_EQ(simulate(m, strategy_from_json(with(fused + R"(, "cross_entropy_fusion_impl": "native")"), m), sys, eff).loss,
+            "fused cross-entropy (Megatron native)");
+  // "te" is the default; naming it changes nothing.
+  EXPECT_DOUBLE_EQ(simulate_roofline(m, with(fused + R"(, "cross_entropy_fusion_impl": "te")"), sys)
+                       .duration_time_per_iter_s,
+                   ra.duration_time_per_iter_s);
+  EXPECT_THROW(strategy_from_json(with(fused + R"(, "cross_entropy_fusion_impl": "triton")"), m), InputError);
+  // Without the fusion switch the field does nothing, and the result says so.
+  const SimulationResult unfused = simulate_roofline(m, with(R"(, "cross_entropy_fusion_impl": "native")"), sys);
+  const SimulationResult plain = simulate_roofline(m, with(""), sys);
+  ASSERT_EQ(unfused.warnings.size(), plain.warnings.size() + 1);
+  EXPECT_EQ(unfused.warnings[0], "cross_entropy_fusion_impl \"native\" has no effect without cross_entropy_loss_fusion "
+                                 "(the unfused loss runs; cross_entropy_implementation picks which)");
+  EXPECT_DOUBLE_EQ(unfused.duration_time_per_iter_s, plain.duration_time_per_iter_s);
+}
+
 // Optimizer state per parameter of the ZeRO-1 shard (Llama-3-8B, dp 8): 12 bytes by default;
 // precision-aware: bf16 remainders 2 + fp32 moments 8 = 10; bf16 moments 2 + 2 + 2 = 6; without
 // remainders 12 again; fp16 master weights 2 + 8 = 10.
