@@ -472,12 +472,22 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       if (st.overlap_grad_reduce && v > 1 && params.total() > 0) {
         // Interleaved: one sync per model chunk after its last backward (overlap.h), each the
         // chunk's share of the reduction.
+        // After chunk k's last backward the rank still runs the last micro-batch group's
+        // backwards of chunks k-1 … 0 (pipeline_schedule.h). Megatron launches chunk k's sync r
+        // backward units late on rank r (grad_sync_virtual_microbatch_id = id − rank, so that every
+        // rank launches at the same wall time), and after the schedule when fewer are left: the
+        // first r of those units are no cover.
+        const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : p;
+        const int last_group = m - ((m - 1) / group) * group;
         std::vector<double> chunk_comm(v), tail(v, 0.0);
         for (int k = 0; k < v; ++k) {
           chunk_comm[k] = c * chunk_params[k * p + r].total() / params.total();
-          // Chunk k-1's last group of micro-batches (Megatron's microbatch_group_size_per_vp_stage
-          // = p) runs its backward after chunk k's last one.
-          if (k > 0) tail[k] = tail[k - 1] + std::min(p, m) * bwd[(k - 1) * p + r];
+          int late = r;
+          for (int j = k - 1; j >= 0; --j) {
+            const int skipped = std::min(late, last_group);
+            late -= skipped;
+            tail[k] += (last_group - skipped) * bwd[j * p + r];
+          }
         }
         sr.dp_comm_s += chunked_sync_exposed_s(chunk_comm, tail, slow);
       } else {
