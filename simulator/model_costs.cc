@@ -128,11 +128,13 @@ void apply_moe_overlap(BlockCost& b, const StrategyConfig& st, double slowdown) 
   auto hide = [&](double& ep, double& total, double window) {
     const double after = overlap_extra_s(window, ep, slowdown);
     total -= ep - after;
+    const double saved = ep - after;
     ep = after;
+    return saved;
   };
   if (st.overlap_moe_expert_parallel_comm) {
-    hide(b.ep_comm_fwd_s, b.fwd_s, b.compute_fwd_s);
-    hide(b.ep_comm_bwd_s, b.bwd_s, b.compute_bwd_s);
+    b.ep_paired_saving_fwd_s = hide(b.ep_comm_fwd_s, b.fwd_s, b.compute_fwd_s);
+    b.ep_paired_saving_bwd_s = hide(b.ep_comm_bwd_s, b.bwd_s, b.compute_bwd_s);
   } else if (st.moe_shared_expert_overlap) {
     hide(b.ep_comm_fwd_s, b.fwd_s, b.shared_expert_fwd_s);
     hide(b.ep_comm_bwd_s, b.bwd_s, b.shared_expert_bwd_s);
@@ -157,6 +159,8 @@ void append_block(BlockCost& into, const BlockCost& b) {
   into.compute_bwd_s += b.compute_bwd_s;
   into.shared_expert_fwd_s += b.shared_expert_fwd_s;
   into.shared_expert_bwd_s += b.shared_expert_bwd_s;
+  into.ep_paired_saving_fwd_s += b.ep_paired_saving_fwd_s;
+  into.ep_paired_saving_bwd_s += b.ep_paired_saving_bwd_s;
   into.act_bytes += b.act_bytes;
   into.act_bytes_recomputed += b.act_bytes_recomputed;
   into.host_fwd_s += b.host_fwd_s;
@@ -190,6 +194,8 @@ BlockCost mix_blocks(const BlockCost& full, const BlockCost& win, double w) {
   m.compute_bwd_s = mix(full.compute_bwd_s, win.compute_bwd_s);
   m.shared_expert_fwd_s = mix(full.shared_expert_fwd_s, win.shared_expert_fwd_s);
   m.shared_expert_bwd_s = mix(full.shared_expert_bwd_s, win.shared_expert_bwd_s);
+  m.ep_paired_saving_fwd_s = mix(full.ep_paired_saving_fwd_s, win.ep_paired_saving_fwd_s);
+  m.ep_paired_saving_bwd_s = mix(full.ep_paired_saving_bwd_s, win.ep_paired_saving_bwd_s);
   m.act_bytes = mix(full.act_bytes, win.act_bytes);
   m.act_bytes_recomputed = mix(full.act_bytes_recomputed, win.act_bytes_recomputed);
   m.fwd_transient_bytes = std::max(full.fwd_transient_bytes, win.fwd_transient_bytes);

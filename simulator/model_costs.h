@@ -38,6 +38,10 @@ struct BlockCost {
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double compute_fwd_s = 0, compute_bwd_s = 0;  // kernels alone, no communication
   double shared_expert_fwd_s = 0, shared_expert_bwd_s = 0;  // MoE shared experts' compute
+  // Time the 1F1B EP all-to-all overlap (overlap_moe_expert_parallel_comm) took off fwd_s / bwd_s:
+  // it hides a micro-batch's all-to-all behind another micro-batch's compute, so a forward or
+  // backward that runs unpaired (warm-up, cool-down) pays it back.
+  double ep_paired_saving_fwd_s = 0, ep_paired_saving_bwd_s = 0;
   double act_bytes = 0;               // kept per micro-batch without recompute
   double act_bytes_recomputed = 0;    // kept when recomputed
   double fwd_transient_bytes = 0;     // largest extra live bytes while running forward

@@ -54,7 +54,7 @@ RankSchedule rank_schedule(int rank, int p, int v, int m, int group, int extra_w
   const int g = group > 0 ? group : p;
   int warmup;
   if (v == 1) {
-    warmup = std::min(p - rank - 1, m);
+    warmup = std::min(p - rank - 1 + (p == 1 ? extra_warmup : 0), m);
   } else {
     // Megatron-Core's get_pp_rank_microbatches: all forwards first only where this reaches the
     // total. Older releases also ran every rank all-forwards-first when m == p; current ones do
@@ -88,6 +88,7 @@ struct CompiledUnit {
   std::int32_t micro_batch;
   bool forward;
   bool via_p2p;        // the dependency crosses a pipeline hop
+  bool paired;         // a steady-state 1F1B unit (not warm-up or cool-down)
 };
 
 struct CompiledSchedule {
@@ -112,6 +113,7 @@ CompiledSchedule compile(int p, int v, int m, int group, int extra_warmup) {
       cu.chunk = static_cast<std::int16_t>(u.chunk);
       cu.micro_batch = u.micro_batch;
       cu.forward = u.forward;
+      cu.paired = i >= rs.warmup && i < rs.warmup + 2 * (rs.total - rs.warmup);
       const std::int32_t f_slot = j * m + u.micro_batch;
       if (u.forward) {
         cu.self = f_slot;
@@ -210,6 +212,7 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
       res.rank_finish_s.assign(p, 0);
       res.rank_busy_s.assign(p, 0);
       res.rank_p2p_wait_s.assign(p, 0);
+      res.rank_unpaired_extra_s.assign(p, 0);
       res.max_in_flight.assign(p, 0);
       res.peak_act_bytes.assign(p, 0);
       for (int r = 0; r < p; ++r) {
@@ -223,7 +226,9 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
       return res;
     }
   }
-  const CompiledSchedule& cs = compiled_schedule(p, v, m, v > 1 ? s.group : 0, v > 1 ? s.extra_warmup : 0);
+  const CompiledSchedule& cs =
+      compiled_schedule(p, v, m, v > 1 ? s.group : 0, v > 1 || p == 1 ? s.extra_warmup : 0);
+  const bool unpaired_extra = !s.fwd_unpaired_extra_s.empty();
   const double unset = -1.0;
   thread_local std::vector<double> done;  // completion time per slot
   done.assign(static_cast<std::size_t>(2) * stages * m, unset);
@@ -234,6 +239,7 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
   res.rank_finish_s.assign(p, 0);
   res.rank_busy_s.assign(p, 0);
   res.rank_p2p_wait_s.assign(p, 0);
+  res.rank_unpaired_extra_s.assign(p, 0);
   res.max_in_flight.assign(p, 0);
   res.peak_act_bytes.assign(p, 0);
   if (record_events) res.events.reserve(cs.units.size());
@@ -263,7 +269,12 @@ PipelineResult simulate_pipeline(const PipelineSpec& s, bool record_events) {
             if (ready > free_at) wait += std::min(ready - free_at, s.p2p_s);
           }
         }
-        const double dur = u.forward ? s.fwd_s[u.stage] : s.bwd_s[u.stage];
+        double dur = u.forward ? s.fwd_s[u.stage] : s.bwd_s[u.stage];
+        if (unpaired_extra && !u.paired) {
+          const double extra = u.forward ? s.fwd_unpaired_extra_s[u.stage] : s.bwd_unpaired_extra_s[u.stage];
+          dur += extra;
+          res.rank_unpaired_extra_s[r] += extra;
+        }
         const double start = std::max(free_at, ready);
         free_at = start + dur;
         busy += dur;

@@ -30,9 +30,15 @@ struct PipelineSpec {
   // v > 1 only: micro-batches a chunk runs in a row (Megatron's microbatch_group_size_per_vp_stage,
   // p ≤ group ≤ m); 0 means p.
   int group = 0;
-  // v > 1 only: forwards added to every rank's warm-up (Megatron adds one under
-  // overlap_moe_expert_parallel_comm, so that each steady-state forward/backward pair is independent).
+  // Forwards added to every rank's warm-up, with v > 1 or p = 1 (Megatron adds one under
+  // overlap_moe_expert_parallel_comm, so that each steady-state forward/backward pair is
+  // independent; without a pipeline its combined schedule runs the first forward alone).
   int extra_warmup = 0;
+  // Per virtual stage, added to a forward (backward) that runs outside a steady-state 1F1B pair —
+  // warm-up forwards and cool-down backwards — where the EP all-to-all overlap has no other
+  // micro-batch to hide behind (may be empty: none).
+  std::span<const double> fwd_unpaired_extra_s;
+  std::span<const double> bwd_unpaired_extra_s;
 };
 
 struct PipelineEvent {
@@ -46,6 +52,7 @@ struct PipelineResult {
   std::vector<double> rank_finish_s;      // when each rank's last backward ends
   std::vector<double> rank_busy_s;        // compute time of each rank
   std::vector<double> rank_p2p_wait_s;    // idle time spent waiting on send/recv transfers
+  std::vector<double> rank_unpaired_extra_s;  // the unpaired extras in rank_busy_s (0 when bounded)
   std::vector<int> max_in_flight;         // most micro-batch chunks whose activations are held at once
   std::vector<double> peak_act_bytes;     // max over time of the held activation bytes, per rank
   std::vector<PipelineEvent> events;      // filled only when requested

@@ -277,6 +277,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   std::vector<double> tp_comm(stages), cp_comm(stages), ep_comm(stages), dp_mb_comm(stages), offload(stages);
   std::vector<double> p2p_block(stages), rc_flops(stages), nic_bwd(stages);  // nic_bwd: EP/CP backward NIC traffic
   std::vector<double> host_wait(stages);  // GPU idle on host dispatch (host_dispatch.h), in fwd/bwd above
+  // EP all-to-all time the 1F1B overlap hid, paid back by unpaired units (PipelineSpec).
+  std::vector<double> unpaired_fwd(stages), unpaired_bwd(stages);
   std::vector<int> layers_rc(stages);
   bool clamped = false;
   for (int j = 0; j < stages; ++j) {
@@ -294,6 +296,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       cp_comm[j] += count * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += count * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
       host_wait[j] += count * (b.host_exposed_fwd_s + b.host_exposed_bwd_s);
+      unpaired_fwd[j] += count * b.ep_paired_saving_fwd_s;
+      unpaired_bwd[j] += count * b.ep_paired_saving_bwd_s;
       nic_bwd[j] += count * ((ep_nic ? b.ep_comm_bwd_s : 0.0) + (cp_nic ? b.cp_comm_bwd_s : 0.0));
       act[j] += (count - count_rc) * b.act_bytes + count_rc * b.act_bytes_recomputed;
       fwd_tr[j] = std::max(fwd_tr[j], b.fwd_transient_bytes);
@@ -340,6 +344,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       cp_comm[j] += D * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += D * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
       host_wait[j] += D * (b.host_exposed_fwd_s + b.host_exposed_bwd_s);
+      unpaired_fwd[j] += D * b.ep_paired_saving_fwd_s;
+      unpaired_bwd[j] += D * b.ep_paired_saving_bwd_s;
       const double kept = D * (rc_on ? b.act_bytes_recomputed : b.act_bytes);
       act[j] += kept;
       block_act += kept;
@@ -403,6 +409,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   spec.group = st.microbatch_group_size_per_vp_stage;
   // Megatron runs one more warm-up forward with the EP all-to-all overlap (get_pp_rank_microbatches).
   spec.extra_warmup = st.overlap_moe_expert_parallel_comm ? 1 : 0;
+  if (st.overlap_moe_expert_parallel_comm) {
+    spec.fwd_unpaired_extra_s = unpaired_fwd;
+    spec.bwd_unpaired_extra_s = unpaired_bwd;
+  }
   PipelineResult pipe = simulate_pipeline(spec, opt.trace);
   res.pruned = pipe.bounded;
 
@@ -570,7 +580,8 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.recompute_s = cs.recompute_s_per_micro_batch * m;
   res.tp_comm_exposed_s = cs.tp_comm_s_per_micro_batch * m;
   res.cp_comm_exposed_s = cs.cp_comm_s_per_micro_batch * m;
-  res.ep_comm_exposed_s = cs.ep_comm_s_per_micro_batch * m;
+  // Plus what the warm-up forwards and cool-down backwards pay without a 1F1B partner.
+  res.ep_comm_exposed_s = cs.ep_comm_s_per_micro_batch * m + pipe.rank_unpaired_extra_s[crit];
   res.offload_exposed_s = cs.offload_s_per_micro_batch * m;
   res.host_exposed_s = cs.host_exposed_s_per_micro_batch * m;
   res.compute_s = cs.pipeline_busy_s - res.recompute_s - res.tp_comm_exposed_s - res.cp_comm_exposed_s -

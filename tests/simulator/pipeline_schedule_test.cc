@@ -154,6 +154,44 @@ TEST(PipelineSchedule, DefaultGroupIsPipelineSize) {
   EXPECT_GT(r.max_in_flight[0], simulate_pipeline(dflt, false).max_in_flight[0]);
 }
 
+// Megatron's EP all-to-all overlap pairs each steady-state forward with a backward of another
+// micro-batch; warm-up forwards and cool-down backwards run alone and pay the hidden all-to-all.
+// Without a pipeline its combined schedule runs the first forward and the last backward alone
+// (and holds two micro-batches); interleaved, each rank runs `warm-up` of each.
+TEST(PipelineSchedule, UnpairedUnitsPayTheirExtra) {
+  {
+    std::vector<double> f{1.0}, b{2.0}, a{1.0}, fx{0.25}, bx{0.5};
+    PipelineSpec s{1, 1, 6, f, b, a, 0.0};
+    s.extra_warmup = 1;
+    s.fwd_unpaired_extra_s = fx;
+    s.bwd_unpaired_extra_s = bx;
+    const PipelineResult r = simulate_pipeline(s, false);
+    EXPECT_DOUBLE_EQ(r.makespan_s, 6 * 3.0 + 0.25 + 0.5);
+    EXPECT_DOUBLE_EQ(r.rank_unpaired_extra_s[0], 0.75);
+    EXPECT_EQ(r.max_in_flight[0], 2);
+    s.extra_warmup = 0;  // without the overlap's warm-up forward every unit is paired
+    s.fwd_unpaired_extra_s = {};
+    s.bwd_unpaired_extra_s = {};
+    EXPECT_DOUBLE_EQ(simulate_pipeline(s, false).makespan_s, 18.0);
+    EXPECT_EQ(simulate_pipeline(s, false).max_in_flight[0], 1);
+  }
+  const int p = 4, v = 2, m = 8;
+  std::vector<double> f(p * v, 0.5), b(p * v, 1.0), a(p * v, 1.0), fx(p * v, 0.125), bx(p * v, 0.25);
+  PipelineSpec s{p, v, m, f, b, a, 0.0};
+  s.extra_warmup = 1;
+  s.fwd_unpaired_extra_s = fx;
+  s.bwd_unpaired_extra_s = bx;
+  const PipelineResult with = simulate_pipeline(s, false);
+  for (int rank = 0; rank < p; ++rank) {
+    const int warmup = std::min(2 * (p - 1 - rank) + (v - 1) * p + 1, m * v);
+    EXPECT_DOUBLE_EQ(with.rank_unpaired_extra_s[rank], warmup * (0.125 + 0.25)) << rank;
+    EXPECT_DOUBLE_EQ(with.rank_busy_s[rank], m * v * 1.5 + warmup * 0.375) << rank;
+  }
+  s.fwd_unpaired_extra_s = {};
+  s.bwd_unpaired_extra_s = {};
+  EXPECT_GT(with.makespan_s, simulate_pipeline(s, false).makespan_s);
+}
+
 TEST(PipelineSchedule, UnevenStagesPaceTheSlowest) {
   std::vector<double> f{1.0, 2.0}, b{2.0, 4.0}, a{1.0, 1.0};
   PipelineSpec s{2, 1, 4, f, b, a, 0.0};

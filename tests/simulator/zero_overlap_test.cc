@@ -169,6 +169,17 @@ TEST(Overlap, MoeCommOverlapAndGroupSizeWidenTheWarmup) {
     EXPECT_GT(wide.stages[r].peak_activation_mem_in_1F1B_bytes, off.stages[r].peak_activation_mem_in_1F1B_bytes);
   }
   EXPECT_TRUE(wide.warnings.empty());
+  // The warm-up forwards and cool-down backwards have no partner to hide their all-to-all
+  // behind: the step's exposed EP time exceeds m times the per-micro-batch exposure.
+  double per_mb = 0;
+  for (const StageReport& s : on.stages) per_mb = std::max(per_mb, s.ep_comm_s_per_micro_batch);
+  EXPECT_GT(on.ep_comm_exposed_s, 12 * per_mb);
+  // Without a pipeline Megatron's combined schedule runs the first forward before the first
+  // backward: two micro-batches in flight.
+  const std::string flat_base = R"({"seq_len": 4096, "micro_batch_num": 12, "world_size": 64, "tp_size": 2, "ep_size": 8)";
+  EXPECT_EQ(run(m, flat_base + "}", sys).stages[0].max_micro_batches_in_flight, 1);
+  EXPECT_EQ(run(m, flat_base + R"(, "overlap_moe_expert_parallel_comm": true})", sys).stages[0].max_micro_batches_in_flight,
+            2);
   const SimulationResult flat = run(m, R"({"seq_len": 4096, "micro_batch_num": 12, "world_size": 64, "tp_size": 2,
                                          "pp_size": 4, "ep_size": 8, "microbatch_group_size_per_vp_stage": 6})",
                                     sys);
