@@ -46,4 +46,43 @@ inline double chunked_sync_exposed_s(const std::vector<double>& comm_s, const st
   return exposed + slowdown * (total - exposed);
 }
 
+// Megatron's parameter all-gather under the interleaved schedule (overlap_param_gather with its
+// default align_param_gather): the gathers of chunks 0 and 1 are launched when the step starts,
+// that of chunk k ≥ 2 when this rank runs the forward unit `rank` places before chunk k-1's first
+// one (grad-sync's mirror: every pipeline rank launches at the same wall time), all on one
+// data-parallel communicator in launch order. A chunk's first forward waits for its first bucket
+// and overlaps the rest with itself, bucket by bucket. Cover: this rank's forwards of the first
+// micro-batch group (`group` units per chunk, chunk 0 first); the warm-up's pipeline waits are not
+// counted (conservative). `comm_s[k]`: chunk k's gather; `fwd_s[k]`: one micro-batch forward of
+// chunk k; `buckets[k]` ≥ 1. With one chunk this is bucketed_overlap_s. Returns the exposed time
+// plus the slowdown on the hidden part.
+inline double chunked_gather_exposed_s(const std::vector<double>& comm_s, const std::vector<double>& fwd_s,
+                                       const std::vector<double>& buckets, int group, int rank, double slowdown) {
+  const int v = static_cast<int>(comm_s.size());
+  std::vector<double> finish(v, 0.0);
+  double t = 0, stream = 0, exposed = 0, total = 0;
+  auto launch = [&](int k, double at) {
+    stream = std::max(stream, at) + comm_s[k];
+    finish[k] = stream;
+  };
+  for (int k = 0; k < v; ++k) total += comm_s[k];
+  for (int k = 0; k < std::min(v, 2); ++k) launch(k, 0.0);
+  for (int u = 0; u < v * group; ++u) {
+    // Chunk c+1 (c+1 ≥ 2) goes out at unit max(0, c·group − rank).
+    for (int c = 1; c + 1 < v; ++c) {
+      if (std::max(0, c * group - rank) == u) launch(c + 1, t);
+    }
+    const int k = u / group;
+    if (u == k * group) {
+      const double first_bucket_done = finish[k] - comm_s[k] * (1.0 - 1.0 / std::max(1.0, buckets[k]));
+      const double wait = std::max({0.0, first_bucket_done - t, finish[k] - (t + fwd_s[k])});
+      t += wait;
+      exposed += wait;
+    }
+    t += fwd_s[k];
+  }
+  const double clamped = std::clamp(exposed, 0.0, total);
+  return clamped + slowdown * (total - clamped);
+}
+
 }  // namespace calisim

@@ -507,7 +507,21 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     if (st.zero_state == 1 || st.zero_state == 2) {
       const int passes = param_gather_passes(params, st);  // 2: Megatron's chained MoE optimizers
       const double c = passes * param_gather_s(params, fp8_params, st, groups, coster, &tally);
-      sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, passes * buckets, slow);
+      if (st.overlap_param_gather && v > 1 && params.total() > 0) {
+        // Interleaved: one gather per model chunk, launched ahead of the chunk's first forward
+        // (overlap.h); each chunk's share of the gather and its own buckets.
+        const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : p;
+        std::vector<double> chunk_comm(v), chunk_fwd(v), chunk_buckets(v);
+        for (int k = 0; k < v; ++k) {
+          const double kp = chunk_params[k * p + r].total();
+          chunk_comm[k] = c * kp / params.total();
+          chunk_fwd[k] = fwd[k * p + r];
+          chunk_buckets[k] = passes * std::max(1.0, std::ceil(kp / bucket));
+        }
+        sr.dp_comm_s += chunked_gather_exposed_s(chunk_comm, chunk_fwd, chunk_buckets, group, r, slow);
+      } else {
+        sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, passes * buckets, slow);
+      }
     }
     if ((!model.untie_embeddings_and_output_weights || D > 0) && p > 1 && (sr.has_embedding || sr.has_head)) {
       sr.dp_comm_s += coster.collective_s({CollectiveOp::all_reduce, static_cast<std::int64_t>(vocab_rank * grad_e), 2,

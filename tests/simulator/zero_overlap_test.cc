@@ -86,6 +86,27 @@ TEST(Overlap, InterleavedGradientSyncLaunchesLaterOnLaterRanks) {
   EXPECT_LT(on.stages[2].dp_comm_s, off.stages[2].dp_comm_s);
 }
 
+// The interleaved parameter gather (overlap.h): with one chunk it is the bucketed rule; by hand,
+// chunks of 1, 3, 3 s of gather and 1 s forwards in groups of 2 on rank 0: chunk 0 waits its
+// whole gather (1 s; one bucket), chunk 1's (launched at the start behind chunk 0's) is done 1 s
+// after its first forward starts — 1 s more — and chunk 2's, launched at chunk 1's first forward,
+// once more 1 s: 3 s exposed of 7.
+TEST(OverlapMath, InterleavedParameterGather) {
+  for (double c : {0.5, 2.0, 9.0}) {
+    for (double b : {1.0, 4.0}) {
+      EXPECT_DOUBLE_EQ(chunked_gather_exposed_s({c}, {3.0}, {b}, 4, 0, 0.1), bucketed_overlap_s(c, 3.0, b, 0.1));
+    }
+  }
+  EXPECT_DOUBLE_EQ(chunked_gather_exposed_s({1, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, 0, 0.0), 3.0);
+  EXPECT_DOUBLE_EQ(chunked_gather_exposed_s({1, 3, 3}, {1, 1, 1}, {1, 1, 1}, 2, 0, 0.5), 3.0 + 0.5 * 4.0);
+  // Plenty of cover: only chunk 0's first bucket waits.
+  EXPECT_DOUBLE_EQ(chunked_gather_exposed_s({0.4, 0.4, 0.4}, {1, 1, 1}, {4, 4, 4}, 4, 3, 0.0), 0.1);
+  // Comm-bound: the gathers of later chunks hide behind the first group's forwards, which the
+  // one-window rule (the stage's forward of one micro-batch) cannot see.
+  EXPECT_LT(chunked_gather_exposed_s({2, 2, 2, 2}, {0.5, 0.5, 0.5, 0.5}, {4, 4, 4, 4}, 4, 0, 0.0),
+            bucketed_overlap_s(8.0, 2.0, 16.0, 0.0));
+}
+
 TEST(Zero, StaticBytesPerParameterByStage) {
   const ModelConfig m = shipped_model("llama3-8b");
   const SystemConfig sys = shipped_system("h100-sxm");
