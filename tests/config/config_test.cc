@@ -58,6 +58,14 @@ json base_model() {
   return json{{"hidden_size", 4096}, {"head_num", 32},       {"kv_head_num", 8},     {"head_size", 128},
               {"intermediate_size", 14336}, {"layer_num", 32}, {"vocab_size", 128256}, {"use_swiglu", true}};
 }
+// The same shapes as a MoE model: 8 experts, top-2.
+json base_moe_model() {
+  json m = base_model();
+  m["model_type"] = "moe";
+  m["expert_num"] = 8;
+  m["topk"] = 2;
+  return m;
+}
 json base_strategy() {
   return json{{"seq_len", 4096}, {"micro_batch_size", 1}, {"micro_batch_num", 8}, {"world_size", 8},
               {"tp_size", 1},    {"pp_size", 1}};
@@ -941,10 +949,7 @@ TEST(Validation, MicroBatchGroupSizeFollowsMegatronRules) {
 
 // Megatron-Core's TransformerConfig rules for --overlap-moe-expert-parallel-comm.
 TEST(Validation, MoeExpertParallelCommOverlapFollowsMegatronRules) {
-  json moe = base_model();
-  moe["model_type"] = "moe";
-  moe["expert_num"] = 8;
-  moe["topk"] = 2;
+  const json moe = base_moe_model();
   json st = base_strategy();
   st["world_size"] = 16;
   st["pp_size"] = 2;
@@ -1125,10 +1130,7 @@ TEST(Validation, OverlapAndMoeRules) {
   st.erase("overlap_p2p_comm");
   EXPECT_FALSE(parse_strategy(st, "s.json").overlap_p2p_comm);
 
-  json moe = base_model();
-  moe["model_type"] = "moe";
-  moe["expert_num"] = 8;
-  moe["topk"] = 2;
+  const json moe = base_moe_model();
   st = base_strategy();
   st["tp_size"] = 2;
   st["enable_sequence_parallel"] = false;
@@ -1146,10 +1148,7 @@ TEST(Validation, OverlapAndMoeRules) {
 }
 
 TEST(Validation, ExpertParallelRules) {
-  json moe = base_model();
-  moe["model_type"] = "moe";
-  moe["expert_num"] = 8;
-  moe["topk"] = 2;
+  const json moe = base_moe_model();
   json st = base_strategy();
   st["ep_size"] = 3;
   st["world_size"] = 6;
