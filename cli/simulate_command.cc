@@ -45,9 +45,11 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
                      r.stats.total_params / 1e9, r.stats.active_params / 1e9, r.stats.model_flops_per_token);
   const std::string tp_grid = r.tp_2d_rows * r.tp_2d_cols > 1 ? fmt::format(" ({}x{} 2d)", r.tp_2d_rows, r.tp_2d_cols) : "";
   const std::string cp_grid = r.cp_2d_rows * r.cp_2d_cols > 1 ? fmt::format(" ({}x{} 2d)", r.cp_2d_rows, r.cp_2d_cols) : "";
-  out += fmt::format("  layout tp {}{} pp {} vpp {} cp {}{} dp {} | mbs {} x {} micro-batches, gbs {}, seq {} | SP {} | "
+  // The interleaved schedule's micro-batch groups, when not Megatron's default (pp).
+  const std::string groups = r.vpp > 1 && r.vpp_group != r.pp ? fmt::format(" (groups of {})", r.vpp_group) : "";
+  out += fmt::format("  layout tp {}{} pp {} vpp {}{} cp {}{} dp {} | mbs {} x {} micro-batches, gbs {}, seq {} | SP {} | "
                      "recompute {} | order {}\n",
-                     r.tp, tp_grid, r.pp, r.vpp, r.cp, cp_grid, r.dp, r.micro_batch_size, r.micro_batch_num,
+                     r.tp, tp_grid, r.pp, r.vpp, groups, r.cp, cp_grid, r.dp, r.micro_batch_size, r.micro_batch_num,
                      r.global_batch_size, r.seq_len, r.sequence_parallel ? "on" : "off", r.recompute,
                      to_string(r.rank_order));
   out += fmt::format("  precision {} | optimizer state {} | loss {}\n", r.precision, r.optimizer_state, r.loss);

@@ -84,6 +84,7 @@ struct HostBlockReport {
 struct SimulationResult {
   std::string model_name, strategy_name, system_name, device_name;
   int world_size = 0, tp = 1, pp = 1, vpp = 1, cp = 1, dp = 1, ep = 1, etp = 1, edp = 1;
+  int vpp_group = 0;  // micro-batches per chunk group of the interleaved schedule (vpp > 1), else 0
   // 2D grids (both 1 for 1D TP / CP) and the rank order that placed the groups on domains.
   int tp_2d_rows = 1, tp_2d_cols = 1, cp_2d_rows = 1, cp_2d_cols = 1;
   RankOrder rank_order = kMegatronRankOrder;

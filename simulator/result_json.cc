@@ -11,7 +11,8 @@ nlohmann::json to_json(const SimulationResult& r) {
   j["strategy"] = r.strategy_name;
   j["system"] = r.system_name;
   j["device"] = r.device_name;
-  j["layout"] = {{"world_size", r.world_size}, {"tp", r.tp}, {"pp", r.pp}, {"vpp", r.vpp}, {"cp", r.cp}, {"dp", r.dp},
+  j["layout"] = {{"world_size", r.world_size}, {"tp", r.tp}, {"pp", r.pp}, {"vpp", r.vpp},
+                 {"microbatch_group_size_per_vp_stage", r.vpp_group}, {"cp", r.cp}, {"dp", r.dp},
                  {"ep", r.ep}, {"etp", r.etp}, {"edp", r.edp},
                  {"micro_batch_size", r.micro_batch_size}, {"micro_batch_num", r.micro_batch_num},
                  {"global_batch_size", r.global_batch_size}, {"seq_len", r.seq_len},

@@ -143,6 +143,9 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.tp = st.tp_size;
   res.pp = st.pp_size;
   res.vpp = st.interleaving_size;
+  if (st.interleaving_size > 1) {
+    res.vpp_group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : st.pp_size;
+  }
   res.cp = st.cp_size;
   res.dp = st.dp_size;
   res.ep = st.ep_size;

@@ -15,6 +15,7 @@ namespace {
 
 using CmdResult = calisim::testing_support::CommandResult;
 using calisim::testing_support::run_calisim;
+using calisim::testing_support::run_calisim_stdout;
 using calisim::testing_support::write_temp_file;
 
 TEST(Cli, FlagshipSimulationPrintsTables) {
@@ -34,6 +35,22 @@ TEST(Cli, LayoutLineNamesMegatronRecomputeModules) {
             std::string::npos)
       << r.out;
   EXPECT_EQ(r.out.find("(nothing)"), std::string::npos);
+}
+
+// The interleaved schedule's micro-batch groups: named on the layout line when not Megatron's
+// default (pp), and always in the JSON layout (0 without interleaving).
+TEST(Cli, LayoutShowsTheInterleavedMicroBatchGroups) {
+  const std::string cmd = "simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --no-ops";
+  const CmdResult wide = run_calisim(cmd + " --set strategy.microbatch_group_size_per_vp_stage=8");
+  ASSERT_EQ(wide.code, 0) << wide.out;
+  EXPECT_NE(wide.out.find("layout tp 8 pp 4 vpp 5 (groups of 8) cp 1"), std::string::npos) << wide.out;
+  const CmdResult dflt = run_calisim(cmd);
+  EXPECT_NE(dflt.out.find("layout tp 8 pp 4 vpp 5 cp 1"), std::string::npos) << dflt.out;
+  const CmdResult j = run_calisim_stdout(cmd + " --json --set strategy.microbatch_group_size_per_vp_stage=8");
+  ASSERT_EQ(j.code, 0) << j.out;
+  EXPECT_EQ(nlohmann::json::parse(j.out)["layout"]["microbatch_group_size_per_vp_stage"].get<int>(), 8);
+  const CmdResult flat = run_calisim_stdout("simulate --model llama3-8b --strategy llama3-8b-8gpu --system h100-sxm --json");
+  EXPECT_EQ(nlohmann::json::parse(flat.out)["layout"]["microbatch_group_size_per_vp_stage"].get<int>(), 0);
 }
 
 TEST(Cli, JsonIsOneDocumentWithSimuMaxFields) {
