@@ -1040,7 +1040,7 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     // a last, smaller group must hold at least p (fewer would stall the pipeline, and Megatron
     // refuses it).
     const std::int64_t m = s.micro_batch_num;
-    const int g = s.microbatch_group_size_per_vp_stage > 0 ? s.microbatch_group_size_per_vp_stage : p;
+    const int g = s.microbatch_group();
     if (s.microbatch_group_size_per_vp_stage > 0 && (g < p || g > m)) {
       fail("microbatch_group_size_per_vp_stage",
            fmt::format("{} is outside [pp_size, micro_batch_num] = [{}, {}] (Megatron's interleaved schedule refuses it)",

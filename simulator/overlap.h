@@ -67,11 +67,9 @@ inline double chunked_gather_exposed_s(const std::vector<double>& comm_s, const 
   };
   for (int k = 0; k < v; ++k) total += comm_s[k];
   for (int k = 0; k < std::min(v, 2); ++k) launch(k, 0.0);
+  int next = 2;  // chunk k ≥ 2 goes out at unit max(0, (k−1)·group − rank), in chunk order
   for (int u = 0; u < v * group; ++u) {
-    // Chunk c+1 (c+1 ≥ 2) goes out at unit max(0, c·group − rank).
-    for (int c = 1; c + 1 < v; ++c) {
-      if (std::max(0, c * group - rank) == u) launch(c + 1, t);
-    }
+    while (next < v && std::max(0, (next - 1) * group - rank) == u) launch(next++, t);
     const int k = u / group;
     if (u == k * group) {
       const double first_bucket_done = finish[k] - comm_s[k] * (1.0 - 1.0 / std::max(1.0, buckets[k]));

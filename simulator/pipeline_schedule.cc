@@ -20,7 +20,7 @@ ScheduleUnit forward_unit(int k, int v, int m, int g) {
     const int in_group = k % (g * v);
     return {in_group / g, (k / (g * v)) * g + in_group % g, true};
   }
-  const int last = m - full_groups * g;
+  const int last = last_micro_batch_group(m, g);
   const int in_group = k - before_last;
   return {in_group / last, full_groups * g + in_group % last, true};
 }

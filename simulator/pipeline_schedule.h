@@ -65,6 +65,10 @@ struct PipelineResult {
 // j over chunk-0 stages. Exact for equal stages without transfer cost.
 double pipeline_lower_bound_s(const PipelineSpec& spec);
 
+// Size of the interleaved schedule's last micro-batch group (Megatron's get_schedule_table: the
+// first group whose end reaches m holds what is left, 1..group micro-batches).
+inline int last_micro_batch_group(int m, int group) { return m - ((m - 1) / group) * group; }
+
 // Per-rank unit order of Megatron's schedule: forward units then backward units as (chunk, mb).
 // group and extra_warmup as in PipelineSpec.
 struct ScheduleUnit {

@@ -144,7 +144,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   res.pp = st.pp_size;
   res.vpp = st.interleaving_size;
   if (st.interleaving_size > 1) {
-    res.vpp_group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : st.pp_size;
+    res.vpp_group = st.microbatch_group();
   }
   res.cp = st.cp_size;
   res.dp = st.dp_size;
@@ -490,8 +490,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
         // backward units late on rank r (grad_sync_virtual_microbatch_id = id − rank, so that every
         // rank launches at the same wall time), and after the schedule when fewer are left: the
         // first r of those units are no cover.
-        const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : p;
-        const int last_group = m - ((m - 1) / group) * group;
+        const int last_group = last_micro_batch_group(m, st.microbatch_group());
         std::vector<double> chunk_comm(v), tail(v, 0.0);
         for (int k = 0; k < v; ++k) {
           chunk_comm[k] = c * chunk_params[k * p + r].total() / params.total();
@@ -513,7 +512,6 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       if (st.overlap_param_gather && v > 1 && params.total() > 0) {
         // Interleaved: one gather per model chunk, launched ahead of the chunk's first forward
         // (overlap.h); each chunk's share of the gather and its own buckets.
-        const int group = st.microbatch_group_size_per_vp_stage > 0 ? st.microbatch_group_size_per_vp_stage : p;
         std::vector<double> chunk_comm(v), chunk_fwd(v), chunk_buckets(v);
         for (int k = 0; k < v; ++k) {
           const double kp = chunk_params[k * p + r].total();
@@ -521,7 +519,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
           chunk_fwd[k] = fwd[k * p + r];
           chunk_buckets[k] = passes * std::max(1.0, std::ceil(kp / bucket));
         }
-        sr.dp_comm_s += chunked_gather_exposed_s(chunk_comm, chunk_fwd, chunk_buckets, group, r, slow);
+        sr.dp_comm_s += chunked_gather_exposed_s(chunk_comm, chunk_fwd, chunk_buckets, st.microbatch_group(), r, slow);
       } else {
         sr.dp_comm_s += bucketed_overlap_s(c, st.overlap_param_gather ? fwd_mb : 0.0, passes * buckets, slow);
       }

@@ -306,6 +306,10 @@ struct StrategyConfig {
   std::vector<int> layers_per_chunk;           // size pp*v, index = chunk*pp + rank (virtual stage)
   std::vector<std::string> not_modeled_fields; // accepted SimuMax fields that change nothing yet
 
+  // The interleaved schedule's micro-batch group: the field, or Megatron's default (pp_size).
+  int microbatch_group() const {
+    return microbatch_group_size_per_vp_stage > 0 ? microbatch_group_size_per_vp_stage : pp_size;
+  }
   bool recompute_active() const {
     return enable_recompute && recompute_granularity != RecomputeGranularity::none && recompute_layer_num > 0;
   }
