@@ -37,8 +37,8 @@ struct PipelineSpec {
   // Per virtual stage, added to a forward (backward) that runs outside a steady-state 1F1B pair —
   // warm-up forwards and cool-down backwards — where the EP all-to-all overlap has no other
   // micro-batch to hide behind (may be empty: none).
-  std::span<const double> fwd_unpaired_extra_s;
-  std::span<const double> bwd_unpaired_extra_s;
+  std::span<const double> fwd_unpaired_extra_s = {};
+  std::span<const double> bwd_unpaired_extra_s = {};
 };
 
 struct PipelineEvent {
