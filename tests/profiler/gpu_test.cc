@@ -408,13 +408,17 @@ TEST(GpuAttention, UnsupportedKeysAreSkippedWithAReason) {
   EXPECT_EQ(gqa_bad.status, MeasurementStatus::skipped);
 }
 
+// Every GPU of this process, as the NCCL benchmark's communicator.
+std::vector<int> all_local_devices() {
+  std::vector<int> devices(cuda_device_count());
+  for (std::size_t i = 0; i < devices.size(); ++i) devices[i] = static_cast<int>(i);
+  return devices;
+}
+
 TEST(GpuNccl, AllReduceMatchesCpuSum) {
   REQUIRE_GPU(2);
   NvmlMonitor nvml(0);
-  const int n = cuda_device_count();
-  std::vector<int> devices(n);
-  for (int i = 0; i < n; ++i) devices[i] = i;
-  NcclBench bench(devices, StoppingRule{}, nvml);
+  NcclBench bench(all_local_devices(), StoppingRule{}, nvml);
   EXPECT_LT(bench.check_all_reduce(1 << 20), 2e-2);
 }
 
@@ -423,10 +427,7 @@ TEST(GpuNccl, AllReduceMatchesCpuSum) {
 TEST(GpuNccl, AllToAllDeliversEveryShareToItsPeer) {
   REQUIRE_GPU(2);
   NvmlMonitor nvml(0);
-  const int n = cuda_device_count();
-  std::vector<int> devices(n);
-  for (int i = 0; i < n; ++i) devices[i] = i;
-  NcclBench bench(devices, StoppingRule{}, nvml);
+  NcclBench bench(all_local_devices(), StoppingRule{}, nvml);
   EXPECT_EQ(bench.check_all_to_all(4099), 0);
 }
 

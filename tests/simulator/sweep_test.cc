@@ -26,6 +26,26 @@ struct Study {
   }
 };
 
+// The study's best layout (a search over its space with the default lists filled in) and the
+// layout walk around it.
+struct BestAndWalk {
+  SearchSpace space;
+  SearchResult best;
+  std::vector<LayoutStep> walk;
+};
+BestAndWalk best_and_walk(const Study& s, SearchOptions o) {
+  DefaultEfficiencyModel eff(s.system);
+  BestAndWalk out;
+  out.space = s.space;
+  fill_default_lists(out.space, s.model, s.system.scale_up_domain_size);
+  o.top_k = 1;
+  out.best = run_search(s.model, s.base, s.system, eff, out.space, o);
+  if (!out.best.top.empty()) {
+    out.walk = walk_layouts(s.model, s.base, s.system, eff, out.space, out.best.top.front(), o);
+  }
+  return out;
+}
+
 TEST(Sweep, ValueLists) {
   EXPECT_EQ(parse_sweep_values("100,200", 50, 5), (std::vector<double>{100, 200}));
   EXPECT_EQ(parse_sweep_values("0.5x,2x", 50, 5), (std::vector<double>{25, 100}));
@@ -113,14 +133,9 @@ TEST(Sweep, LayoutWalkCoversPlacements) {
   s.system.scale_up_domain_size = 4;
   s.space.cp = {1, 2};
   s.space.orders = rank_order_list("tp_first");
-  DefaultEfficiencyModel eff(s.system);
-  SearchSpace sp = s.space;
-  fill_default_lists(sp, s.model, s.system.scale_up_domain_size);
-  SearchOptions o;
-  o.top_k = 1;
-  const SearchResult best = run_search(s.model, s.base, s.system, eff, sp, o);
-  ASSERT_FALSE(best.top.empty());
-  const auto walk = walk_layouts(s.model, s.base, s.system, eff, sp, best.top.front(), o);
+  const BestAndWalk r = best_and_walk(s, SearchOptions{});
+  ASSERT_FALSE(r.best.top.empty());
+  const auto& walk = r.walk;
   std::vector<RankPlacement> seen;
   int orders = 0;
   for (const auto& w : walk) {
@@ -145,13 +160,10 @@ TEST(Sweep, ScaleAndLayoutWalk) {
   // Strong scaling: more GPUs, shorter steps.
   EXPECT_LT(pts[2].best.step_time_s, pts[0].best.step_time_s);
 
-  DefaultEfficiencyModel eff(s.system);
-  SearchSpace sp = s.space;
-  fill_default_lists(sp, s.model, s.system.scale_up_domain_size);
-  o.top_k = 1;
-  const SearchResult best = run_search(s.model, s.base, s.system, eff, sp, o);
-  ASSERT_FALSE(best.top.empty());
-  const auto walk = walk_layouts(s.model, s.base, s.system, eff, sp, best.top.front(), o);
+  const BestAndWalk r = best_and_walk(s, o);
+  ASSERT_FALSE(r.best.top.empty());
+  const auto& best = r.best;
+  const auto& walk = r.walk;
   int marked = 0;
   for (const auto& w : walk) {
     if (!w.is_best) continue;
@@ -232,14 +244,10 @@ TEST(Sweep, LayoutWalkCoversTensorParallelGrids) {
   Study s;
   s.space.tp = {4};
   s.space.tp_2d_rows = {0, 2};
-  DefaultEfficiencyModel eff(s.system);
-  SearchSpace sp = s.space;
-  fill_default_lists(sp, s.model, s.system.scale_up_domain_size);
-  SearchOptions o;
-  o.top_k = 1;
-  const SearchResult best = run_search(s.model, s.base, s.system, eff, sp, o);
-  ASSERT_FALSE(best.top.empty());
-  const auto walk = walk_layouts(s.model, s.base, s.system, eff, sp, best.top.front(), o);
+  const BestAndWalk r = best_and_walk(s, SearchOptions{});
+  ASSERT_FALSE(r.best.top.empty());
+  const auto& best = r.best;
+  const auto& walk = r.walk;
   int grid_steps = 0, marked = 0;
   for (const auto& w : walk) {
     if (w.dimension != "tp_2d_rows") continue;
