@@ -484,12 +484,10 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
                                        st.overlap_grad_reduce && dp_nic ? nic_bwd_mb : 0.0);
       if (st.overlap_grad_reduce && v > 1 && params.total() > 0) {
         // Interleaved: one sync per model chunk after its last backward (overlap.h), each the
-        // chunk's share of the reduction.
-        // After chunk k's last backward the rank still runs the last micro-batch group's
-        // backwards of chunks k-1 … 0 (pipeline_schedule.h). Megatron launches chunk k's sync r
-        // backward units late on rank r (grad_sync_virtual_microbatch_id = id − rank, so that every
-        // rank launches at the same wall time), and after the schedule when fewer are left: the
-        // first r of those units are no cover.
+        // chunk's share of the reduction. Its cover is the last micro-batch group's backwards of
+        // chunks k-1 … 0 (pipeline_schedule.h) less the first r of them: Megatron launches chunk
+        // k's sync r backward units late on rank r (grad_sync_virtual_microbatch_id = id − rank, so
+        // every rank launches at the same wall time), after the schedule when fewer are left.
         const int last_group = last_micro_batch_group(m, st.microbatch_group());
         std::vector<double> chunk_comm(v), tail(v, 0.0);
         for (int k = 0; k < v; ++k) {
