@@ -2,11 +2,13 @@
 #include <fmt/format.h>
 
 #include <filesystem>
+#include <fstream>
 #include <memory>
 #include <optional>
 
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
+#include "cli/megatron_configs.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "simulator/config_loader.h"
@@ -20,6 +22,10 @@ struct ConfigsArgs {
   std::string name;
   std::string kind;  // configs show --kind (empty: detect)
   bool json = false;
+  // configs import-megatron
+  MegatronInputs megatron;
+  std::string model_out, strategy_out;
+  std::vector<std::string> overrides;
 };
 
 void run_list(const ConfigsArgs& a) {
@@ -130,6 +136,50 @@ void run_show(const ConfigsArgs& a) {
                    "no shipped model, strategy or system named '" + a.name + "' (see `calisim configs list`)");
 }
 
+void write_json(const std::string& path, const nlohmann::json& doc, const char* option) {
+  std::ofstream out(path);
+  if (!out) throw InputError(path, option, "cannot write the file");
+  out << doc.dump(2) << "\n";
+  if (!out) throw InputError(path, option, "writing the file failed");
+}
+
+// configs import-megatron: a Megatron-LM launch script as a model and a strategy file.
+void run_import_megatron(const ConfigsArgs& a) {
+  const MegatronImport imp = read_megatron(a.megatron);
+  // Checked as simulate would load them, so a file written here always loads.
+  const RunConfigs rc = megatron_run_configs(imp, a.megatron.script, "", a.overrides);
+  nlohmann::json model = imp.model, strategy = imp.strategy, system = nlohmann::json::object();
+  for (const auto& o : a.overrides) apply_override(o, model, strategy, system);
+  if (!a.model_out.empty()) write_json(a.model_out, model, "--model-out");
+  if (!a.strategy_out.empty()) write_json(a.strategy_out, strategy, "--strategy-out");
+  const ModelStats stats = model_stats(rc.model, rc.strategy.seq_len);
+  if (a.json) {
+    nlohmann::json doc = megatron_report_json(imp, a.megatron.script);
+    doc["model"] = model;
+    doc["strategy"] = strategy;
+    doc["dp_size"] = rc.strategy.dp_size;
+    doc["micro_batch_num"] = rc.strategy.micro_batch_num;
+    doc["total_params"] = stats.total_params;
+    doc["active_params"] = stats.active_params;
+    doc["written"] = {{"model", a.model_out}, {"strategy", a.strategy_out}};
+    fmt::print("{}\n", doc.dump(2));
+    return;
+  }
+  std::string out = megatron_report_text(imp, a.megatron.script);
+  out += fmt::format("layout: dp {} x tp {} x pp {} x cp {} = {} GPUs, {} micro-batches of {} per step; {:.2f} B "
+                     "parameters ({:.2f} B active)\n",
+                     rc.strategy.dp_size, rc.strategy.tp_size, rc.strategy.pp_size, rc.strategy.cp_size,
+                     rc.strategy.world_size, rc.strategy.micro_batch_num, rc.strategy.micro_batch_size,
+                     stats.total_params / 1e9, stats.active_params / 1e9);
+  if (!a.model_out.empty()) out += "wrote model " + a.model_out + "\n";
+  if (!a.strategy_out.empty()) out += "wrote strategy " + a.strategy_out + "\n";
+  if (a.model_out.empty() && a.strategy_out.empty()) {
+    out += "(write the files with --model-out / --strategy-out, or simulate the script directly: calisim simulate "
+           "--megatron " + a.megatron.script + " --system NAME)\n";
+  }
+  fmt::print("{}", out);
+}
+
 }  // namespace
 
 void register_configs(CLI::App& app) {
@@ -148,6 +198,27 @@ void register_configs(CLI::App& app) {
   show->add_option("--kind", args->kind, "model, strategy or system (default: detected)");
   show->add_flag("--json", args->json, "print JSON");
   show->callback([args] { run_show(*args); });
+  CLI::App* imp = sub->add_subcommand(
+      "import-megatron",
+      "Read a Megatron-LM launch script (or a file of its flags) into a model and a strategy config, with Megatron's "
+      "defaults and the origin of every field");
+  imp->add_option("script", args->megatron.script, "bash launch script or argument file")->required();
+  imp->add_option("--world-size", args->megatron.world_size,
+                  "GPUs (default: from the script's torchrun / srun / sbatch / mpirun lines)")
+      ->check(CLI::PositiveNumber);
+  imp->add_option("--vocab-size", args->megatron.vocab_size,
+                  "the tokenizer's vocabulary, when the script does not give it (--vocab-size, GPT2BPETokenizer)")
+      ->check(CLI::PositiveNumber);
+  imp->add_option("--var", args->megatron.vars,
+                  "NAME=VALUE: a shell variable the script uses but does not set (or to override its assignment); "
+                  "repeatable")
+      ->take_all();
+  imp->add_option("--set", args->overrides, "override a field after the import: model.key=value or strategy.key=value")
+      ->take_all();
+  imp->add_option("--model-out", args->model_out, "write the model config (JSON) to FILE");
+  imp->add_option("--strategy-out", args->strategy_out, "write the strategy config (JSON) to FILE");
+  imp->add_flag("--json", args->json, "print one JSON document");
+  imp->callback([args] { run_import_megatron(*args); });
 }
 
 }  // namespace calisim::cli

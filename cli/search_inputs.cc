@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <optional>
 
 #include "cli/config_catalog.h"
+#include "cli/megatron_configs.h"
 #include "core/error.h"
 #include "simulator/config_loader.h"
 
@@ -44,6 +47,11 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--model", a.model, "model: shipped name or path");
   sub->add_option("--system", a.system, "system: shipped name or path");
   sub->add_option("--strategy", a.strategy, "base strategy for the non-layout fields (default: calisim's defaults)");
+  sub->add_option("--megatron", a.megatron,
+                  "a Megatron-LM launch script instead of --model and --strategy: its model, its run's non-layout "
+                  "settings, and (unless given) its GPU count, global batch and sequence length");
+  sub->add_option("--var", a.megatron_vars, "with --megatron: NAME=VALUE for a shell variable of the script")
+      ->take_all();
   if (batch) {
     sub->add_option("--world-size", a.world_size, "number of GPUs")->check(kPositiveWhole);
     sub->add_option("--global-batch-size", a.global_batch_size, "sequences per iteration")->check(kPositiveWhole);
@@ -102,8 +110,31 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
       ->take_all();
 }
 
-SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
-  if (a.model.empty() || a.system.empty()) throw InputError("<command line>", "--model/--system", "both are required");
+SpaceInputs load_space_inputs(const SpaceArgs& given, bool require_batch) {
+  SpaceArgs a = given;
+  std::optional<MegatronImport> imp;
+  if (!a.megatron.empty()) {
+    if (!a.model.empty() || !a.strategy.empty()) {
+      throw InputError("<command line>", a.model.empty() ? "--strategy" : "--model",
+                       "--megatron gives the model and the base strategy: drop --model / --strategy");
+    }
+    MegatronInputs in;
+    in.script = a.megatron;
+    in.vars = a.megatron_vars;
+    if (a.world_size > 0) in.world_size = a.world_size;
+    else in.world_size = override_integer(a.overrides, "strategy.world_size");
+    in.vocab_size = override_integer(a.overrides, "model.vocab_size");
+    imp = read_megatron(in);
+    // The script's run: its GPU count and batch unless the command line gives others.
+    if (a.world_size <= 0) a.world_size = imp->strategy.value("world_size", 0);
+    if (a.global_batch_size <= 0) a.global_batch_size = imp->strategy.value("global_batch_size", 0LL);
+    a.model = a.megatron;
+  } else if (!a.megatron_vars.empty()) {
+    throw InputError("<command line>", "--var", "goes with --megatron SCRIPT");
+  }
+  if (a.model.empty() || a.system.empty()) {
+    throw InputError("<command line>", "--model/--system", "both are required (or --megatron SCRIPT and --system)");
+  }
   if (require_batch && (a.world_size <= 0 || a.global_batch_size <= 0)) {
     throw InputError("<command line>", "--world-size/--global-batch-size", "both are required (positive)");
   }
@@ -116,7 +147,10 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   // optimizer); searches replace its layout fields.
   nlohmann::json base_doc = nlohmann::json::object();
   std::string strategy_file = "<search defaults>";
-  if (!a.strategy.empty()) {
+  if (imp) {
+    strategy_file = megatron_label(a.megatron);
+    base_doc = imp->strategy;
+  } else if (!a.strategy.empty()) {
     strategy_file = resolve_config(ConfigKind::strategy, a.strategy);
     base_doc = read_json_file(strategy_file);
   }
@@ -128,13 +162,17 @@ SpaceInputs load_space_inputs(const SpaceArgs& a, bool require_batch) {
   if (!base_doc.contains("seq_len")) {
     throw InputError("<command line>", "--seq-len", "required when no --strategy file gives seq_len");
   }
-  const std::string model_file = resolve_config(ConfigKind::model, a.model);
+  const std::string model_file = imp ? megatron_label(a.megatron) : resolve_config(ConfigKind::model, a.model);
   in.system_file = resolve_config(ConfigKind::system, a.system);
-  nlohmann::json model_doc = read_json_file(model_file), system_doc = read_json_file(in.system_file);
+  nlohmann::json model_doc = imp ? imp->model : read_json_file(model_file);
+  nlohmann::json system_doc = read_json_file(in.system_file);
   for (const auto& o : a.overrides) apply_override(o, model_doc, base_doc, system_doc);
   std::vector<std::string> not_modeled;
   in.model = parse_model(model_doc, model_file, &not_modeled);
-  if (in.model.model_name.empty()) in.model.model_name = a.model;
+  if (in.model.model_name.empty()) {
+    in.model.model_name = imp ? std::filesystem::path(a.megatron).stem().string() : a.model;
+  }
+  if (imp) in.warnings = megatron_warnings(*imp);
   in.base = parse_strategy(base_doc, strategy_file);
   // The same words as `calisim simulate` (cli/config_catalog.cc, simulator/simulate.cc).
   for (const auto& f : not_modeled) in.warnings.push_back("model field '" + f + "' is accepted but not modeled");

@@ -17,6 +17,8 @@ namespace calisim::cli {
 
 struct SpaceArgs {
   std::string model, system, strategy;
+  std::string megatron;                   // a Megatron-LM launch script: model, base strategy, batch
+  std::vector<std::string> megatron_vars;  // its --var NAME=VALUE
   int world_size = 0;
   long long global_batch_size = 0, seq_len = 0;
   std::vector<int> tp, pp, vpp, cp, ep, zero;
@@ -33,7 +35,7 @@ struct SpaceArgs {
   int threads = 0;
 };
 
-// Adds --model, --system, --strategy, --seq-len, --tp ... --zero, --memory-margin-gb,
+// Adds --model, --system, --strategy, --megatron, --var, --seq-len, --tp ... --zero, --memory-margin-gb,
 // --allocated-memory, --threads and --set; with `batch`, also --world-size and --global-batch-size.
 void add_space_options(CLI::App* app, SpaceArgs& a, bool batch);
 

@@ -238,10 +238,12 @@ std::vector<int> parse_gpus(const std::string& spec) {
 void run_scale(const SweepArgs& a) {
   SpaceArgs sa = a.space;
   if (!a.systems.empty()) sa.system = a.systems.front();
-  sa.world_size = 1;  // per point below
+  if (sa.megatron.empty()) sa.world_size = 1;  // per point below (a script's own count is read, then replaced)
   const SpaceInputs in = load_space_inputs(sa, false);
   print_warnings(in, a.json);
-  if (a.space.global_batch_size <= 0) throw InputError("<command line>", "--global-batch-size", "required (positive)");
+  // --global-batch-size, else a --megatron script's.
+  const long long gbs = a.space.global_batch_size > 0 ? a.space.global_batch_size : in.lists.global_batch_size;
+  if (gbs <= 0) throw InputError("<command line>", "--global-batch-size", "required (positive)");
   if (!std::isfinite(a.train_tokens) || !(a.train_tokens > 0)) {
     throw InputError("<command line>", "--train-tokens",
                      fmt::format("expected a finite positive number of tokens, got {}", a.train_tokens));
@@ -267,18 +269,18 @@ void run_scale(const SweepArgs& a) {
   const std::vector<int> gpus = parse_gpus(a.gpus);
   if (a.weak) {
     for (int n : gpus) {
-      if ((a.space.global_batch_size * n) % gpus.front() != 0) {
+      if ((gbs * n) % gpus.front() != 0) {
         throw InputError("<command line>", "--weak",
                          fmt::format("global batch {} x {} GPUs / {} GPUs is not a whole number of sequences; give "
                                      "GPU counts that are multiples of the first or a batch that divides",
-                                     a.space.global_batch_size, n, gpus.front()));
+                                     gbs, n, gpus.front()));
       }
     }
   }
   ProgressBar bar("scaling");
   SearchOptions o = options_from(a.space);
   o.progress = [&bar](std::uint64_t d, std::uint64_t t) { bar.update(d, t); };
-  const auto pts = sweep_scale(in.model, in.base, systems, gpus, a.space.global_batch_size, a.weak, a.train_tokens,
+  const auto pts = sweep_scale(in.model, in.base, systems, gpus, gbs, a.weak, a.train_tokens,
                                in.lists, o);
   bar.finish();
   Table t({"system", "GPUs", "gbs", "step s", "MFU", "tok/s/GPU", "time to train", "GPU-hours", "best layout"});
@@ -331,7 +333,7 @@ void run_scale(const SweepArgs& a) {
   if (a.json) {
     const nlohmann::json js = {{"model", in.model.model_name},
                                {"scaling", a.weak ? "weak" : "strong"},
-                               {"global_batch_size", a.space.global_batch_size},
+                               {"global_batch_size", gbs},
                                {"train_tokens", a.train_tokens},
                                {"points", points},
                                {"warnings", in.warnings}};
@@ -339,7 +341,7 @@ void run_scale(const SweepArgs& a) {
     return;
   }
   fmt::print("calisim sweep scale: {} ({} scaling, global batch {}{}), {:.3g} training tokens\n\n{}{}",
-             in.model.model_name, a.weak ? "weak" : "strong", a.space.global_batch_size,
+             in.model.model_name, a.weak ? "weak" : "strong", gbs,
              a.weak ? " at the first GPU count" : "", a.train_tokens, t.render(),
              reasons.empty() ? "" : "\nno layout at:\n" + reasons);
 }

@@ -8,8 +8,11 @@ namespace {
 
 bool numeric(const std::string& s) {
   if (s.empty()) return false;
-  const char c = s[0];
-  return std::isdigit(static_cast<unsigned char>(c)) || ((c == '-' || c == '+' || c == '.') && s.size() > 1);
+  const auto digit = [&](std::size_t i) { return i < s.size() && std::isdigit(static_cast<unsigned char>(s[i])); };
+  if (digit(0)) return true;
+  // "-1.5", "+3%", ".5", "-.5"; not "--flag" or "-".
+  if (s[0] == '.') return digit(1);
+  return (s[0] == '-' || s[0] == '+') && (digit(1) || (s.size() > 2 && s[1] == '.' && digit(2)));
 }
 
 }  // namespace

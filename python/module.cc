@@ -8,12 +8,14 @@
 #include <pybind11/stl.h>
 
 #include <filesystem>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
+#include "cli/megatron_configs.h"
 #include "cli/validate_command.h"
 #include "core/error.h"
 #include "python/config_json.h"
@@ -195,6 +197,15 @@ PYBIND11_MODULE(_core, m) {
         return cli::validate_document(a).dump();
       },
       py::arg("request"), "`calisim validate --json` as a function; request and result as JSON text");
+  m.def(
+      "import_megatron",
+      [](const std::string& script, std::optional<long long> world_size, std::optional<long long> vocab_size,
+         const std::vector<std::string>& vars) {
+        cli::MegatronInputs in{script, vars, world_size, vocab_size};
+        return cli::megatron_report_json(cli::read_megatron(in), script).dump();
+      },
+      py::arg("script"), py::arg("world_size"), py::arg("vocab_size"), py::arg("vars"),
+      "`calisim configs import-megatron --json` as a function (JSON text)");
   m.def("database_devices", &database_devices, py::arg("path"));
   m.def(
       "query_database",

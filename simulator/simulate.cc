@@ -287,7 +287,9 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   for (int j = 0; j < stages; ++j) {
     const int n = chunks[j].total();
     const int nr = rc_on ? std::min(st.recompute_layer_num, n) : 0;
-    if (rc_on && st.recompute_layer_num > n) clamped = true;
+    // A count of at least the model's layers reads as "every layer" (Megatron's uniform and
+    // selective recompute): no warning for the chunks it exceeds.
+    if (rc_on && st.recompute_layer_num > n && st.recompute_layer_num < model.layer_num) clamped = true;
     layers_rc[j] = nr;
     auto add_layers = [&](const BlockCost& b, int count, int count_rc) {
       if (count <= 0) return;

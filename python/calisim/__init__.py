@@ -6,7 +6,7 @@ Database, predict. Bad input raises ConfigError (a ValueError) with the CLI's me
 See docs/python.md.
 """
 from ._native import ConfigError, config_root, list_configs, resolve_config
-from .api import NoFeasibleLayout, search, simulate, validate
+from .api import NoFeasibleLayout, import_megatron, search, simulate, validate
 from .configs import ModelConfig, StrategyConfig, SystemConfig
 from .database import Database, predict
 from .perf_llm import PerfLLM
@@ -16,4 +16,4 @@ __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "Database", "ModelConfig", "NoFeasibleLayout", "PerfLLM", "Record", "Result",
            "SearchResult", "SimulationResult", "StrategyConfig", "SystemConfig", "ValidationResult", "config_root",
-           "list_configs", "predict", "resolve_config", "search", "simulate", "validate"]
+           "import_megatron", "list_configs", "predict", "resolve_config", "search", "simulate", "validate"]

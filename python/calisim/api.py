@@ -179,3 +179,16 @@ def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=No
                "fit_out": os.fspath(fit_out or ""), "report": os.fspath(report or ""),
                "dump_inputs": os.fspath(dump_inputs or "")}
     return ValidationResult(json.loads(_core.validate(_native.dumps(request))))
+
+
+def import_megatron(script, world_size=None, vocab_size=None, vars=None):
+    """A Megatron-LM launch script (or a file of its flags) read as `calisim configs
+    import-megatron --json` reads it (docs/configs.md, "Megatron-LM launch scripts"): a dict with
+    "model" and "strategy" (config dicts that simulate() and search() take), "settings" (each
+    field's value and origin), "not_modelled", "not_read" and "warnings". world_size: GPUs when
+    the script's launcher lines do not give them; vocab_size: the tokenizer's vocabulary when the
+    script cannot tell it; vars: {"NAME": value} for shell variables the script uses but does not
+    set (or whose assignment to override). Raises ConfigError naming the line and the flag."""
+    pairs = [f"{k}={v}" for k, v in (vars or {}).items()]
+    return json.loads(_core.import_megatron(os.fspath(script), None if world_size is None else int(world_size),
+                                            None if vocab_size is None else int(vocab_size), pairs))

@@ -1,0 +1,167 @@
+#include "cli/megatron_configs.h"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+#include "cli/table.h"
+#include "core/error.h"
+#include "simulator/config_loader.h"
+
+namespace calisim::cli {
+namespace {
+
+// A shell variable name, or a positional parameter's number (the script's arguments: 1, 2, ...).
+bool identifier(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("0123456789") == std::string::npos) return s != "0";
+  if (s.empty() || !(std::isalpha(static_cast<unsigned char>(s[0])) || s[0] == '_')) return false;
+  for (char c : s) {
+    if (!(std::isalnum(static_cast<unsigned char>(c)) || c == '_')) return false;
+  }
+  return true;
+}
+
+// Re-throws a loader error about a field the script set with the flag that set it.
+[[noreturn]] void rethrow_with_flag(const InputError& e, const MegatronImport& imp, const char* section) {
+  const std::string& where = e.where();
+  const std::string field = where.substr(0, where.find_first_of(".["));
+  const auto it = imp.field_flags.find(std::string(section) + "." + field);
+  if (it == imp.field_flags.end()) throw e;
+  std::string line;
+  for (const auto& s : imp.settings) {
+    if (s.field == std::string(section) + "." + field) {
+      const auto l = s.origin.find("(line ");
+      if (l != std::string::npos && s.origin.rfind(it->second, 0) == 0) {
+        line = s.origin.substr(l + 1, s.origin.find(')', l) - l - 1) + ": ";
+      }
+    }
+  }
+  throw InputError(e.file(), line + it->second + " (" + section + "." + where + ")", e.problem());
+}
+
+std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
+
+}  // namespace
+
+MegatronImport read_megatron(const MegatronInputs& in) {
+  if (!std::filesystem::exists(in.script)) throw InputError(in.script, "", "file not found");
+  if (std::filesystem::is_directory(in.script)) throw InputError(in.script, "", "is a directory");
+  std::ifstream f(in.script, std::ios::binary);
+  if (!f) throw InputError(in.script, "", "cannot read the file");
+  std::stringstream text;
+  text << f.rdbuf();
+  std::map<std::string, std::string> vars;
+  for (const auto& v : in.vars) {
+    const auto eq = v.find('=');
+    if (eq == std::string::npos || !identifier(v.substr(0, eq))) {
+      throw InputError("<command line>", "--var " + v, "expected NAME=VALUE with a shell variable name (or N=VALUE for the script's argument $N)");
+    }
+    vars[v.substr(0, eq)] = v.substr(eq + 1);
+  }
+  MegatronImportOptions opt;
+  opt.world_size = in.world_size;
+  opt.vocab_size = in.vocab_size;
+  return import_megatron(read_launch_script(text.str(), vars), in.script, opt);
+}
+
+std::optional<long long> override_integer(const std::vector<std::string>& overrides, const std::string& path) {
+  std::optional<long long> v;
+  for (const auto& o : overrides) {
+    if (o.rfind(path + "=", 0) != 0) continue;
+    const std::string text = o.substr(path.size() + 1);
+    char* end = nullptr;
+    const long long n = std::strtoll(text.c_str(), &end, 10);
+    // Anything else is left to the loader, which reports it with the field's path.
+    if (!text.empty() && *end == '\0' && n > 0) v = n;
+  }
+  return v;
+}
+
+std::string megatron_label(const std::string& script) { return script + " (Megatron arguments)"; }
+
+RunConfigs megatron_run_configs(const MegatronImport& imp, const std::string& script, const std::string& system,
+                                const std::vector<std::string>& overrides) {
+  RunConfigs rc;
+  rc.model_file = rc.strategy_file = megatron_label(script);
+  nlohmann::json m = imp.model, s = imp.strategy, y = nlohmann::json::object();
+  if (!system.empty()) {
+    rc.system_file = resolve_config(ConfigKind::system, system);
+    y = read_json_file(rc.system_file);
+  }
+  for (const auto& o : overrides) apply_override(o, m, s, y);
+  const auto tag = [&](const char* section) {
+    for (const auto& o : overrides) {
+      if (o.rfind(std::string(section) + ".", 0) == 0) return rc.model_file + " (with --set overrides)";
+    }
+    return rc.model_file;
+  };
+  std::vector<std::string> not_modeled;
+  try {
+    rc.model = parse_model(m, tag("model"), &not_modeled);
+  } catch (const InputError& e) {
+    rethrow_with_flag(e, imp, "model");
+  }
+  if (rc.model.model_name.empty()) rc.model.model_name = std::filesystem::path(script).stem().string();
+  try {
+    rc.strategy = parse_strategy(s, tag("strategy"));
+    validate_layout(rc.model, rc.strategy, tag("strategy"), rc.model_file);
+  } catch (const InputError& e) {
+    rethrow_with_flag(e, imp, "strategy");
+  }
+  if (!system.empty()) rc.system = parse_system(y, rc.system_file);
+  rc.warnings = megatron_warnings(imp);
+  for (const auto& f : not_modeled) rc.warnings.push_back("model field '" + f + "' is accepted but not modeled");
+  for (const auto& w : rc.strategy.not_modeled_fields) {
+    rc.warnings.push_back("strategy field '" + w + "' is accepted but not modeled");
+  }
+  return rc;
+}
+
+std::vector<std::string> megatron_warnings(const MegatronImport& imp) {
+  std::vector<std::string> w = imp.notes;
+  for (const auto& n : imp.not_modelled) w.push_back("not modelled: " + n);
+  if (!imp.not_read.empty()) {
+    w.push_back(fmt::format("{} flag(s) of the script are not read (no effect on calisim's results; `calisim configs "
+                            "import-megatron` lists them)",
+                            imp.not_read.size()));
+  }
+  return w;
+}
+
+std::string megatron_report_text(const MegatronImport& imp, const std::string& script) {
+  std::string out = fmt::format("calisim configs import-megatron: {}\n\n", script);
+  Table t({"field", "value", "from"});
+  for (const auto& s : imp.settings) t.add_row({s.field, value_text(s.value), s.origin});
+  out += t.render() + "\n";
+  if (!imp.not_modelled.empty()) {
+    out += "not modelled (calisim prices these as described):\n";
+    for (const auto& n : imp.not_modelled) out += "  " + n + "\n";
+  }
+  if (!imp.not_read.empty()) {
+    std::string line = fmt::format("not read ({} flags; no effect on step time or memory in calisim):", imp.not_read.size());
+    std::string wrapped;
+    for (const auto& f : imp.not_read) {
+      if (line.size() + f.size() + 1 > 100) {
+        wrapped += line + "\n";
+        line = " ";
+      }
+      line += " " + f;
+    }
+    out += wrapped + line + "\n";
+  }
+  for (const auto& n : imp.notes) out += "warning: " + n + "\n";
+  return out;
+}
+
+nlohmann::json megatron_report_json(const MegatronImport& imp, const std::string& script) {
+  nlohmann::json settings = nlohmann::json::array();
+  for (const auto& s : imp.settings) settings.push_back({{"field", s.field}, {"value", s.value}, {"from", s.origin}});
+  return {{"script", script},         {"model", imp.model},         {"strategy", imp.strategy},
+          {"settings", settings},     {"not_modelled", imp.not_modelled}, {"not_read", imp.not_read},
+          {"warnings", imp.notes}};
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,51 @@
+// Megatron-LM launch scripts as calisim configs, for `calisim configs import-megatron` and
+// `calisim simulate --megatron`.
+//
+// read_megatron reads the script (InputError when missing), applies --var NAME=VALUE, and maps
+// its flags (simulator/megatron_import.h). megatron_run_configs parses and validates the two
+// documents after the --set overrides, naming the Megatron flag behind a field in every error
+// ("line 12: --tensor-model-parallel-size (strategy.tp_size): ..."). The report functions print
+// where every field came from, what is not modelled and which flags were not read.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/config_catalog.h"
+#include "simulator/megatron_import.h"
+
+namespace calisim::cli {
+
+struct MegatronInputs {
+  std::string script;                   // path of the launch script or argument file
+  std::vector<std::string> vars;        // "NAME=VALUE", fixed for the script
+  std::optional<long long> world_size;  // overrides the launcher's GPU count
+  std::optional<long long> vocab_size;  // the tokenizer's vocabulary
+};
+
+MegatronImport read_megatron(const MegatronInputs& in);
+
+// The positive integer a "--set path=N" gives (the last such), so that a script without a GPU
+// count or a vocabulary still imports when the command line overrides them anyway.
+std::optional<long long> override_integer(const std::vector<std::string>& overrides, const std::string& path);
+
+// The label configs and messages name: "<script> (Megatron arguments)".
+std::string megatron_label(const std::string& script);
+
+// Parses and validates the imported documents (after `overrides`, as `--set` applies them) and,
+// with a system, loads it too. rc.model_file / rc.strategy_file are the script's label.
+RunConfigs megatron_run_configs(const MegatronImport& imp, const std::string& script, const std::string& system,
+                                const std::vector<std::string>& overrides);
+
+// The import as a table (origin of every field, not modelled, not read) and as JSON.
+std::string megatron_report_text(const MegatronImport& imp, const std::string& script);
+nlohmann::json megatron_report_json(const MegatronImport& imp, const std::string& script);
+
+// Warnings for a simulation of an imported script: notes, what is not modelled, and how many
+// flags were not read.
+std::vector<std::string> megatron_warnings(const MegatronImport& imp);
+
+}  // namespace calisim::cli

@@ -1,0 +1,42 @@
+// Reading a training launch script (bash) for the flags its commands pass.
+//
+// Contract: read_launch_script(text, vars) returns, in order, every option word of the script's
+// commands ("--num-layers", "-N") with the words that follow it up to the next option (its values)
+// and its 1-based line. It reads what launch scripts are made of — comments, quotes,
+// backslash-newline continuations, NAME=value and NAME=( ... ) assignments (also NAME+=, and after
+// export / declare / local), $NAME, ${NAME}, ${NAME:-default}, ${NAME:=default}, ${NAME:+word},
+// ${NAME[@]}, ${NAME[i]}, $((arithmetic)) — and #SBATCH directive lines, whose options count as
+// sbatch's. Of if / elif / else / fi it follows the branch whose condition is true when the
+// condition is string or integer tests ([[ ]], [ ], test, joined by && and ||); a condition it
+// cannot decide (a file test, a command's exit status, an unset variable) makes it follow every
+// branch, so their options are all returned (the last of a repeated flag counts). It runs nothing: a $(command) or `command` substitution, a positional parameter ($1)
+// or a variable that the script never sets (and `vars` does not give) stays in the word as written,
+// and whoever reads that option reports it (unresolved_reference). `vars` fixes variables from
+// outside: the script's own assignments to those names are ignored. Loops run once, with their
+// variable unexpanded. Pure function.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+namespace calisim {
+
+struct LaunchOption {
+  std::string name;                 // as written before any '=': "--num-layers", "--nproc_per_node", "-N"
+  std::vector<std::string> values;  // "--x=v": {"v"}; "--x a b": {"a", "b"}; a flag alone: {}
+  int line = 0;                     // 1-based line of the option word
+  std::string program;              // the command's program ("torchrun", "srun", "python", "#SBATCH", ...)
+};
+
+struct LaunchScript {
+  std::vector<LaunchOption> options;
+};
+
+LaunchScript read_launch_script(const std::string& text, const std::map<std::string, std::string>& vars = {});
+
+// The first shell reference left unexpanded in a value ("$NUM_NODES", "${GPUS:?}", "$(nproc)",
+// "$1"), or "" when the value holds none.
+std::string unresolved_reference(const std::string& value);
+
+}  // namespace calisim

@@ -1,0 +1,118 @@
+// End-to-end: Megatron-LM launch scripts through `configs import-megatron`, `simulate --megatron`
+// and `search --megatron`.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string>
+
+#include "tests/support/command_output.h"
+
+namespace {
+
+using calisim::testing_support::CommandResult;
+using calisim::testing_support::run_calisim;
+using calisim::testing_support::run_calisim_stdout;
+using calisim::testing_support::write_temp_file;
+
+const std::string kLlamaScript = std::string(CALISIM_TEST_DATA_DIR) + "/../../examples/megatron/llama3_70b_64gpu.sh";
+const std::string kMixtralScript =
+    std::string(CALISIM_TEST_DATA_DIR) + "/../../examples/megatron/mixtral_8x7b_64gpu.sh";
+
+nlohmann::json json_of(const std::string& args) {
+  const CommandResult r = run_calisim_stdout(args);
+  EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
+  return nlohmann::json::parse(r.out);
+}
+
+double step_s(const nlohmann::json& simulation) { return simulation["cost"]["duration_time_per_iter_s"].get<double>(); }
+
+// The example script is the flagship's run written as Megatron-LM flags: the same step and memory.
+TEST(CliMegatron, TheFlagshipScriptSimulatesAsTheShippedConfigs) {
+  const nlohmann::json shipped =
+      json_of("simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --json");
+  const nlohmann::json script =
+      json_of("simulate --megatron " + kLlamaScript + " --system h100-sxm --set model.vocab_size=128256 --json");
+  EXPECT_DOUBLE_EQ(step_s(script), step_s(shipped));
+  EXPECT_DOUBLE_EQ(script["stages"][0]["memory"]["peak_mem_bytes"].get<double>(),
+                   shipped["stages"][0]["memory"]["peak_mem_bytes"].get<double>());
+  EXPECT_EQ(script["layout"], shipped["layout"]);
+}
+
+TEST(CliMegatron, ImportWritesConfigsThatSimulateLoads) {
+  const std::string model = ::testing::TempDir() + "mixtral.model.json";
+  const std::string strategy = ::testing::TempDir() + "mixtral.strategy.json";
+  const CommandResult imp = run_calisim("configs import-megatron " + kMixtralScript +
+                                        " --vocab-size 32000 --model-out " + model + " --strategy-out " + strategy);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  EXPECT_NE(imp.out.find("model.expert_num"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("--num-experts (line 33)"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("--expert-tensor-parallel-size (line 37)"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("layout: dp 8 x tp 2 x pp 4 x cp 1 = 64 GPUs"), std::string::npos) << imp.out;
+  const nlohmann::json files = json_of("simulate --model " + model + " --strategy " + strategy + " --system h100-sxm --json");
+  const nlohmann::json direct = json_of("simulate --megatron " + kMixtralScript +
+                                        " --system h100-sxm --set model.vocab_size=32000 --json");
+  EXPECT_DOUBLE_EQ(step_s(files), step_s(direct));
+  // The script's FP8 branch, chosen with --var.
+  const nlohmann::json fp8 = json_of("simulate --megatron " + kMixtralScript +
+                                     " --system h100-sxm --set model.vocab_size=32000 --var PRECISION=fp8 --json");
+  EXPECT_EQ(fp8["layout"]["precision"], "bf16 + fp8 tensorwise (TransformerEngine, fp8 params)");
+  EXPECT_LT(step_s(fp8), step_s(direct));
+}
+
+TEST(CliMegatron, ImportJsonListsOriginsAndWhatWasNotRead) {
+  const nlohmann::json doc = json_of("configs import-megatron " + kLlamaScript + " --vocab-size 128256 --json");
+  EXPECT_EQ(doc["strategy"]["interleaving_size"], 5);
+  EXPECT_EQ(doc["dp_size"], 2);
+  bool found = false;
+  for (const auto& s : doc["settings"]) {
+    if (s["field"] == "strategy.interleaving_size") {
+      found = true;
+      EXPECT_EQ(s["from"], "--num-layers-per-virtual-pipeline-stage (line 59): 80 layers / pp 4 / 4 per chunk "
+                           "(Megatron's rule)");
+    }
+  }
+  EXPECT_TRUE(found);
+  const auto& not_read = doc["not_read"];
+  EXPECT_NE(std::find(not_read.begin(), not_read.end(), "--lr"), not_read.end());
+  EXPECT_EQ(std::find(not_read.begin(), not_read.end(), "--num-layers"), not_read.end());
+}
+
+TEST(CliMegatron, ErrorsNameTheScriptLineAndFlag) {
+  // A layout the loader refuses: named by the Megatron flag and line that set it.
+  const std::string bad = write_temp_file(
+      "bad_tp.sh",
+      "torchrun --nproc_per_node 6 pretrain_gpt.py \\\n"
+      "  --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 \\\n"
+      "  --micro-batch-size 1 --bf16 --vocab-size 32000 \\\n"
+      "  --tensor-model-parallel-size 3\n");
+  const CommandResult r = run_calisim("simulate --megatron " + bad + " --system h100-sxm");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("bad_tp.sh (Megatron arguments): line 4: --tensor-model-parallel-size (strategy.tp_size):"),
+            std::string::npos)
+      << r.out;
+  const CommandResult both = run_calisim("simulate --megatron " + bad + " --model llama3-8b --system h100-sxm");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.out.find("--megatron gives the model and the strategy"), std::string::npos) << both.out;
+  const CommandResult neither = run_calisim("simulate --system h100-sxm");
+  EXPECT_EQ(neither.code, 2);
+  EXPECT_NE(neither.out.find("give --model and --strategy, or --megatron SCRIPT"), std::string::npos) << neither.out;
+  const CommandResult var = run_calisim("configs import-megatron " + bad + " --var 9x=1");
+  EXPECT_EQ(var.code, 2);
+  EXPECT_NE(var.out.find("--var 9x=1: expected NAME=VALUE"), std::string::npos) << var.out;
+  const CommandResult missing = run_calisim("configs import-megatron /nonexistent/run.sh");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.out.find("/nonexistent/run.sh: file not found"), std::string::npos) << missing.out;
+}
+
+TEST(CliMegatron, SearchTakesTheScriptsRun) {
+  const nlohmann::json doc = json_of("search --megatron " + kLlamaScript +
+                                     " --system h100-sxm --set model.vocab_size=128256 --top 3 --tp 8 --pp 4 --json");
+  ASSERT_FALSE(doc["top"].empty());
+  EXPECT_EQ(doc["world_size"], 64);
+  EXPECT_EQ(doc["global_batch_size"], 128);
+  EXPECT_EQ(doc["seq_len"], 8192);
+}
+
+}  // namespace

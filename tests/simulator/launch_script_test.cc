@@ -1,0 +1,154 @@
+// Reading launch scripts: the shell constructs Megatron-LM launch scripts are written with.
+#include <gtest/gtest.h>
+
+#include "simulator/launch_script.h"
+
+namespace calisim {
+namespace {
+
+// The last option named `name`, or nullptr.
+const LaunchOption* option(const LaunchScript& s, const std::string& name) {
+  const LaunchOption* last = nullptr;
+  for (const auto& o : s.options) {
+    if (o.name == name) last = &o;
+  }
+  return last;
+}
+
+TEST(LaunchScript, QuotesCommentsContinuationsAndEqualsForms) {
+  const LaunchScript s = read_launch_script(
+      "python pretrain_gpt.py \\\n"
+      "  --data-path \"a b\" 'c d' # the corpus\n"
+      "  --lr=3e-4 --bf16\n");
+  // The comment ends the command at its line's end: the next line is a command of bare options.
+  const LaunchOption* data = option(s, "--data-path");
+  ASSERT_NE(data, nullptr);
+  EXPECT_EQ(data->values, (std::vector<std::string>{"a b", "c d"}));
+  EXPECT_EQ(data->line, 2);
+  EXPECT_EQ(data->program, "pretrain_gpt.py");
+  ASSERT_NE(option(s, "--lr"), nullptr);
+  EXPECT_EQ(option(s, "--lr")->values, (std::vector<std::string>{"3e-4"}));
+  EXPECT_EQ(option(s, "--lr")->line, 3);
+  ASSERT_NE(option(s, "--bf16"), nullptr);
+  EXPECT_TRUE(option(s, "--bf16")->values.empty());
+  EXPECT_EQ(option(s, "--the"), nullptr);
+}
+
+TEST(LaunchScript, ArraysExpandWithTheLinesTheyWereWrittenOn) {
+  const LaunchScript s = read_launch_script(
+      "MODEL_ARGS=(\n"                    // 1
+      "    --num-layers 32   # depth\n"   // 2
+      "    --hidden-size 4096\n"          // 3
+      ")\n"                               // 4
+      "MODEL_ARGS+=(--swiglu)\n"          // 5
+      "EXTRA=\"--seq-length 4096 --micro-batch-size 2\"\n"  // 6
+      "torchrun --nproc_per_node 8 pretrain_gpt.py \"${MODEL_ARGS[@]}\" $EXTRA\n");  // 7
+  ASSERT_NE(option(s, "--num-layers"), nullptr);
+  EXPECT_EQ(option(s, "--num-layers")->values, (std::vector<std::string>{"32"}));
+  EXPECT_EQ(option(s, "--num-layers")->line, 2);
+  EXPECT_EQ(option(s, "--hidden-size")->line, 3);
+  EXPECT_EQ(option(s, "--swiglu")->line, 5);
+  // An unquoted scalar splits into words; its words take the assignment's line.
+  EXPECT_EQ(option(s, "--seq-length")->values, (std::vector<std::string>{"4096"}));
+  EXPECT_EQ(option(s, "--micro-batch-size")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(option(s, "--micro-batch-size")->line, 6);
+  EXPECT_EQ(option(s, "--nproc_per_node")->program, "torchrun");
+  EXPECT_EQ(option(s, "--num-layers")->program, "pretrain_gpt.py");
+}
+
+TEST(LaunchScript, DefaultsArithmeticAndWhatItCannotExpand) {
+  const LaunchScript s = read_launch_script(
+      "GPUS=8\n"
+      "NODES=${SLURM_NNODES:-4}\n"
+      "WORLD=$((GPUS*NODES))\n"
+      "HOST=$(hostname)\n"
+      "python train.py --world $WORLD --nodes-used ${NODES} --host $HOST --first $1 --missing $UNSET_VAR "
+      "--quoted \"${UNSET2:-x y}\"\n");
+  EXPECT_EQ(option(s, "--world")->values, (std::vector<std::string>{"32"}));
+  EXPECT_EQ(option(s, "--nodes-used")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(option(s, "--host")->values, (std::vector<std::string>{"$(hostname)"}));
+  EXPECT_EQ(option(s, "--first")->values, (std::vector<std::string>{"$1"}));
+  EXPECT_EQ(option(s, "--missing")->values, (std::vector<std::string>{"$UNSET_VAR"}));
+  EXPECT_EQ(option(s, "--quoted")->values, (std::vector<std::string>{"x y"}));
+  EXPECT_EQ(unresolved_reference("$(hostname)"), "$(hostname)");
+  EXPECT_EQ(unresolved_reference("x${A:?no}y"), "${A:?no}");
+  EXPECT_EQ(unresolved_reference("$UNSET_VAR/x"), "$UNSET_VAR");
+  EXPECT_EQ(unresolved_reference("`nproc`"), "`nproc`");
+  EXPECT_EQ(unresolved_reference("8"), "");
+}
+
+TEST(LaunchScript, FixedVariablesWinOverTheScriptsAssignments) {
+  const LaunchScript s = read_launch_script("NODES=2\ntorchrun --nnodes $NODES --nproc_per_node $GPUS x.py\n",
+                                            {{"NODES", "16"}, {"GPUS", "4"}});
+  EXPECT_EQ(option(s, "--nnodes")->values, (std::vector<std::string>{"16"}));
+  EXPECT_EQ(option(s, "--nproc_per_node")->values, (std::vector<std::string>{"4"}));
+}
+
+TEST(LaunchScript, LaunchersSbatchDirectivesAndRedirections) {
+  const LaunchScript s = read_launch_script(
+      "#!/bin/bash\n"
+      "#SBATCH --nodes=4\n"
+      "#SBATCH -N 4   # the same\n"
+      "# --num-layers 99 in a comment is not an option\n"
+      "export CUDA_DEVICE_MAX_CONNECTIONS=1\n"
+      "srun --ntasks-per-node 1 python -m torch.distributed.run --nproc-per-node 8 pretrain_gpt.py "
+      "--num-layers 4 2>&1 | tee log.txt\n"
+      "mpirun -np 32 python pretrain_gpt.py --hidden-size 1024 > out.log\n");
+  EXPECT_EQ(option(s, "--nodes")->program, "#SBATCH");
+  EXPECT_EQ(option(s, "--nodes")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(option(s, "-N")->program, "#SBATCH");
+  EXPECT_EQ(option(s, "--ntasks-per-node")->program, "srun");
+  EXPECT_EQ(option(s, "--nproc-per-node")->program, "torchrun");
+  EXPECT_EQ(option(s, "--nproc-per-node")->values, (std::vector<std::string>{"8"}));
+  EXPECT_EQ(option(s, "--num-layers")->values, (std::vector<std::string>{"4"}));  // not "2", ">&1", "tee"
+  EXPECT_EQ(option(s, "--num-layers")->line, 6);
+  EXPECT_EQ(option(s, "-np")->program, "mpirun");
+  EXPECT_EQ(option(s, "-np")->values, (std::vector<std::string>{"32"}));
+  EXPECT_EQ(option(s, "--hidden-size")->values, (std::vector<std::string>{"1024"}));
+  for (const auto& o : s.options) EXPECT_NE(o.name, "--num-layers 99");
+  int num_layers = 0;
+  for (const auto& o : s.options) num_layers += o.name == "--num-layers";
+  EXPECT_EQ(num_layers, 1);
+}
+
+TEST(LaunchScript, AFileOfBareArguments) {
+  const LaunchScript s = read_launch_script("--num-layers 2 \\\n--hidden-size 64\n--bf16\n");
+  ASSERT_EQ(s.options.size(), 3u);
+  EXPECT_EQ(s.options[0].name, "--num-layers");
+  EXPECT_EQ(s.options[0].program, "");
+  EXPECT_EQ(s.options[1].line, 2);
+  EXPECT_EQ(s.options[2].name, "--bf16");
+}
+
+
+TEST(LaunchScript, FollowsTheBranchWhoseConditionHolds) {
+  const LaunchScript s = read_launch_script(
+      "DTYPE=fp8\n"
+      "TOKENIZER=${3:-MOCK}\n"
+      "ARGS=()\n"
+      "if [[ \"$DTYPE\" == \"fp8\" ]]; then\n"
+      "  ARGS+=(--fp8-format hybrid)\n"
+      "elif [ \"$DTYPE\" = bf16 ]; then ARGS+=(--bf16-only)\n"
+      "fi\n"
+      "if [[ \"$TOKENIZER\" == \"MOCK\" ]] || [[ -z \"$TOKENIZER\" ]]; then\n"
+      "  ARGS+=(--tokenizer-type NullTokenizer)\n"
+      "else ARGS+=(--tokenizer-type HuggingFaceTokenizer)\n"
+      "fi\n"
+      "if [ ! -f \"$HOME/x\" ]; then ARGS+=(--undecided-a); else ARGS+=(--undecided-b); fi\n"
+      "if [ 4 -gt 8 ]; then ARGS+=(--never); fi\n"
+      "python pretrain_gpt.py \"${ARGS[@]}\"\n");
+  ASSERT_NE(option(s, "--fp8-format"), nullptr);
+  EXPECT_EQ(option(s, "--bf16-only"), nullptr);
+  ASSERT_NE(option(s, "--tokenizer-type"), nullptr);
+  EXPECT_EQ(option(s, "--tokenizer-type")->values, (std::vector<std::string>{"NullTokenizer"}));
+  int tokenizers = 0;
+  for (const auto& o : s.options) tokenizers += o.name == "--tokenizer-type";
+  EXPECT_EQ(tokenizers, 1);
+  // A file test cannot be decided here: both branches count.
+  EXPECT_NE(option(s, "--undecided-a"), nullptr);
+  EXPECT_NE(option(s, "--undecided-b"), nullptr);
+  EXPECT_EQ(option(s, "--never"), nullptr);
+}
+
+}  // namespace
+}  // namespace calisim
