@@ -1,7 +1,12 @@
 #include "simulator/launch_script.h"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <cctype>
+#include <cerrno>
 #include <cstdlib>
+#include <limits>
 #include <optional>
 #include <set>
 #include <utility>
@@ -70,7 +75,8 @@ struct Fields {
     cur_real = false;
     line_set = false;
   }
-  // An unquoted expansion: split on white space.
+  // An unquoted expansion: split on white space, except inside a substitution that was left as
+  // written ($(...), $((...)), ${...}, `...`), which stays one word for the error that names it.
   void add_split(const std::string& v, int line) {
     size_t p = 0;
     while (p < v.size()) {
@@ -80,10 +86,25 @@ struct Fields {
         continue;
       }
       size_t q = p;
-      while (q < v.size() && !space(v[q])) ++q;
+      while (q < v.size() && !space(v[q])) q = span_end(v, q);
       add(v.substr(p, q - p), line);
       p = q;
     }
+  }
+  // The index past the unexpanded substitution starting at q, or q + 1.
+  static size_t span_end(const std::string& v, size_t q) {
+    if (v[q] == '`') {
+      const size_t close = v.find('`', q + 1);
+      return close == std::string::npos ? v.size() : close + 1;
+    }
+    if (v[q] != '$' || q + 1 >= v.size() || (v[q + 1] != '(' && v[q + 1] != '{')) return q + 1;
+    const char open = v[q + 1], close = open == '(' ? ')' : '}';
+    int depth = 0;
+    for (size_t r = q + 1; r < v.size(); ++r) {
+      if (v[r] == open) ++depth;
+      if (v[r] == close && --depth == 0) return r + 1;
+    }
+    return v.size();
   }
 };
 
@@ -94,10 +115,14 @@ struct Expansion {
 };
 
 // Integer arithmetic of $(( )): + - * / % and parentheses over numbers and variable names.
+// Whatever the shell would overflow, divide by zero or recurse on without end (A=A; $((A))) is
+// left unevaluated (nullopt): the caller keeps the expansion as written and reports it if read.
 class Arithmetic {
  public:
-  Arithmetic(const std::string& s, const Vars& vars) : s_(s), vars_(vars) {}
+  static constexpr int kMaxDepth = 64;  // nested parentheses, unary signs and variable lookups
+  Arithmetic(const std::string& s, const Vars& vars, int depth = 0) : s_(s), vars_(vars), depth_(depth) {}
   std::optional<long long> eval() {
+    if (depth_ > kMaxDepth) return std::nullopt;
     auto v = sum();
     skip();
     if (!v || p_ != s_.size()) return std::nullopt;
@@ -115,8 +140,11 @@ class Arithmetic {
       if (p_ >= s_.size() || (s_[p_] != '+' && s_[p_] != '-')) break;
       const char op = s_[p_++];
       auto b = product();
-      if (!b) return std::nullopt;
-      a = op == '+' ? *a + *b : *a - *b;
+      long long r = 0;
+      if (!b || (op == '+' ? __builtin_add_overflow(*a, *b, &r) : __builtin_sub_overflow(*a, *b, &r))) {
+        return std::nullopt;
+      }
+      a = r;
     }
     return a;
   }
@@ -126,18 +154,33 @@ class Arithmetic {
       skip();
       if (p_ >= s_.size() || (s_[p_] != '*' && s_[p_] != '/' && s_[p_] != '%')) break;
       const char op = s_[p_++];
+      if (p_ < s_.size() && s_[p_] == '*') return std::nullopt;  // ** (power) is not read
       auto b = unary();
-      if (!b || (op != '*' && *b == 0)) return std::nullopt;
-      a = op == '*' ? *a * *b : op == '/' ? *a / *b : *a % *b;
+      if (!b) return std::nullopt;
+      long long r = 0;
+      if (op == '*') {
+        if (__builtin_mul_overflow(*a, *b, &r)) return std::nullopt;
+      } else {
+        if (*b == 0 || (*b == -1 && *a == std::numeric_limits<long long>::min())) return std::nullopt;
+        r = op == '/' ? *a / *b : *a % *b;
+      }
+      a = r;
     }
     return a;
   }
   std::optional<long long> unary() {
     skip();
+    if (depth_ >= kMaxDepth) return std::nullopt;
+    ++depth_;
+    const auto v = operand();
+    --depth_;
+    return v;
+  }
+  std::optional<long long> operand() {
     if (p_ < s_.size() && (s_[p_] == '-' || s_[p_] == '+')) {
       const char op = s_[p_++];
       auto v = unary();
-      if (!v) return std::nullopt;
+      if (!v || (op == '-' && *v == std::numeric_limits<long long>::min())) return std::nullopt;
       return op == '-' ? -*v : *v;
     }
     if (p_ < s_.size() && s_[p_] == '(') {
@@ -150,7 +193,11 @@ class Arithmetic {
     }
     if (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) {
       long long v = 0;
-      while (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) v = v * 10 + (s_[p_++] - '0');
+      while (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) {
+        if (__builtin_mul_overflow(v, 10LL, &v) || __builtin_add_overflow(v, static_cast<long long>(s_[p_++] - '0'), &v)) {
+          return std::nullopt;
+        }
+      }
       return v;
     }
     if (p_ < s_.size() && name_start(s_[p_])) {
@@ -158,25 +205,34 @@ class Arithmetic {
       while (p_ < s_.size() && name_char(s_[p_])) ++p_;
       const auto it = vars_.find(s_.substr(b, p_ - b));
       if (it == vars_.end() || it->second.empty()) return std::nullopt;
-      return Arithmetic(it->second.front().text, vars_).eval();
+      return Arithmetic(it->second.front().text, vars_, depth_ + 1).eval();
     }
     return std::nullopt;
   }
   const std::string& s_;
   const Vars& vars_;
+  int depth_;
   size_t p_ = 0;
 };
 
 class Reader {
  public:
-  Reader(const std::string& text, Vars& vars, const std::set<std::string>& fixed, int first_line = 1)
-      : t_(text), vars_(vars), fixed_(fixed), line_(first_line) {}
+  // depth: how many readers this one is nested in (${A:-${B:-...}}, bash -c, eval).
+  Reader(const std::string& text, Vars& vars, const std::set<std::string>& fixed, int first_line = 1, int depth = 0)
+      : t_(text), vars_(vars), fixed_(fixed), line_(first_line), depth_(depth) {}
+  static constexpr int kMaxDepth = 32;
 
   LaunchScript run() {
     std::vector<Value> words;  // the current command's words and their lines
     bool prefix = true;        // still before the command's program word
     const auto end_command = [&] {
-      if (condition_from_ >= 0) decide(words);
+      const bool condition = condition_from_ >= 0;
+      if (condition) decide(words);
+      // A command with options in a branch, run or skipped, makes the branch's conditions matter
+      // (an echo or an exit does not).
+      const bool options = std::any_of(words.begin(), words.end(),
+                                       [](const Value& w) { return w.text.size() > 1 && w.text[0] == '-'; });
+      if (!condition && options && !branches_.empty() && branches_.back().parent_active) depends_on_branches();
       if (active()) take(words);
       words.clear();
       prefix = true;
@@ -194,10 +250,17 @@ class Reader {
         continue;
       }
       if (c == '\n') {
+        // "if [ a ] &&<newline>[ b ]": the condition goes on.
+        if (condition_from_ >= 0 && !words.empty() && (words.back().text == "&&" || words.back().text == "||")) {
+          ++line_;
+          ++i_;
+          continue;
+        }
         end_command();
         ++line_;
         ++i_;
         line_start = true;
+        skip_heredoc_bodies();
         continue;
       }
       // "a || b" and "a && b" inside an if / elif condition: one condition of several tests.
@@ -245,14 +308,36 @@ class Reader {
                                                           declares(words.back().text));
         // Branch keywords act at once, so that an assignment after "else" on its line counts
         // for the else branch.
-        if (prefix && condition_from_ < 0) keyword(w.text, words.size());
+        if (prefix && condition_from_ < 0) keyword(w, words.size());
         if (prefix && condition_from_ >= 0 && w.text == "then") decide(words);
         if (!keeps_prefix) prefix = false;
         words.push_back(std::move(w));
       }
     }
     end_command();
+    finish();
     return std::move(out_);
+  }
+
+  // Options alone are the script's arguments when no command runs a Python training program; in
+  // a script that does, bash runs such a line as a command named after its first flag, which
+  // fails (a comment line inside a backslash-continued command ends it there): not read.
+  void finish() {
+    if (bare_.empty()) return;
+    const bool program = std::any_of(out_.options.begin(), out_.options.end(), [](const LaunchOption& o) {
+      return o.program.size() > 3 && o.program.compare(o.program.size() - 3, 3, ".py") == 0;
+    });
+    if (!program) {
+      out_.options.insert(out_.options.end(), bare_.begin(), bare_.end());
+      return;
+    }
+    for (int line : bare_lines_) {
+      const auto it = std::find_if(bare_.begin(), bare_.end(), [&](const LaunchOption& o) { return o.line >= line; });
+      out_.notes.push_back(fmt::format("line {}: a command made of flags alone ({} ...) is not read: bash would run "
+                                       "it as a command and fail (a comment inside a backslash-continued command "
+                                       "ends the command there)",
+                                       line, it == bare_.end() ? std::string("-") : it->name));
+    }
   }
 
  private:
@@ -264,11 +349,25 @@ class Reader {
     bool parent_active = true;
     bool taken = false;  // a branch of this if whose condition was true ran: the rest are skipped
     bool active = true;
+    std::vector<std::string> pending_notes;  // about its conditions, given once a branch holds something
   };
+  // An assignment or a command runs inside undecided branches: their notes are due.
+  void depends_on_branches() {
+    for (Branch& b : branches_) {
+      for (auto& n : b.pending_notes) out_.notes.push_back(std::move(n));
+      b.pending_notes.clear();
+    }
+  }
   bool active() const { return branches_.empty() || branches_.back().active; }
 
   // A branch keyword as a command's first word; words_before: the command's words before it.
-  void keyword(const std::string& w, size_t words_before) {
+  void keyword(const Value& word, size_t words_before) {
+    const std::string& w = word.text;
+    if (w == "case" && active()) {
+      out_.notes.push_back(fmt::format("line {}: case is not evaluated: calisim reads every arm, and the last flag "
+                                       "or assignment of them counts",
+                                       word.line));
+    }
     if (w == "if") {
       branches_.push_back({active(), false, false});
       condition_from_ = static_cast<int>(words_before);
@@ -293,61 +392,118 @@ class Reader {
     for (size_t k = from; k < words.size(); ++k) {
       if (words[k].text != "then") c.push_back(words[k].text);
     }
-    const Truth t = condition(c);
+    std::vector<std::string> unset;
+    const Truth t = condition(c, unset);
+    const int line = words[from - 1].line;
+    if (t == Truth::unknown && b.parent_active && !b.taken) {
+      b.pending_notes.push_back(fmt::format("line {}: calisim cannot decide this condition (a file test, a command's status "
+                                   "or a form it does not read): it reads every branch, and the last flag or "
+                                   "assignment of them counts",
+                                   line));
+    }
+    for (const auto& name : unset) {
+      if (t != Truth::unknown && b.parent_active) {
+        b.pending_notes.push_back(fmt::format("line {}: the condition reads {} unset, as empty (as bash does when the "
+                                         "environment lacks it); give it with --var {}=VALUE if the run sets it",
+                                         line, name, name));
+      }
+    }
     b.active = b.parent_active && !b.taken && t != Truth::no;
     if (t == Truth::yes) b.taken = true;
   }
 
-  // Tests joined by && and || (left to right, as the shell does), each [[ ... ]], [ ... ] or test.
-  static Truth condition(const std::vector<std::string>& w) {
-    Truth result = Truth::unknown;
+  static Truth flip(Truth t) { return t == Truth::yes ? Truth::no : t == Truth::no ? Truth::yes : t; }
+  static Truth both(Truth a, Truth b) {
+    if (a == Truth::no || b == Truth::no) return Truth::no;
+    return a == Truth::yes && b == Truth::yes ? Truth::yes : Truth::unknown;
+  }
+  static Truth either(Truth a, Truth b) {
+    if (a == Truth::yes || b == Truth::yes) return Truth::yes;
+    return a == Truth::no && b == Truth::no ? Truth::no : Truth::unknown;
+  }
+
+  // Commands joined by && and || (left to right, equal precedence, as the shell's lists), each a
+  // [[ ... ]], [ ... ] or test, optionally negated with !.
+  static Truth condition(const std::vector<std::string>& w, std::vector<std::string>& unset) {
+    std::optional<Truth> result;
     std::string join;
     size_t k = 0;
-    bool first = true;
-    while (k < w.size()) {
+    while (k <= w.size()) {
       size_t e = k;
-      while (e < w.size() && w[e] != "&&" && w[e] != "||") ++e;
-      const Truth t = test(std::vector<std::string>(w.begin() + k, w.begin() + e));
-      if (first) {
-        result = t;
-      } else if (join == "&&") {
-        result = result == Truth::no || t == Truth::no ? Truth::no
-                 : result == Truth::yes && t == Truth::yes ? Truth::yes : Truth::unknown;
-      } else {
-        result = result == Truth::yes || t == Truth::yes ? Truth::yes
-                 : result == Truth::no && t == Truth::no ? Truth::no : Truth::unknown;
+      for (int depth = 0; e < w.size(); ++e) {
+        if (w[e] == "[[") ++depth;
+        if (w[e] == "]]") --depth;
+        if (depth == 0 && (w[e] == "&&" || w[e] == "||")) break;
       }
-      first = false;
-      if (e < w.size()) join = w[e];
+      const Truth t = command_test(std::vector<std::string>(w.begin() + k, w.begin() + e), unset);
+      result = !result ? t : join == "&&" ? both(*result, t) : either(*result, t);
+      if (e >= w.size()) break;
+      join = w[e];
       k = e + 1;
     }
-    return first ? Truth::unknown : result;
+    return result.value_or(Truth::unknown);
   }
-  static Truth test(std::vector<std::string> w) {
+  static Truth command_test(std::vector<std::string> w, std::vector<std::string>& unset) {
     bool negate = false;
     if (!w.empty() && w.front() == "!") {
       negate = true;
       w.erase(w.begin());
     }
-    if (w.size() >= 2 && ((w.front() == "[[" && w.back() == "]]") || (w.front() == "[" && w.back() == "]"))) {
-      w = std::vector<std::string>(w.begin() + 1, w.end() - 1);
+    Truth t = Truth::unknown;
+    if (w.size() >= 2 && w.front() == "[[" && w.back() == "]]") {
+      // Inside [[ ]], && binds tighter than ||.
+      const std::vector<std::string> in(w.begin() + 1, w.end() - 1);
+      std::optional<Truth> any;
+      size_t k = 0;
+      while (k <= in.size()) {
+        size_t e = k;
+        while (e < in.size() && in[e] != "||") ++e;
+        std::optional<Truth> all;
+        size_t a = k;
+        while (a <= e) {
+          size_t b = a;
+          while (b < e && in[b] != "&&") ++b;
+          const Truth s = test(std::vector<std::string>(in.begin() + a, in.begin() + b), unset);
+          all = all ? both(*all, s) : s;
+          a = b + 1;
+        }
+        any = any ? either(*any, *all) : *all;
+        k = e + 1;
+      }
+      t = any.value_or(Truth::unknown);
+    } else if (w.size() >= 2 && w.front() == "[" && w.back() == "]") {
+      t = test(std::vector<std::string>(w.begin() + 1, w.end() - 1), unset);
     } else if (!w.empty() && w.front() == "test") {
-      w.erase(w.begin());
-    } else {
-      return Truth::unknown;  // a command's exit status
+      t = test(std::vector<std::string>(w.begin() + 1, w.end()), unset);
     }
+    return negate ? flip(t) : t;  // anything else: a command's exit status, unknown
+  }
+  // One test: STRING, -z / -n STRING, A = / == / != B, A -eq / -ne / -lt / -le / -gt / -ge B.
+  // A variable the script never sets reads as empty, as in bash without it in the environment
+  // (its name goes to `unset`); any other reference left as written makes the test unknown.
+  static Truth test(std::vector<std::string> w, std::vector<std::string>& unset) {
+    bool negate = false;
     if (!w.empty() && w.front() == "!") {
-      negate = !negate;
+      negate = true;
       w.erase(w.begin());
     }
-    for (const auto& x : w) {
-      if (!unresolved_reference(x).empty()) return Truth::unknown;
+    for (auto& x : w) {
+      const std::string ref = unresolved_reference(x);
+      if (ref.empty()) continue;
+      const bool braced = ref.size() > 3 && ref[1] == '{';
+      const std::string name = braced ? ref.substr(2, ref.size() - 3) : ref.substr(1);
+      const bool plain = ref == x && !name.empty() && name_start(name[0]) &&
+                         std::all_of(name.begin(), name.end(), [](char ch) { return name_char(ch); });
+      if (!plain) return Truth::unknown;
+      if (std::find(unset.begin(), unset.end(), name) == unset.end()) unset.push_back(name);
+      x.clear();
     }
     std::optional<bool> r;
     const auto integer = [](const std::string& x) -> std::optional<long long> {
       char* end = nullptr;
+      errno = 0;
       const long long v = std::strtoll(x.c_str(), &end, 10);
-      if (x.empty() || *end != '\0') return std::nullopt;
+      if (x.empty() || *end != '\0' || errno == ERANGE) return std::nullopt;
       return v;
     };
     if (w.size() == 1) {
@@ -419,6 +575,7 @@ class Reader {
     } else {
       value.push_back({"", line});
     }
+    if (!branches_.empty() && branches_.back().parent_active) depends_on_branches();  // read or skipped
     if (fixed_.count(name) || !active()) return;
     auto& v = vars_[name];
     if (!append) {
@@ -430,7 +587,32 @@ class Reader {
     }
   }
 
+  // Here-document bodies, after the line that opened them: not script.
+  void skip_heredoc_bodies() {
+    for (const auto& [delimiter, strip_tabs] : heredocs_) {
+      while (i_ < t_.size()) {
+        const size_t end = std::min(t_.find('\n', i_), t_.size());
+        std::string line = t_.substr(i_, end - i_);
+        if (strip_tabs) line.erase(0, line.find_first_not_of('\t') == std::string::npos ? line.size()
+                                                                                        : line.find_first_not_of('\t'));
+        i_ = end < t_.size() ? end + 1 : end;
+        ++line_;
+        if (line == delimiter) break;
+      }
+    }
+    heredocs_.clear();
+  }
+
   void skip_redirection() {
+    if (t_.compare(i_, 2, "<<") == 0 && t_.compare(i_, 3, "<<<") != 0) {  // a here-document
+      i_ += 2;
+      const bool strip_tabs = i_ < t_.size() && t_[i_] == '-';
+      if (strip_tabs) ++i_;
+      while (i_ < t_.size() && blank(t_[i_])) ++i_;
+      const Fields f = word(true);  // its quotes removed: 'EOF', "EOF"
+      if (!f.done.empty()) heredocs_.emplace_back(f.done.front().text, strip_tabs);
+      return;
+    }
     while (i_ < t_.size() && (t_[i_] == '<' || t_[i_] == '>' || t_[i_] == '&' || t_[i_] == '|')) ++i_;
     if (i_ < t_.size() && t_[i_ - 1] == '&' && (t_[i_] == '-' || std::isdigit(static_cast<unsigned char>(t_[i_])))) {
       while (i_ < t_.size() && !space(t_[i_]) && t_[i_] != ';') ++i_;
@@ -648,13 +830,29 @@ class Reader {
       return p == body.size() ? text(std::to_string(count)) : literal(from);
     }
     const bool empty = values.empty() || (values.size() == 1 && values.front().text.empty());
+    // ${V,,} ${V,} ${V^^} ${V^}: case modification of a set variable.
+    const std::string rest = body.substr(p);
+    if (set && (rest == ",," || rest == "," || rest == "^^" || rest == "^")) {
+      for (Value& v : values) {
+        const size_t n = rest.size() == 2 ? v.text.size() : std::min<size_t>(1, v.text.size());
+        for (size_t q = 0; q < n; ++q) {
+          const auto ch = static_cast<unsigned char>(v.text[q]);
+          v.text[q] = static_cast<char>(rest[0] == ',' ? std::tolower(ch) : std::toupper(ch));
+        }
+      }
+      return {values.empty() ? std::vector<Value>{{"", line_}} : values, sub == "@", false};
+    }
     if (p < body.size()) {
       const bool colon = body[p] == ':';
       const size_t o = p + (colon ? 1 : 0);
       if (o >= body.size()) return literal(from);
       const char op = body[o];
-      if (op != '-' && op != '=' && op != '+') return literal(from);  // ${A:?msg}, ${A%x}, ${A:1:2}, ...
+      if (op != '-' && op != '=' && op != '+' && op != '?') return literal(from);  // ${A%x}, ${A:1:2}, ...
       const bool missing = colon ? (!set || empty) : !set;
+      if (op == '?') {  // the value, or (unset) the shell's error: left as written
+        if (missing) return literal(from);
+        return {values, sub == "@", false};
+      }
       bool unresolved = false;
       const std::string word = expand_text(body.substr(o + 1), unresolved);
       if (op == '+') {
@@ -674,7 +872,11 @@ class Reader {
   // Expands s as the inside of double quotes; unresolved is set when a reference stays as written.
   // (Quotes inside s are removed as the shell removes them: ${A:-"x y"} is x y.)
   std::string expand_text(const std::string& s, bool& unresolved) {
-    Reader sub(s, vars_, fixed_, line_);
+    if (depth_ >= kMaxDepth) {
+      unresolved = true;
+      return s;
+    }
+    Reader sub(s, vars_, fixed_, line_, depth_ + 1);
     std::string out;
     while (sub.i_ < s.size()) {
       const char c = s[sub.i_];
@@ -698,9 +900,13 @@ class Reader {
       ++k;
     }
     if (k >= words.size()) return;
-    // A command may be options alone (a file of arguments, or their continuation lines).
+    // A command may be options alone: a file of arguments (read), or, in a script that runs a
+    // training program, lines that bash would fail to run (decided at the end, in finish()).
     const bool bare = !words[k].text.empty() && words[k].text[0] == '-';
+    const size_t first_new = out_.options.size();
     std::string program = bare ? std::string() : basename(words[k].text);
+    const std::string command = program;
+    if (command == "echo" || command == "printf") return;  // prints a command line; runs nothing
     LaunchOption* open = nullptr;  // the option collecting values
     for (size_t j = bare ? k : k + 1; j < words.size(); ++j) {
       const std::string& w = words[j].text;
@@ -726,14 +932,31 @@ class Reader {
         open->values.push_back(w);
       }
     }
-    // srun ... bash -c "torchrun ...": the string is a script of its own.
-    if ((program == "bash" || program == "sh") && !out_.options.empty()) {
-      const LaunchOption c = out_.options.back();
-      if (c.name == "-c" && c.program == program && !c.values.empty()) {
-        Reader sub(c.values.front(), vars_, fixed_, c.line);
-        LaunchScript inner = sub.run();
-        for (auto& o : inner.options) out_.options.push_back(std::move(o));
+    // srun ... bash -c "torchrun ...": the string is a script of its own; so are eval's words.
+    std::string inner_text;
+    int inner_line = words[k].line;
+    if ((command == "bash" || command == "sh") && out_.options.size() > first_new) {
+      const LaunchOption& c = out_.options[first_new];
+      if (c.name == "-c" && c.program == command && !c.values.empty()) {
+        inner_text = c.values.front();
+        inner_line = c.line;
       }
+    } else if (command == "eval") {
+      for (size_t j = k + 1; j < words.size(); ++j) inner_text += (j > k + 1 ? " " : "") + words[j].text;
+      out_.options.resize(first_new);  // eval's words are read again below, as the command they make
+    }
+    if (bare) {
+      bare_.insert(bare_.end(), std::make_move_iterator(out_.options.begin() + static_cast<long>(first_new)),
+                   std::make_move_iterator(out_.options.end()));
+      out_.options.resize(first_new);
+      bare_lines_.push_back(words[k].line);
+      return;
+    }
+    if (!inner_text.empty() && depth_ < kMaxDepth) {
+      Reader sub(inner_text, vars_, fixed_, inner_line, depth_ + 1);
+      LaunchScript inner = sub.run();
+      for (auto& o : inner.options) out_.options.push_back(std::move(o));
+      for (auto& n : inner.notes) out_.notes.push_back(std::move(n));
     }
   }
 
@@ -745,11 +968,21 @@ class Reader {
   LaunchScript out_;
   std::vector<Branch> branches_;
   int condition_from_ = -1;  // index in the command's words of the if / elif being read, or -1
+  int depth_ = 0;
+  std::vector<LaunchOption> bare_;  // options of commands made of options alone
+  std::vector<int> bare_lines_;
+  std::vector<std::pair<std::string, bool>> heredocs_;  // here-documents opened on this line: delimiter, <<-
 };
 
 }  // namespace
 
-LaunchScript read_launch_script(const std::string& text, const std::map<std::string, std::string>& vars) {
+LaunchScript read_launch_script(const std::string& crlf_text, const std::map<std::string, std::string>& vars) {
+  // Windows line endings: "\r\n" read as "\n" (a backslash before "\r\n" continues the line).
+  std::string text;
+  text.reserve(crlf_text.size());
+  for (size_t p = 0; p < crlf_text.size(); ++p) {
+    if (!(crlf_text[p] == '\r' && p + 1 < crlf_text.size() && crlf_text[p + 1] == '\n')) text += crlf_text[p];
+  }
   Vars values;
   std::set<std::string> fixed;
   for (const auto& [k, v] : vars) {

@@ -6,10 +6,13 @@
 // backslash-newline continuations, NAME=value and NAME=( ... ) assignments (also NAME+=, and after
 // export / declare / local), $NAME, ${NAME}, ${NAME:-default}, ${NAME:=default}, ${NAME:+word},
 // ${NAME[@]}, ${NAME[i]}, $((arithmetic)) — and #SBATCH directive lines, whose options count as
-// sbatch's. Of if / elif / else / fi it follows the branch whose condition is true when the
-// condition is string or integer tests ([[ ]], [ ], test, joined by && and ||); a condition it
+// sbatch's; `bash -c "..."` and `eval ...` are read as scripts; here-document bodies are skipped;
+// CRLF line endings are read as LF. Of if / elif / else / fi it follows the branch whose condition
+// is string or integer tests ([[ ]], [ ], test, joined by && and ||) that hold; a condition it
 // cannot decide (a file test, a command's exit status, an unset variable) makes it follow every
-// branch, so their options are all returned (the last of a repeated flag counts). It runs nothing: a $(command) or `command` substitution, a positional parameter ($1)
+// branch, as it does every arm of a case, and says so in `notes` (the last of a repeated flag
+// counts). A command of options alone is read only when no command runs a .py program (a file of
+// arguments); otherwise bash would fail to run it, and a note says so. It runs nothing: a $(command) or `command` substitution, a positional parameter ($1)
 // or a variable that the script never sets (and `vars` does not give) stays in the word as written,
 // and whoever reads that option reports it (unresolved_reference). `vars` fixes variables from
 // outside: the script's own assignments to those names are ignored. Loops run once, with their
@@ -31,6 +34,9 @@ struct LaunchOption {
 
 struct LaunchScript {
   std::vector<LaunchOption> options;
+  // What the reader could not decide (an if's condition, a case, a line bash would fail to run),
+  // with the line: shown to the user as warnings.
+  std::vector<std::string> notes;
 };
 
 LaunchScript read_launch_script(const std::string& text, const std::map<std::string, std::string>& vars = {});

@@ -66,11 +66,13 @@ class PatternParser {
 
  private:
   [[noreturn]] void fail() { throw std::invalid_argument("not a list expression"); }
+  static constexpr long long kMaxEntries = 1'000'000;
   std::vector<int> sum() {
     std::vector<int> v = product();
     while (p_ < s_.size() && s_[p_] == '+') {
       ++p_;
       const std::vector<int> w = product();
+      if (static_cast<long long>(v.size() + w.size()) > kMaxEntries) fail();
       v.insert(v.end(), w.begin(), w.end());
     }
     return v;
@@ -80,7 +82,9 @@ class PatternParser {
     while (p_ < s_.size() && s_[p_] == '*') {
       ++p_;
       const long long n = number();
-      if (n < 0 || n > 100000) fail();
+      // A layer pattern has one entry per layer: anything longer than any model is refused
+      // before it is built.
+      if (n < 0 || n > kMaxEntries || (n > 0 && static_cast<long long>(v.size()) > kMaxEntries / n)) fail();
       std::vector<int> r;
       for (long long k = 0; k < n; ++k) r.insert(r.end(), v.begin(), v.end());
       v = std::move(r);
@@ -89,8 +93,10 @@ class PatternParser {
   }
   std::vector<int> atom() {
     if (p_ < s_.size() && s_[p_] == '(') {
+      if (++depth_ > 64) fail();  // nesting no layer pattern needs
       ++p_;
       std::vector<int> v = sum();
+      --depth_;
       if (p_ >= s_.size() || s_[p_] != ')') fail();
       ++p_;
       return v;
@@ -109,11 +115,12 @@ class PatternParser {
   long long number() {
     const size_t b = p_;
     while (p_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[p_]))) ++p_;
-    if (b == p_) fail();
+    if (b == p_ || p_ - b > 9) fail();  // no pattern needs a count of a billion
     return std::stoll(s_.substr(b, p_ - b));
   }
   const std::string& s_;
   size_t p_ = 0;
+  int depth_ = 0;
 };
 
 // The script's options, read as argparse reads them: the last occurrence counts.
@@ -171,6 +178,13 @@ class Options {
     const std::string ref = unresolved_reference(v);
     if (ref.empty()) return;
     const std::string also = launcher(o.program) ? " (or give the GPU count with --world-size)" : "";
+    if (ref.rfind("$((", 0) == 0) {
+      throw InputError(file_, where(o),
+                       fmt::format("its value \"{}\" holds the arithmetic {}, which calisim cannot evaluate (it reads "
+                                   "+ - * / % and parentheses over integers and set variables, without overflow or "
+                                   "division by zero); write the value, or set its variables with --var NAME=VALUE{}",
+                                   v, ref, also));
+    }
     if (ref[0] == '`' || ref.rfind("$(", 0) == 0) {
       throw InputError(file_, where(o),
                        fmt::format("its value \"{}\" is the output of a shell command, which calisim does not run; "
@@ -179,15 +193,24 @@ class Options {
                                    v, also));
     }
     std::string name = ref.substr(1);
+    const bool braced = !name.empty() && name[0] == '{';
+    if (braced) name = name.substr(1, name.size() - 2);
+    const auto cut = name.find_first_of(":-=+?[#%/,^");
+    const bool form = braced && cut != std::string::npos && name.substr(cut) != "[@]" && name.substr(cut) != "[*]";
+    if (cut != std::string::npos && cut > 0) name = name.substr(0, cut);
     if (!name.empty() && std::isdigit(static_cast<unsigned char>(name[0]))) {
       throw InputError(file_, where(o),
                        fmt::format("its value \"{}\" is the script's argument {}, which calisim does not have; give it "
                                    "with --var {}=VALUE{}",
                                    v, name, name, also));
     }
-    if (!name.empty() && name[0] == '{') name = name.substr(1, name.size() - 2);
-    const auto cut = name.find_first_of(":-=+?[#%/");
-    if (cut != std::string::npos && cut > 0) name = name.substr(0, cut);
+    if (form) {
+      throw InputError(file_, where(o),
+                       fmt::format("its value \"{}\" holds {}, which calisim cannot expand ({} is not set, or the "
+                                   "form is not one it reads: :- := :+ :? ,, ^^); write the value, or give {} with "
+                                   "--var {}=VALUE{}",
+                                   v, ref, name, name, name, also));
+    }
     throw InputError(file_, where(o),
                      fmt::format("its value \"{}\" uses the shell variable {}, which the script does not set; give "
                                  "it with --var {}=VALUE{}",
@@ -261,6 +284,7 @@ class Importer {
                                   "give a Megatron-LM launch script (pretrain_gpt.py and its flags) or a file of "
                                   "those flags");
     }
+    r_.notes = o_.script().notes;
     world_size();
     model();
     strategy();
@@ -653,8 +677,8 @@ class Importer {
                      "--expert-tensor-parallel-size");
     } else {
       for (const char* f : {"--expert-model-parallel-size", "--expert-tensor-parallel-size"}) {
-        if (const auto v = int_flag(f, 1); v && *v > 1) {
-          throw InputError(file_, f, "expert parallelism needs --num-experts (the model has no MoE layers)");
+        if (const LaunchOption* x = find({f}); x && o_.integer(*x, 1) > 1) {
+          o_.fail(*x, "expert parallelism needs --num-experts (the model has no MoE layers)");
         }
       }
     }
@@ -671,6 +695,7 @@ class Importer {
     moe_strategy();
     precision();
     recompute();
+    offloading();
     kernels();
     optimizer();
   }
@@ -731,10 +756,24 @@ class Importer {
     } else if (stages) {
       strategy_field("interleaving_size", o_.integer(*stages, 1), o_.origin(*stages), stages->name);
     } else if (per_stage) {
+      if (r_.strategy.contains("num_layers_in_first_pipeline_stage") ||
+          r_.strategy.contains("num_layers_in_last_pipeline_stage")) {
+        o_.fail(*per_stage, "Megatron refuses it with --decoder-first/last-pipeline-num-layers: give "
+                            "--num-virtual-stages-per-pipeline-rank instead");
+      }
       const long long n = o_.integer(*per_stage, 1);
       const long long counted = layers_ + (emb ? 1 : 0) + (loss ? 1 : 0);
+      // Megatron's validate_args asserts both divisions.
+      if (counted % pp_ != 0) {
+        o_.fail(*per_stage, fmt::format("{} layers{} do not divide over pp {} (Megatron asserts it)", counted,
+                                        emb || loss ? " (with the counted embedding / loss)" : "", pp_));
+      }
+      if ((counted / pp_) % n != 0) {
+        o_.fail(*per_stage, fmt::format("{} layers per pipeline stage do not divide into chunks of {} (Megatron "
+                                        "asserts it)",
+                                        counted / pp_, n));
+      }
       const long long v = counted / pp_ / n;
-      if (v < 1) o_.fail(*per_stage, fmt::format("{} layers over pp {} leave no chunk of {}", counted, pp_, n));
       strategy_field("interleaving_size", v,
                      fmt::format("{}: {} layers / pp {} / {} per chunk (Megatron's rule)", o_.origin(*per_stage), counted,
                                  pp_, n),
@@ -875,14 +914,15 @@ class Importer {
     const LaunchOption* method = find({"--recompute-method"});
     const LaunchOption* num = find({"--recompute-num-layers"});
     const LaunchOption* modules = find({"--recompute-modules"});
-    const std::string gran = g ? o_.value(*g) : act ? "selective" : "";
+    // Megatron: --recompute-activations sets the granularity to selective, whatever else is given.
+    const std::string gran = act ? "selective" : g ? o_.value(*g) : "";
     if (gran.empty()) {
       for (const LaunchOption* x : {method, num, modules}) {
         if (x) r_.notes.push_back(fmt::format("{} (line {}) has no effect without --recompute-granularity", x->name, x->line));
       }
       return;
     }
-    const LaunchOption& where = g ? *g : *act;
+    const LaunchOption& where = act ? *act : *g;
     if (gran == "full") {
       if (!method || !num) {
         o_.fail(where, "full recompute needs --recompute-method (uniform or block) and --recompute-num-layers "
@@ -929,10 +969,15 @@ class Importer {
     } else {
       o_.fail(where, fmt::format("expected full or selective, got \"{}\"", gran));
     }
+  }
+
+  void offloading() {
+    // --cpu-offloading-num-layers N > 0 turns activation offloading on (validate_args).
     if (const auto off = int_flag("--cpu-offloading-num-layers", 0); off && *off > 0) {
       strategy_field("cpu_offloading_num_layers", *off, origin_of("--cpu-offloading-num-layers", ""),
                      "--cpu-offloading-num-layers");
     }
+    o_.mark_read({"--cpu-offloading"});
   }
 
   void kernels() {

@@ -26,12 +26,19 @@ TEST(LaunchScript, QuotesCommentsContinuationsAndEqualsForms) {
   EXPECT_EQ(data->values, (std::vector<std::string>{"a b", "c d"}));
   EXPECT_EQ(data->line, 2);
   EXPECT_EQ(data->program, "pretrain_gpt.py");
-  ASSERT_NE(option(s, "--lr"), nullptr);
-  EXPECT_EQ(option(s, "--lr")->values, (std::vector<std::string>{"3e-4"}));
-  EXPECT_EQ(option(s, "--lr")->line, 3);
-  ASSERT_NE(option(s, "--bf16"), nullptr);
-  EXPECT_TRUE(option(s, "--bf16")->values.empty());
+  // The comment ended the command: bash runs line 3 as a command named "--lr=3e-4" and fails, so
+  // its flags are not the program's, and a note says so.
+  EXPECT_EQ(option(s, "--lr"), nullptr);
   EXPECT_EQ(option(s, "--the"), nullptr);
+  ASSERT_EQ(s.notes.size(), 1u);
+  EXPECT_NE(s.notes[0].find("line 3: a command made of flags alone (--lr ...) is not read"), std::string::npos)
+      << s.notes[0];
+  const LaunchScript eq = read_launch_script("python train.py --lr=3e-4 --bf16 --x \"\"\n");
+  ASSERT_NE(option(eq, "--lr"), nullptr);
+  EXPECT_EQ(option(eq, "--lr")->values, (std::vector<std::string>{"3e-4"}));
+  ASSERT_NE(option(eq, "--bf16"), nullptr);
+  EXPECT_TRUE(option(eq, "--bf16")->values.empty());
+  EXPECT_EQ(option(eq, "--x")->values, (std::vector<std::string>{""}));
 }
 
 TEST(LaunchScript, ArraysExpandWithTheLinesTheyWereWrittenOn) {
@@ -148,6 +155,71 @@ TEST(LaunchScript, FollowsTheBranchWhoseConditionHolds) {
   EXPECT_NE(option(s, "--undecided-a"), nullptr);
   EXPECT_NE(option(s, "--undecided-b"), nullptr);
   EXPECT_EQ(option(s, "--never"), nullptr);
+}
+
+
+TEST(LaunchScript, ShellEdgesFromTheReview) {
+  // Arithmetic the shell would overflow, divide by zero or recurse on stays unevaluated; no crash.
+  const LaunchScript a = read_launch_script(
+      "A=A\nB=C\nC=B+1\n"
+      "python t.py --min $(( (-9223372036854775807-1) / -1 )) --over $((9223372036854775807+1)) --zero $((1/0)) "
+      "--self $((A)) --loop $((B)) --pow $((2**10)) --ok $(( (2+3)*4 - 7 % 4 ))\n");
+  EXPECT_EQ(option(a, "--min")->values.front().rfind("$((", 0), 0u);
+  EXPECT_EQ(option(a, "--over")->values.front().rfind("$((", 0), 0u);
+  EXPECT_EQ(option(a, "--zero")->values.front(), "$((1/0))");
+  EXPECT_EQ(option(a, "--self")->values.front(), "$((A))");
+  EXPECT_EQ(option(a, "--loop")->values.front(), "$((B))");
+  EXPECT_EQ(option(a, "--pow")->values.front(), "$((2**10))");
+  EXPECT_EQ(option(a, "--ok")->values.front(), "17");
+  // Deeply nested defaults end (left as written past the nesting limit) instead of recursing.
+  std::string nested = "X", close;
+  for (int k = 0; k < 2000; ++k) nested = "${U" + std::to_string(k) + ":-" + nested, close += "}";
+  const LaunchScript d = read_launch_script("python t.py --deep " + nested + close + " --after 1\n");
+  ASSERT_NE(option(d, "--after"), nullptr);
+  EXPECT_FALSE(unresolved_reference(option(d, "--deep")->values.front()).empty());
+  // Here-documents are text, not commands; a quote in one does not swallow the script.
+  const LaunchScript h = read_launch_script(
+      "cat > notes.txt <<EOF\nDon't use --num-layers 80 here\nEOF\n"
+      "cat <<-'END'\n\t--tensor-model-parallel-size 8\n\tEND\n"
+      "python pretrain_gpt.py --num-layers 4\n");
+  EXPECT_EQ(option(h, "--num-layers")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(option(h, "--num-layers")->line, 7);
+  EXPECT_EQ(option(h, "--tensor-model-parallel-size"), nullptr);
+  // && and || inside one [[ ]] (&& binding tighter), a condition continued on the next line,
+  // ${V:?} and case conversion of set variables.
+  const LaunchScript c = read_launch_script(
+      "MODEL=70b\nPRECISION=BF16\nTP=2\n"
+      "if [[ \"$MODEL\" == \"8b\" || \"$MODEL\" == \"70b\" && 1 -lt 2 ]]; then A=yes; else A=no; fi\n"
+      "if [ 1 = 1 ] &&\n   [ 2 = 3 ]; then B=yes; else B=no; fi\n"
+      "if [[ \"${PRECISION,,}\" == \"bf16\" ]]; then P=--bf16; else P=--fp16; fi\n"
+      "python t.py --a $A --b $B $P --tp ${TP:?} --up ${MODEL^^}\n");
+  EXPECT_EQ(option(c, "--a")->values, (std::vector<std::string>{"yes"}));
+  EXPECT_EQ(option(c, "--b")->values, (std::vector<std::string>{"no"}));
+  EXPECT_NE(option(c, "--bf16"), nullptr);
+  EXPECT_EQ(option(c, "--fp16"), nullptr);
+  EXPECT_EQ(option(c, "--tp")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(option(c, "--up")->values, (std::vector<std::string>{"70B"}));
+  EXPECT_TRUE(c.notes.empty());
+  // eval re-reads its words; an undecidable if and a case are read in full, with notes.
+  const LaunchScript e = read_launch_script(
+      "FREQ=1\nCMD=\"python pretrain_gpt.py --moe-layer-freq '${FREQ}'\"\neval ${CMD}\n"
+      "if [ -f /etc/hosts ]; then TP=8; else TP=1; fi\n"
+      "case $MODEL in\n  8b) NL=32 ;;\n  70b) NL=80 ;;\nesac\n"
+      "python pretrain_gpt.py --tp $TP --nl $NL\n");
+  EXPECT_EQ(option(e, "--moe-layer-freq")->values, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(option(e, "--moe-layer-freq")->program, "pretrain_gpt.py");
+  EXPECT_EQ(option(e, "--tp")->values, (std::vector<std::string>{"1"}));
+  ASSERT_EQ(e.notes.size(), 2u);
+  EXPECT_NE(e.notes[0].find("line 4: calisim cannot decide this condition"), std::string::npos) << e.notes[0];
+  EXPECT_NE(e.notes[1].find("line 5: case is not evaluated"), std::string::npos) << e.notes[1];
+  // CRLF line endings, continuations included.
+  const LaunchScript w = read_launch_script("torchrun --nproc_per_node 8 \\\r\n  pretrain_gpt.py --cp-comm-type p2p\r\n");
+  EXPECT_EQ(option(w, "--nproc_per_node")->program, "torchrun");
+  EXPECT_EQ(option(w, "--cp-comm-type")->values, (std::vector<std::string>{"p2p"}));
+  // A substitution left as written stays one word when a variable holding it is split.
+  const LaunchScript u = read_launch_script("G=`nproc --all`\nARGS=\"--nproc_per_node $G --nnodes 2\"\ntorchrun $ARGS x.py\n");
+  EXPECT_EQ(option(u, "--nproc_per_node")->values, (std::vector<std::string>{"`nproc --all`"}));
+  EXPECT_EQ(option(u, "--nnodes")->values, (std::vector<std::string>{"2"}));
 }
 
 }  // namespace

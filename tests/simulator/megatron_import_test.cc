@@ -80,6 +80,19 @@ TEST(MegatronImport, DerivedValuesFollowMegatronsRules) {
   EXPECT_EQ(a.strategy["grad_reduce_in_bf16"], true);
   EXPECT_EQ(a.strategy["use_fp32_accum_grad"], false);
   EXPECT_EQ(a.strategy["cross_entropy_fusion_impl"], "native");  // Megatron's default implementation
+  // Megatron's validate_args asserts that layers divide over pp and into whole chunks.
+  EXPECT_NE(error_of(kMinimal + "--pipeline-model-parallel-size 2 --num-layers-per-virtual-pipeline-stage 3\n")
+                .find("2 layers per pipeline stage do not divide into chunks of 3"),
+            std::string::npos);
+  EXPECT_NE(error_of(kMinimal + "--pipeline-model-parallel-size 2 --account-for-loss-in-pipeline-split "
+                                "--num-layers-per-virtual-pipeline-stage 1\n")
+                .find("5 layers (with the counted embedding / loss) do not divide over pp 2"),
+            std::string::npos);
+  // Megatron's validate_args refuses chunk sizes with explicit first / last stage sizes.
+  EXPECT_NE(error_of(kMinimal + "--pipeline-model-parallel-size 2 --decoder-first-pipeline-num-layers 1 "
+                                "--num-layers-per-virtual-pipeline-stage 1\n")
+                .find("Megatron refuses it with --decoder-first/last-pipeline-num-layers"),
+            std::string::npos);
   // --sequence-parallel at tp 1: Megatron turns it off.
   const MegatronImport b = import_text(kMinimal + "--sequence-parallel\n");
   EXPECT_EQ(b.strategy["enable_sequence_parallel"], false);
@@ -148,6 +161,12 @@ TEST(MegatronImport, RecomputeSettings) {
   EXPECT_EQ(modules.strategy["recompute_granularity"], "selective_recompute");
   EXPECT_EQ(modules.strategy["megatron_recompute_modules"], nlohmann::json::array({"layernorm", "mlp"}));
   EXPECT_NE(error_of(base + "--recompute-granularity full\n").find("needs --recompute-method"), std::string::npos);
+  // --recompute-activations wins over --recompute-granularity, as in Megatron's validate_args.
+  EXPECT_EQ(import_text(base + "--recompute-granularity full --recompute-activations\n").strategy["recompute_granularity"],
+            "sdp_only");
+  // Activation offloading does not depend on recompute.
+  EXPECT_EQ(import_text(base + "--cpu-offloading --cpu-offloading-num-layers 2\n").strategy["cpu_offloading_num_layers"],
+            2);
   EXPECT_NE(error_of(base + "--recompute-granularity selective --recompute-modules core_attn mlp\n")
                 .find("core_attn together with other modules is not modelled"),
             std::string::npos);
