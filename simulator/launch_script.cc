@@ -907,6 +907,12 @@ class Reader {
     std::string program = bare ? std::string() : basename(words[k].text);
     const std::string command = program;
     if (command == "echo" || command == "printf") return;  // prints a command line; runs nothing
+    if (command == "source" || command == ".") {
+      out_.notes.push_back(fmt::format("line {}: {} {} is not followed: the variables it sets are unset here (give "
+                                       "the ones the run needs with --var NAME=VALUE)",
+                                       words[k].line, command, k + 1 < words.size() ? words[k + 1].text : ""));
+      return;
+    }
     LaunchOption* open = nullptr;  // the option collecting values
     for (size_t j = bare ? k : k + 1; j < words.size(); ++j) {
       const std::string& w = words[j].text;

@@ -6,7 +6,8 @@
 // backslash-newline continuations, NAME=value and NAME=( ... ) assignments (also NAME+=, and after
 // export / declare / local), $NAME, ${NAME}, ${NAME:-default}, ${NAME:=default}, ${NAME:+word},
 // ${NAME[@]}, ${NAME[i]}, $((arithmetic)) — and #SBATCH directive lines, whose options count as
-// sbatch's; `bash -c "..."` and `eval ...` are read as scripts; here-document bodies are skipped;
+// sbatch's; `bash -c "..."` and `eval ...` are read as scripts; `source FILE` is not (a note says
+// so); echo / printf lines are not commands; here-document bodies are skipped;
 // CRLF line endings are read as LF. Of if / elif / else / fi it follows the branch whose condition
 // is string or integer tests ([[ ]], [ ], test, joined by && and ||) that hold; a condition it
 // cannot decide (a file test, a command's exit status, an unset variable) makes it follow every

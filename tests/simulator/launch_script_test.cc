@@ -216,6 +216,11 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
   const LaunchScript w = read_launch_script("torchrun --nproc_per_node 8 \\\r\n  pretrain_gpt.py --cp-comm-type p2p\r\n");
   EXPECT_EQ(option(w, "--nproc_per_node")->program, "torchrun");
   EXPECT_EQ(option(w, "--cp-comm-type")->values, (std::vector<std::string>{"p2p"}));
+  // A sourced file is not read, and a note says so.
+  const LaunchScript src = read_launch_script("source ./cluster.sh\npython pretrain_gpt.py --num-layers $NL\n");
+  ASSERT_EQ(src.notes.size(), 1u);
+  EXPECT_EQ(src.notes[0].rfind("line 1: source ./cluster.sh is not followed", 0), 0u) << src.notes[0];
+  EXPECT_EQ(option(src, "--num-layers")->values, (std::vector<std::string>{"$NL"}));
   // A substitution left as written stays one word when a variable holding it is split.
   const LaunchScript u = read_launch_script("G=`nproc --all`\nARGS=\"--nproc_per_node $G --nnodes 2\"\ntorchrun $ARGS x.py\n");
   EXPECT_EQ(option(u, "--nproc_per_node")->values, (std::vector<std::string>{"`nproc --all`"}));
