@@ -369,7 +369,7 @@ class Reader {
                                        word.line));
     }
     if (w == "if") {
-      branches_.push_back({active(), false, false});
+      branches_.push_back({active(), false, false, {}});
       condition_from_ = static_cast<int>(words_before);
     } else if (w == "elif" && !branches_.empty()) {
       condition_from_ = static_cast<int>(words_before);
