@@ -30,12 +30,13 @@ bool identifier(const std::string& s) {
   const std::string field = where.substr(0, where.find_first_of(".["));
   const auto it = imp.field_flags.find(std::string(section) + "." + field);
   if (it == imp.field_flags.end()) throw e;
+  // The flag's place, from its origin "--flag (line 12)" or "--flag (cluster.sh line 3)".
   std::string line;
   for (const auto& s : imp.settings) {
-    if (s.field == std::string(section) + "." + field) {
-      const auto l = s.origin.find("(line ");
-      if (l != std::string::npos && s.origin.rfind(it->second, 0) == 0) {
-        line = s.origin.substr(l + 1, s.origin.find(')', l) - l - 1) + ": ";
+    if (s.field == std::string(section) + "." + field && s.origin.rfind(it->second + " (", 0) == 0) {
+      const size_t open = it->second.size() + 2, close = s.origin.find(')', open);
+      if (close != std::string::npos && s.origin.find("line ", open) < close) {
+        line = s.origin.substr(open, close - open) + ": ";
       }
     }
   }
@@ -64,7 +65,23 @@ MegatronImport read_megatron(const MegatronInputs& in) {
   MegatronImportOptions opt;
   opt.world_size = in.world_size;
   opt.vocab_size = in.vocab_size;
-  return import_megatron(read_launch_script(text.str(), vars), in.script, opt);
+  // A sourced file is looked up as written when absolute, else beside the script, then in the
+  // working directory (where a launcher usually runs from).
+  const std::filesystem::path dir = std::filesystem::path(in.script).parent_path();
+  const SourceReader source = [&dir](const std::string& path) -> std::optional<std::string> {
+    std::vector<std::filesystem::path> tries{path};
+    if (std::filesystem::path(path).is_relative()) tries.insert(tries.begin(), dir / path);
+    for (const auto& p : tries) {
+      std::error_code ec;
+      if (!std::filesystem::is_regular_file(p, ec)) continue;
+      std::ifstream f(p, std::ios::binary);
+      std::stringstream s;
+      s << f.rdbuf();
+      if (f) return s.str();
+    }
+    return std::nullopt;
+  };
+  return import_megatron(read_launch_script(text.str(), vars, source), in.script, opt);
 }
 
 std::optional<long long> override_integer(const std::vector<std::string>& overrides, const std::string& path) {

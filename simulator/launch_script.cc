@@ -48,9 +48,14 @@ bool ends_with(const std::string& s, const std::string& e) {
 }
 
 // A variable's value (or one array element) and the line it was written on.
+// A word or value and where it was written: its line, and `file` (0: the script read, k > 0: the
+// k-th file it sources; names in SourceFiles).
 struct Value {
+  Value() = default;
+  Value(std::string t, int l, int f) : text(std::move(t)), line(l), file(f) {}
   std::string text;
   int line = 0;
+  int file = 0;
 };
 using Vars = std::map<std::string, std::vector<Value>>;
 
@@ -60,24 +65,24 @@ using Vars = std::map<std::string, std::vector<Value>>;
 struct Fields {
   std::vector<Value> done;
   std::string cur;
-  int cur_line = 0;
+  int cur_line = 0, cur_file = 0;
   bool cur_real = false;  // cur exists, even if empty (a quoted "")
   bool line_set = false;  // cur_line is that of cur's first character (not of an empty quote)
-  void add(const std::string& s, int line) {
-    if (!line_set && (!s.empty() || !cur_real)) cur_line = line;
+  void add(const std::string& s, int line, int file) {
+    if (!line_set && (!s.empty() || !cur_real)) cur_line = line, cur_file = file;
     line_set = line_set || !s.empty();
     cur += s;
     cur_real = true;
   }
   void split() {
-    if (cur_real) done.push_back({cur, cur_line});
+    if (cur_real) done.emplace_back(cur, cur_line, cur_file);
     cur.clear();
     cur_real = false;
     line_set = false;
   }
   // An unquoted expansion: split on white space, except inside a substitution that was left as
   // written ($(...), $((...)), ${...}, `...`), which stays one word for the error that names it.
-  void add_split(const std::string& v, int line) {
+  void add_split(const std::string& v, int line, int file) {
     size_t p = 0;
     while (p < v.size()) {
       if (space(v[p])) {
@@ -87,7 +92,7 @@ struct Fields {
       }
       size_t q = p;
       while (q < v.size() && !space(v[q])) q = span_end(v, q);
-      add(v.substr(p, q - p), line);
+      add(v.substr(p, q - p), line, file);
       p = q;
     }
   }
@@ -218,8 +223,14 @@ class Arithmetic {
 class Reader {
  public:
   // depth: how many readers this one is nested in (${A:-${B:-...}}, bash -c, eval).
-  Reader(const std::string& text, Vars& vars, const std::set<std::string>& fixed, int first_line = 1, int depth = 0)
-      : t_(text), vars_(vars), fixed_(fixed), line_(first_line), depth_(depth) {}
+  // Files a script sources: how to read one, and the names of those read (index 0: the script).
+  struct Sources {
+    const SourceReader* reader = nullptr;
+    std::vector<std::string> names{""};
+  };
+  Reader(const std::string& text, Vars& vars, const std::set<std::string>& fixed, Sources& sources, int file = 0,
+         int first_line = 1, int depth = 0)
+      : t_(text), vars_(vars), fixed_(fixed), sources_(sources), line_(first_line), depth_(depth), file_(file) {}
   static constexpr int kMaxDepth = 32;
 
   LaunchScript run() {
@@ -265,7 +276,7 @@ class Reader {
       }
       // "a || b" and "a && b" inside an if / elif condition: one condition of several tests.
       if (condition_from_ >= 0 && (c == '|' || c == '&') && i_ + 1 < t_.size() && t_[i_ + 1] == c) {
-        words.push_back({std::string(2, c), line_});
+        words.emplace_back(std::string(2, c), line_, file_);
         i_ += 2;
         continue;
       }
@@ -278,7 +289,7 @@ class Reader {
       if (c == '#') {
         if (line_start && t_.compare(i_, 7, "#SBATCH") == 0) {
           end_command();
-          words.push_back({"#SBATCH", line_});
+          words.emplace_back("#SBATCH", line_, file_);
           prefix = false;
           i_ += 7;
           line_start = false;
@@ -331,12 +342,11 @@ class Reader {
       out_.options.insert(out_.options.end(), bare_.begin(), bare_.end());
       return;
     }
-    for (int line : bare_lines_) {
-      const auto it = std::find_if(bare_.begin(), bare_.end(), [&](const LaunchOption& o) { return o.line >= line; });
-      out_.notes.push_back(fmt::format("line {}: a command made of flags alone ({} ...) is not read: bash would run "
-                                       "it as a command and fail (a comment inside a backslash-continued command "
-                                       "ends the command there)",
-                                       line, it == bare_.end() ? std::string("-") : it->name));
+    for (const Value& first : bare_lines_) {
+      out_.notes.push_back(fmt::format("{}: a command made of flags alone ({} ...) is not read: bash would run it as "
+                                       "a command and fail (a comment inside a backslash-continued command ends the "
+                                       "command there)",
+                                       where(first), first.text.substr(0, first.text.find('='))));
     }
   }
 
@@ -364,9 +374,9 @@ class Reader {
   void keyword(const Value& word, size_t words_before) {
     const std::string& w = word.text;
     if (w == "case" && active()) {
-      out_.notes.push_back(fmt::format("line {}: case is not evaluated: calisim reads every arm, and the last flag "
-                                       "or assignment of them counts",
-                                       word.line));
+      out_.notes.push_back(fmt::format("{}: case is not evaluated: calisim reads every arm, and the last flag or "
+                                       "assignment of them counts",
+                                       where(word)));
     }
     if (w == "if") {
       branches_.push_back({active(), false, false, {}});
@@ -394,16 +404,16 @@ class Reader {
     }
     std::vector<std::string> unset;
     const Truth t = condition(c, unset);
-    const int line = words[from - 1].line;
+    const std::string line = where(words[from - 1]);
     if (t == Truth::unknown && b.parent_active && !b.taken) {
-      b.pending_notes.push_back(fmt::format("line {}: calisim cannot decide this condition (a file test, a command's status "
+      b.pending_notes.push_back(fmt::format("{}: calisim cannot decide this condition (a file test, a command's status "
                                    "or a form it does not read): it reads every branch, and the last flag or "
                                    "assignment of them counts",
                                    line));
     }
     for (const auto& name : unset) {
       if (t != Truth::unknown && b.parent_active) {
-        b.pending_notes.push_back(fmt::format("line {}: the condition reads {} unset, as empty (as bash does when the "
+        b.pending_notes.push_back(fmt::format("{}: the condition reads {} unset, as empty (as bash does when the "
                                          "environment lacks it); give it with --var {}=VALUE if the run sets it",
                                          line, name, name));
       }
@@ -571,9 +581,9 @@ class Reader {
       }
     } else if (i_ < t_.size() && !space(t_[i_]) && t_[i_] != ';' && t_[i_] != '&' && t_[i_] != '|') {
       Fields f = word(true);
-      value.push_back(f.done.empty() ? Value{"", line} : f.done.front());
+      value.push_back(f.done.empty() ? Value{"", line, file_} : f.done.front());
     } else {
-      value.push_back({"", line});
+      value.emplace_back("", line, file_);
     }
     if (!branches_.empty() && branches_.back().parent_active) depends_on_branches();  // read or skipped
     if (fixed_.count(name) || !active()) return;
@@ -581,7 +591,8 @@ class Reader {
     if (!append) {
       v = std::move(value);
     } else if (v.size() <= 1 && value.size() == 1 && t_[i_ - 1] != ')') {
-      v = {{(v.empty() ? std::string() : v.front().text) + value.front().text, v.empty() ? line : v.front().line}};
+      v = {Value{(v.empty() ? std::string() : v.front().text) + value.front().text, v.empty() ? line : v.front().line,
+                 v.empty() ? file_ : v.front().file}};
     } else {
       v.insert(v.end(), value.begin(), value.end());
     }
@@ -632,14 +643,14 @@ class Reader {
         if (i_ + 1 < t_.size() && t_[i_ + 1] == '\n') {
           ++line_;
         } else if (i_ + 1 < t_.size()) {
-          f.add(std::string(1, t_[i_ + 1]), line_);
+          f.add(std::string(1, t_[i_ + 1]), line_, file_);
         }
         i_ += 2;
       } else if (c == '\'') {
         const size_t close = t_.find('\'', i_ + 1);
         const size_t end = close == std::string::npos ? t_.size() : close;
         const std::string s = t_.substr(i_ + 1, end - i_ - 1);
-        f.add(s, line_);
+        f.add(s, line_, file_);
         for (char ch : s) line_ += ch == '\n';
         i_ = end + 1;
       } else if (c == '"') {
@@ -648,18 +659,18 @@ class Reader {
         const int line = line_;
         const Expansion e = dollar();
         if (e.literal || no_split) {
-          f.add(join(e.values), line);
+          f.add(join(e.values), line, file_);
         } else {
           for (size_t k = 0; k < e.values.size(); ++k) {
             if (k > 0) f.split();
-            f.add_split(e.values[k].text, e.values[k].line);
+            f.add_split(e.values[k].text, e.values[k].line, e.values[k].file);
           }
         }
       } else if (c == '`') {
         const int line = line_;
-        f.add(backtick(), line);
+        f.add(backtick(), line, file_);
       } else {
-        f.add(std::string(1, c), line_);
+        f.add(std::string(1, c), line_, file_);
         ++i_;
       }
     }
@@ -669,7 +680,7 @@ class Reader {
 
   void double_quoted(Fields& f) {
     ++i_;
-    f.add("", line_);
+    f.add("", line_, file_);
     while (i_ < t_.size() && t_[i_] != '"') {
       const char c = t_[i_];
       if (c == '\\' && i_ + 1 < t_.size()) {
@@ -677,9 +688,9 @@ class Reader {
         if (n == '\n') {
           ++line_;
         } else if (n == '$' || n == '`' || n == '"' || n == '\\') {
-          f.add(std::string(1, n), line_);
+          f.add(std::string(1, n), line_, file_);
         } else {
-          f.add(std::string{c, n}, line_);
+          f.add(std::string{c, n}, line_, file_);
         }
         i_ += 2;
       } else if (c == '$') {
@@ -688,16 +699,17 @@ class Reader {
         if (e.multi) {
           for (size_t k = 0; k < e.values.size(); ++k) {
             if (k > 0) f.split();
-            f.add(e.values[k].text, e.values[k].line);
+            f.add(e.values[k].text, e.values[k].line, e.values[k].file);
           }
         } else {
-          f.add(join(e.values), e.values.size() == 1 && !e.literal ? e.values.front().line : line);
+          const bool one = e.values.size() == 1 && !e.literal;
+          f.add(join(e.values), one ? e.values.front().line : line, one ? e.values.front().file : file_);
         }
       } else if (c == '`') {
         const int line = line_;
-        f.add(backtick(), line);
+        f.add(backtick(), line, file_);
       } else {
-        f.add(std::string(1, c), line_);
+        f.add(std::string(1, c), line_, file_);
         line_ += c == '\n';
         ++i_;
       }
@@ -718,6 +730,36 @@ class Reader {
     for (char ch : s) line_ += ch == '\n';
     i_ = end;
     return s;
+  }
+
+  // source FILE / . FILE: read through sources_.reader into the same variables, its options and
+  // values marked with the file. What cannot be read is a note.
+  void source(const std::string& command, const std::vector<Value>& words, size_t k) {
+    const std::string path = k + 1 < words.size() ? words[k + 1].text : "";
+    const auto not_followed = [&](const std::string& why) {
+      out_.notes.push_back(fmt::format("{}: {} {} is not followed ({}): the variables it sets are unset here "
+                                       "(give the ones the run needs with --var NAME=VALUE)",
+                                       where(words[k]), command, path, why));
+    };
+    if (path.empty() || !unresolved_reference(path).empty()) return not_followed("its path is not known here");
+    const std::optional<std::string> text = sources_.reader && *sources_.reader ? (*sources_.reader)(path) : std::nullopt;
+    if (!text) return not_followed("the file cannot be read");
+    if (depth_ >= kMaxDepth) return not_followed("sourced files nest too deep");
+    sources_.names.push_back(path);
+    const int file = static_cast<int>(sources_.names.size()) - 1;
+    // Its own line numbers; line endings as in read_launch_script.
+    std::string lf;
+    for (size_t p = 0; p < text->size(); ++p) {
+      if (!((*text)[p] == '\r' && p + 1 < text->size() && (*text)[p + 1] == '\n')) lf += (*text)[p];
+    }
+    Reader sub(lf, vars_, fixed_, sources_, file, 1, depth_ + 1);
+    LaunchScript inner = sub.run();
+    for (auto& o : inner.options) out_.options.push_back(std::move(o));
+    for (auto& n : inner.notes) out_.notes.push_back(std::move(n));
+  }
+  // "line 12" in the script read, "cluster.sh line 3" in a file it sources.
+  std::string where(const Value& v) const {
+    return v.file == 0 ? fmt::format("line {}", v.line) : fmt::format("{} line {}", sources_.names[v.file], v.line);
   }
 
   // The index just past the bracket that closes the one at `open` ('(' or '{'), quotes skipped.
@@ -742,9 +784,9 @@ class Reader {
     const std::string s = t_.substr(from, i_ - from);
     const int line = line_;
     for (char ch : s) line_ += ch == '\n';
-    return {{{s, line}}, false, true};
+    return {{Value{s, line, file_}}, false, true};
   }
-  Expansion text(std::string s) const { return {{{std::move(s), line_}}, false, false}; }
+  Expansion text(std::string s) const { return {{Value{std::move(s), line_, file_}}, false, false}; }
 
   // At a '$': the expansion, with the reading position past it.
   Expansion dollar() {
@@ -840,7 +882,7 @@ class Reader {
           v.text[q] = static_cast<char>(rest[0] == ',' ? std::tolower(ch) : std::toupper(ch));
         }
       }
-      return {values.empty() ? std::vector<Value>{{"", line_}} : values, sub == "@", false};
+      return {values.empty() ? std::vector<Value>{Value{"", line_, file_}} : values, sub == "@", false};
     }
     if (p < body.size()) {
       const bool colon = body[p] == ':';
@@ -861,12 +903,15 @@ class Reader {
       }
       if (!missing) return {values, sub == "@", false};
       if (unresolved) return literal(from);
-      if (op == '=' && !fixed_.count(name)) vars_[name] = {{word, line_}};
+      if (op == '=' && !fixed_.count(name)) vars_[name] = {Value{word, line_, file_}};
       return text(word);
     }
     if (!set) return literal(from);
-    if (sub == "*") return {{{join(values), values.empty() ? line_ : values.front().line}}, false, false};
-    return {values.empty() ? std::vector<Value>{{"", line_}} : values, sub == "@", false};
+    if (sub == "*") {
+      return {{Value{join(values), values.empty() ? line_ : values.front().line, values.empty() ? file_ : values.front().file}},
+              false, false};
+    }
+    return {values.empty() ? std::vector<Value>{Value{"", line_, file_}} : values, sub == "@", false};
   }
 
   // Expands s as the inside of double quotes; unresolved is set when a reference stays as written.
@@ -876,7 +921,7 @@ class Reader {
       unresolved = true;
       return s;
     }
-    Reader sub(s, vars_, fixed_, line_, depth_ + 1);
+    Reader sub(s, vars_, fixed_, sources_, file_, line_, depth_ + 1);
     std::string out;
     while (sub.i_ < s.size()) {
       const char c = s[sub.i_];
@@ -908,9 +953,7 @@ class Reader {
     const std::string command = program;
     if (command == "echo" || command == "printf") return;  // prints a command line; runs nothing
     if (command == "source" || command == ".") {
-      out_.notes.push_back(fmt::format("line {}: {} {} is not followed: the variables it sets are unset here (give "
-                                       "the ones the run needs with --var NAME=VALUE)",
-                                       words[k].line, command, k + 1 < words.size() ? words[k + 1].text : ""));
+      source(command, words, k);
       return;
     }
     LaunchOption* open = nullptr;  // the option collecting values
@@ -919,12 +962,12 @@ class Reader {
       const bool number = w.size() > 1 && w[0] == '-' && (std::isdigit(static_cast<unsigned char>(w[1])) || w[1] == '.');
       if (w.size() > 2 && w[0] == '-' && w[1] == '-') {
         const auto eq = w.find('=');
-        LaunchOption o{w.substr(0, eq), {}, words[j].line, program};
+        LaunchOption o{w.substr(0, eq), {}, words[j].line, program, sources_.names[words[j].file]};
         if (eq != std::string::npos) o.values.push_back(w.substr(eq + 1));
         out_.options.push_back(std::move(o));
         open = eq == std::string::npos ? &out_.options.back() : nullptr;
       } else if (w.size() > 1 && w[0] == '-' && !number) {
-        out_.options.push_back({w, {}, words[j].line, program});
+        out_.options.push_back({w, {}, words[j].line, program, sources_.names[words[j].file]});
         open = &out_.options.back();
       } else if (program_word(w) || ends_with(w, ".py") || ends_with(w, ".sh")) {
         // A program inside this command (srun ... torchrun ..., python -m torch.distributed.run):
@@ -955,11 +998,11 @@ class Reader {
       bare_.insert(bare_.end(), std::make_move_iterator(out_.options.begin() + static_cast<long>(first_new)),
                    std::make_move_iterator(out_.options.end()));
       out_.options.resize(first_new);
-      bare_lines_.push_back(words[k].line);
+      bare_lines_.push_back(words[k]);
       return;
     }
     if (!inner_text.empty() && depth_ < kMaxDepth) {
-      Reader sub(inner_text, vars_, fixed_, inner_line, depth_ + 1);
+      Reader sub(inner_text, vars_, fixed_, sources_, file_, inner_line, depth_ + 1);
       LaunchScript inner = sub.run();
       for (auto& o : inner.options) out_.options.push_back(std::move(o));
       for (auto& n : inner.notes) out_.notes.push_back(std::move(n));
@@ -969,20 +1012,23 @@ class Reader {
   const std::string& t_;
   Vars& vars_;
   const std::set<std::string>& fixed_;
+  Sources& sources_;
   size_t i_ = 0;
   int line_ = 1;
   LaunchScript out_;
   std::vector<Branch> branches_;
   int condition_from_ = -1;  // index in the command's words of the if / elif being read, or -1
   int depth_ = 0;
+  int file_ = 0;
   std::vector<LaunchOption> bare_;  // options of commands made of options alone
-  std::vector<int> bare_lines_;
+  std::vector<Value> bare_lines_;  // the first word of each such command
   std::vector<std::pair<std::string, bool>> heredocs_;  // here-documents opened on this line: delimiter, <<-
 };
 
 }  // namespace
 
-LaunchScript read_launch_script(const std::string& crlf_text, const std::map<std::string, std::string>& vars) {
+LaunchScript read_launch_script(const std::string& crlf_text, const std::map<std::string, std::string>& vars,
+                                const SourceReader& source) {
   // Windows line endings: "\r\n" read as "\n" (a backslash before "\r\n" continues the line).
   std::string text;
   text.reserve(crlf_text.size());
@@ -992,10 +1038,12 @@ LaunchScript read_launch_script(const std::string& crlf_text, const std::map<std
   Vars values;
   std::set<std::string> fixed;
   for (const auto& [k, v] : vars) {
-    values[k] = {{v, 0}};
+    values[k] = {Value{v, 0, 0}};
     fixed.insert(k);
   }
-  return Reader(text, values, fixed).run();
+  Reader::Sources sources;
+  sources.reader = &source;
+  return Reader(text, values, fixed, sources).run();
 }
 
 std::string unresolved_reference(const std::string& value) {

@@ -6,8 +6,10 @@
 // backslash-newline continuations, NAME=value and NAME=( ... ) assignments (also NAME+=, and after
 // export / declare / local), $NAME, ${NAME}, ${NAME:-default}, ${NAME:=default}, ${NAME:+word},
 // ${NAME[@]}, ${NAME[i]}, $((arithmetic)) — and #SBATCH directive lines, whose options count as
-// sbatch's; `bash -c "..."` and `eval ...` are read as scripts; `source FILE` is not (a note says
-// so); echo / printf lines are not commands; here-document bodies are skipped;
+// sbatch's; `bash -c "..."` and `eval ...` are read as scripts; `source FILE` / `. FILE` is read
+// through `source` (its options carry the file's name and lines; without a reader, or when the
+// path is not known, a note says it was not followed); echo / printf lines are not commands;
+// here-document bodies are skipped;
 // CRLF line endings are read as LF. Of if / elif / else / fi it follows the branch whose condition
 // is string or integer tests ([[ ]], [ ], test, joined by && and ||) that hold; a condition it
 // cannot decide (a file test, a command's exit status, an unset variable) makes it follow every
@@ -20,7 +22,9 @@
 // variable unexpanded. Pure function.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +33,9 @@ namespace calisim {
 struct LaunchOption {
   std::string name;                 // as written before any '=': "--num-layers", "--nproc_per_node", "-N"
   std::vector<std::string> values;  // "--x=v": {"v"}; "--x a b": {"a", "b"}; a flag alone: {}
-  int line = 0;                     // 1-based line of the option word
+  int line = 0;                     // 1-based line of the option word (in `file`)
   std::string program;              // the command's program ("torchrun", "srun", "python", "#SBATCH", ...)
+  std::string file;                 // "" for the script read, else the path of the sourced file it is in
 };
 
 struct LaunchScript {
@@ -40,7 +45,12 @@ struct LaunchScript {
   std::vector<std::string> notes;
 };
 
-LaunchScript read_launch_script(const std::string& text, const std::map<std::string, std::string>& vars = {});
+// The text of a file that the script sources (`source PATH`, `. PATH`, PATH as written), or
+// nullopt when it cannot be read. The caller decides where relative paths are found.
+using SourceReader = std::function<std::optional<std::string>(const std::string& path)>;
+
+LaunchScript read_launch_script(const std::string& text, const std::map<std::string, std::string>& vars = {},
+                                const SourceReader& source = {});
 
 // The first shell reference left unexpanded in a value ("$NUM_NODES", "${GPUS:?}", "$(nproc)",
 // "$1"), or "" when the value holds none.

@@ -152,9 +152,9 @@ class Options {
         lines += (lines.empty() ? "" : ", ") + std::to_string(o->line);
       }
       if (distinct.size() > 1) {
-        notes->push_back(fmt::format("{} is given {} times with different values (lines {}); the last, line {}, "
+        notes->push_back(fmt::format("{} is given {} times with different values (lines {}); the last, {}, "
                                      "counts (as argparse reads it)",
-                                     last->name, all.size(), lines, last->line));
+                                     last->name, all.size(), lines, at(*last)));
       }
     }
     return last;
@@ -165,8 +165,12 @@ class Options {
     for (const char* n : names) read_.insert(n);
   }
 
-  std::string where(const LaunchOption& o) const { return fmt::format("line {}: {}", o.line, o.name); }
-  std::string origin(const LaunchOption& o) const { return fmt::format("{} (line {})", o.name, o.line); }
+  // "line 12: --num-layers" ("cluster.sh line 3: ..." for a flag in a sourced file).
+  static std::string at(const LaunchOption& o) {
+    return o.file.empty() ? fmt::format("line {}", o.line) : fmt::format("{} line {}", o.file, o.line);
+  }
+  std::string where(const LaunchOption& o) const { return at(o) + ": " + o.name; }
+  std::string origin(const LaunchOption& o) const { return fmt::format("{} ({})", o.name, at(o)); }
 
   // The option's first value, checked for shell references left unexpanded.
   std::string value(const LaunchOption& o) const {
@@ -290,7 +294,7 @@ class Importer {
     strategy();
     for (const auto& [name, why] : not_modelled_flags()) {
       if (const LaunchOption* x = o_.find({name.c_str()})) {
-        r_.not_modelled.push_back(fmt::format("{} (line {}): {}", x->name, x->line, why));
+        r_.not_modelled.push_back(fmt::format("{}: {}", o_.origin(*x), why));
       }
     }
     r_.not_read = o_.unread();
@@ -449,9 +453,9 @@ class Importer {
                   "--num-query-groups");
     } else {
       if (groups) {
-        r_.notes.push_back(fmt::format("--num-query-groups (line {}) has no effect without --group-query-attention: "
-                                       "Megatron runs full multi-head attention",
-                                       groups->line));
+        r_.notes.push_back(fmt::format("{} has no effect without --group-query-attention: Megatron runs full "
+                                       "multi-head attention",
+                                       o_.origin(*groups)));
       }
       model_field("kv_head_num", heads, "Megatron default: one KV head per query head (no --group-query-attention)",
                   "--group-query-attention");
@@ -522,8 +526,8 @@ class Importer {
     } else if (vocab) {
       model_field("vocab_size", o_.integer(*vocab, 1), o_.origin(*vocab), "--vocab-size");
       if (!tok_v.empty()) {
-        r_.notes.push_back(fmt::format("--vocab-size (line {}) taken as the vocabulary; Megatron takes {}'s own size",
-                                       vocab->line, tok_v));
+        r_.notes.push_back(fmt::format("{} taken as the vocabulary; Megatron takes {}'s own size", o_.origin(*vocab),
+                                       tok_v));
       }
     } else if (tok_v == "GPT2BPETokenizer") {
       model_field("vocab_size", 50257, o_.origin(*tok) + ": the GPT-2 BPE vocabulary, 50,257 tokens");
@@ -901,7 +905,7 @@ class Importer {
     } else {
       for (const char* f : {"--fp8-recipe", "--fp8-param-gather", "--first-last-layers-bf16"}) {
         if (const LaunchOption* x = find({f})) {
-          r_.notes.push_back(fmt::format("{} (line {}) has no effect without --fp8-format", x->name, x->line));
+          r_.notes.push_back(fmt::format("{} has no effect without --fp8-format", o_.origin(*x)));
         }
       }
     }
@@ -918,7 +922,7 @@ class Importer {
     const std::string gran = act ? "selective" : g ? o_.value(*g) : "";
     if (gran.empty()) {
       for (const LaunchOption* x : {method, num, modules}) {
-        if (x) r_.notes.push_back(fmt::format("{} (line {}) has no effect without --recompute-granularity", x->name, x->line));
+        if (x) r_.notes.push_back(fmt::format("{} has no effect without --recompute-granularity", o_.origin(*x)));
       }
       return;
     }
@@ -995,9 +999,9 @@ class Importer {
     strategy_field("enable_dropout", on, from, attn_flag ? "--attention-dropout" : "--hidden-dropout");
 
     if (const LaunchOption* impl = find({"--transformer-impl"}); impl && o_.value(*impl) == "local") {
-      r_.not_modelled.push_back(fmt::format("--transformer-impl local (line {}): Megatron's own layers are priced as "
-                                            "TransformerEngine's (fused kernels, FP8 where asked)",
-                                            impl->line));
+      r_.not_modelled.push_back(fmt::format("{} local: Megatron's own layers are priced as TransformerEngine's "
+                                            "(fused kernels, FP8 where asked)",
+                                            o_.origin(*impl)));
     }
     const LaunchOption* backend = find({"--attention-backend"});
     o_.mark_read({"--use-flash-attn"});
@@ -1034,9 +1038,9 @@ class Importer {
       const LaunchOption& by = impl ? *impl : old_local ? *old_local : *old_te;
       const std::vector<std::string> scopes = scope ? o_.list(*scope) : std::vector<std::string>{};
       if (scopes.empty()) {
-        r_.not_modelled.push_back(fmt::format("{} (line {}): CUDA graphs without --cuda-graph-scope (Megatron's "
-                                              "whole-layer default) are not modelled; host dispatch is priced eager",
-                                              by.name, by.line));
+        r_.not_modelled.push_back(fmt::format("{}: CUDA graphs without --cuda-graph-scope (Megatron's whole-layer "
+                                              "default) are not modelled; host dispatch is priced eager",
+                                              o_.origin(by)));
       } else if (scopes.size() == 1 && scopes.front() == "full_iteration") {
         strategy_field("cuda_graph_scope", "full_iteration", o_.origin(by) + " " + o_.origin(*scope), scope->name);
       } else {

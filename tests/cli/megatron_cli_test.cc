@@ -106,6 +106,28 @@ TEST(CliMegatron, ErrorsNameTheScriptLineAndFlag) {
   EXPECT_NE(missing.out.find("/nonexistent/run.sh: file not found"), std::string::npos) << missing.out;
 }
 
+// A sourced file beside the script is read; its flags' errors name it and its line.
+TEST(CliMegatron, SourcedFilesAreReadBesideTheScript) {
+  const std::string dir = ::testing::TempDir() + "megatron_source/";
+  ASSERT_EQ(calisim::testing_support::run_shell("mkdir -p " + dir).code, 0);
+  write_temp_file("megatron_source/model.sh", "NUM_LAYERS=8\nPARALLEL=(--tensor-model-parallel-size 3)\n");
+  write_temp_file("megatron_source/run.sh",
+                  "source model.sh\n"
+                  "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers $NUM_LAYERS --hidden-size 1024 \\\n"
+                  "  --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --bf16 --vocab-size 32000 \\\n"
+                  "  \"${PARALLEL[@]}\"\n");
+  const CommandResult r = run_calisim("configs import-megatron " + dir + "run.sh --world-size 24");
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find("run.sh (Megatron arguments): model.sh line 2: --tensor-model-parallel-size (strategy.tp_size): "
+                       "head_num (16"),
+            std::string::npos)
+      << r.out;
+  const CommandResult ok = run_calisim("configs import-megatron " + dir + "run.sh --set strategy.tp_size=2");
+  EXPECT_EQ(ok.code, 0) << ok.out;
+  EXPECT_NE(ok.out.find("--num-layers (line 2)"), std::string::npos) << ok.out;
+  EXPECT_NE(ok.out.find("--tensor-model-parallel-size (model.sh line 2)"), std::string::npos) << ok.out;
+}
+
 TEST(CliMegatron, SearchTakesTheScriptsRun) {
   const nlohmann::json doc = json_of("search --megatron " + kLlamaScript +
                                      " --system h100-sxm --set model.vocab_size=128256 --top 3 --tp 8 --pp 4 --json");

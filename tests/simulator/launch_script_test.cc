@@ -221,6 +221,21 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
   ASSERT_EQ(src.notes.size(), 1u);
   EXPECT_EQ(src.notes[0].rfind("line 1: source ./cluster.sh is not followed", 0), 0u) << src.notes[0];
   EXPECT_EQ(option(src, "--num-layers")->values, (std::vector<std::string>{"$NL"}));
+  // With a reader, a sourced file sets variables and passes flags, each flag marked with its file.
+  const SourceReader files = [](const std::string& path) -> std::optional<std::string> {
+    if (path == "./cluster.sh") return "NL=32\r\n# layers and width\r\nMODEL_ARGS=(--hidden-size 4096)\r\n";
+    return std::nullopt;
+  };
+  const LaunchScript followed = read_launch_script(
+      "source ./cluster.sh\n. missing.sh\npython pretrain_gpt.py --num-layers $NL \"${MODEL_ARGS[@]}\"\n", {}, files);
+  EXPECT_EQ(option(followed, "--num-layers")->values, (std::vector<std::string>{"32"}));
+  EXPECT_EQ(option(followed, "--num-layers")->file, "");
+  EXPECT_EQ(option(followed, "--num-layers")->line, 3);
+  EXPECT_EQ(option(followed, "--hidden-size")->file, "./cluster.sh");
+  EXPECT_EQ(option(followed, "--hidden-size")->line, 3);
+  ASSERT_EQ(followed.notes.size(), 1u);
+  EXPECT_EQ(followed.notes[0].rfind("line 2: . missing.sh is not followed (the file cannot be read)", 0), 0u)
+      << followed.notes[0];
   // A substitution left as written stays one word when a variable holding it is split.
   const LaunchScript u = read_launch_script("G=`nproc --all`\nARGS=\"--nproc_per_node $G --nnodes 2\"\ntorchrun $ARGS x.py\n");
   EXPECT_EQ(option(u, "--nproc_per_node")->values, (std::vector<std::string>{"`nproc --all`"}));
