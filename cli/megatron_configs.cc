@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -47,6 +48,54 @@ std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<s
 
 }  // namespace
 
+std::optional<long long> tokenizer_json_vocab(const nlohmann::json& doc) {
+  // len(tokenizer) of a Hugging Face fast tokenizer: its ids run from 0, base vocabulary and added
+  // tokens together, so the count is the largest id + 1 (BPE / WordPiece: {token: id}; Unigram:
+  // [[token, score], ...] in id order).
+  long long top = -1;
+  if (!doc.is_object() || !doc.contains("model") || !doc["model"].is_object()) return std::nullopt;
+  const nlohmann::json& vocab = doc["model"].value("vocab", nlohmann::json());
+  if (vocab.is_object()) {
+    for (const auto& [token, id] : vocab.items()) {
+      if (id.is_number_integer()) top = std::max(top, id.get<long long>());
+    }
+  } else if (vocab.is_array()) {
+    top = static_cast<long long>(vocab.size()) - 1;
+  } else {
+    return std::nullopt;
+  }
+  if (doc.contains("added_tokens") && doc["added_tokens"].is_array()) {
+    for (const auto& t : doc["added_tokens"]) {
+      if (t.is_object() && t.contains("id") && t["id"].is_number_integer()) top = std::max(top, t["id"].get<long long>());
+    }
+  }
+  if (top < 0) return std::nullopt;
+  return top + 1;
+}
+
+std::optional<TokenizerVocab> local_tokenizer_vocab(const std::string& tokenizer_model, const std::string& script) {
+  namespace fs = std::filesystem;
+  std::vector<fs::path> tries;
+  for (const fs::path& base : {fs::path(tokenizer_model), fs::path(script).parent_path() / tokenizer_model}) {
+    std::error_code ec;
+    if (fs::is_directory(base, ec)) tries.push_back(base / "tokenizer.json");
+    else if (base.filename() == "tokenizer.json") tries.push_back(base);
+    else if (fs::is_regular_file(base, ec)) tries.push_back(base.parent_path() / "tokenizer.json");  // tokenizer.model
+  }
+  for (const fs::path& p : tries) {
+    std::error_code ec;
+    if (!fs::is_regular_file(p, ec)) continue;
+    nlohmann::json doc;
+    try {
+      doc = read_json_file(p.string());
+    } catch (const InputError&) {
+      continue;  // not a tokenizer file we can read: the import asks for --vocab-size
+    }
+    if (const auto n = tokenizer_json_vocab(doc)) return TokenizerVocab{*n, p.string()};
+  }
+  return std::nullopt;
+}
+
 MegatronImport read_megatron(const MegatronInputs& in) {
   if (!std::filesystem::exists(in.script)) throw InputError(in.script, "", "file not found");
   if (std::filesystem::is_directory(in.script)) throw InputError(in.script, "", "is a directory");
@@ -65,6 +114,7 @@ MegatronImport read_megatron(const MegatronInputs& in) {
   MegatronImportOptions opt;
   opt.world_size = in.world_size;
   opt.vocab_size = in.vocab_size;
+  opt.tokenizer_vocab = [&in](const std::string& model) { return local_tokenizer_vocab(model, in.script); };
   // A sourced file is looked up as written when absolute, else beside the script, then in the
   // working directory (where a launcher usually runs from).
   const std::filesystem::path dir = std::filesystem::path(in.script).parent_path();

@@ -28,6 +28,14 @@ struct MegatronInputs {
 
 MegatronImport read_megatron(const MegatronInputs& in);
 
+// The vocabulary of a Hugging Face tokenizer.json as len(tokenizer) counts it (largest id + 1),
+// nullopt for another format.
+std::optional<long long> tokenizer_json_vocab(const nlohmann::json& doc);
+// --tokenizer-model's tokenizer.json (the path itself, a directory holding it, or the folder of a
+// tokenizer file it names; as written, then beside the script), counted; nullopt when none is
+// readable here.
+std::optional<TokenizerVocab> local_tokenizer_vocab(const std::string& tokenizer_model, const std::string& script);
+
 // The positive integer a "--set path=N" gives (the last such), so that a script without a GPU
 // count or a vocabulary still imports when the command line overrides them anyway.
 std::optional<long long> override_integer(const std::vector<std::string>& overrides, const std::string& path);

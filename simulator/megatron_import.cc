@@ -514,8 +514,17 @@ class Importer {
     const LaunchOption* tok = find({"--tokenizer-type"});
     const LaunchOption* vocab = find({"--vocab-size"});
     const LaunchOption* merges = find({"--merge-file"});
-    o_.mark_read({"--tokenizer-model", "--vocab-file"});
+    const LaunchOption* tok_model = find({"--tokenizer-model"});
+    o_.mark_read({"--vocab-file"});
     const std::string tok_v = tok ? o_.value(*tok) : "";
+    // The tokenizer's own files, where the caller can read them (Megatron counts its tokenizer, and
+    // takes --vocab-size only for NullTokenizer).
+    std::optional<TokenizerVocab> counted;
+    if (tok_model && tok_v != "NullTokenizer" && opt_.tokenizer_vocab &&
+        unresolved_reference(tok_model->values.empty() ? "" : tok_model->values.front()).empty() &&
+        !tok_model->values.empty()) {
+      counted = opt_.tokenizer_vocab(tok_model->values.front());
+    }
     if (opt_.vocab_size) {
       model_field("vocab_size", *opt_.vocab_size, "calisim --vocab-size");
     } else if (tok_v == "NullTokenizer") {
@@ -523,6 +532,14 @@ class Importer {
       // Megatron's NullTokenizer adds the end-of-document token to the size it is given.
       model_field("vocab_size", o_.integer(*vocab, 1) + 1,
                   o_.origin(*vocab) + " + 1 (NullTokenizer's end-of-document token)", "--vocab-size");
+    } else if (counted) {
+      model_field("vocab_size", counted->size,
+                  fmt::format("{}: {} tokens in {}", o_.origin(*tok_model), counted->size, counted->file),
+                  "--tokenizer-model");
+      if (vocab && o_.integer(*vocab, 1) != counted->size) {
+        r_.notes.push_back(fmt::format("{} differs from the tokenizer's {} tokens; Megatron counts the tokenizer",
+                                       o_.origin(*vocab), counted->size));
+      }
     } else if (vocab) {
       model_field("vocab_size", o_.integer(*vocab, 1), o_.origin(*vocab), "--vocab-size");
       if (!tok_v.empty()) {
@@ -536,10 +553,13 @@ class Importer {
                   o_.origin(*merges) + " without --tokenizer-type: GPT-2 BPE files, 50,257 tokens");
     } else {
       throw InputError(file_, tok ? o_.where(*tok) : "--tokenizer-type",
-                       fmt::format("the vocabulary size of {} is not in the script: give it with --vocab-size N "
+                       fmt::format("the vocabulary size of {} is not in the script{}: give it with --vocab-size N "
                                    "(calisim configs import-megatron) or --set model.vocab_size=N (calisim simulate), "
                                    "e.g. 128256 for Llama 3, 32000 for Llama 2",
-                                   tok_v.empty() ? "the tokenizer" : "tokenizer " + tok_v));
+                                   tok_v.empty() ? "the tokenizer" : "tokenizer " + tok_v,
+                                   tok_model && !tok_model->values.empty()
+                                       ? " and no tokenizer.json is readable at " + tok_model->values.front()
+                                       : ""));
     }
   }
 

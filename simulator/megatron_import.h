@@ -19,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -28,9 +29,19 @@
 
 namespace calisim {
 
+// The vocabulary of a tokenizer that --tokenizer-model names, as Megatron's tokenizer would count
+// it, and the file it was counted in.
+struct TokenizerVocab {
+  long long size = 0;
+  std::string file;
+};
+
 struct MegatronImportOptions {
   std::optional<long long> world_size;  // GPUs, when not (or not as wanted) in the launcher lines
   std::optional<long long> vocab_size;  // the tokenizer's vocabulary, when the script cannot tell it
+  // Counts the vocabulary of --tokenizer-model's tokenizer (I/O lives with the caller); nullopt
+  // when it cannot be read there.
+  std::function<std::optional<TokenizerVocab>(const std::string& tokenizer_model)> tokenizer_vocab;
 };
 
 struct MegatronSetting {

@@ -128,6 +128,35 @@ TEST(CliMegatron, SourcedFilesAreReadBesideTheScript) {
   EXPECT_NE(ok.out.find("--tensor-model-parallel-size (model.sh line 2)"), std::string::npos) << ok.out;
 }
 
+// A Hugging Face tokenizer whose tokenizer.json is readable is counted as Megatron counts it
+// (len(tokenizer): the largest id + 1, added tokens included); --vocab-size is then not needed.
+TEST(CliMegatron, TheVocabularyIsCountedFromALocalTokenizer) {
+  const std::string dir = ::testing::TempDir() + "megatron_tok/";
+  ASSERT_EQ(calisim::testing_support::run_shell("mkdir -p " + dir + "bpe " + dir + "unigram").code, 0);
+  write_temp_file("megatron_tok/bpe/tokenizer.json",
+                  R"({"model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "c": 2}},
+                      "added_tokens": [{"id": 3, "content": "<s>"}, {"id": 6, "content": "<eot>"}]})");
+  write_temp_file("megatron_tok/unigram/tokenizer.json",
+                  R"({"model": {"type": "Unigram", "vocab": [["a", 0.0], ["b", -1.0], ["c", -2.0], ["d", -3.0]]}})");
+  const std::string args =
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 "
+      "--seq-length 512 --micro-batch-size 1 --bf16 --tokenizer-type HuggingFaceTokenizer ";
+  write_temp_file("megatron_tok/bpe.sh", args + "--tokenizer-model bpe --vocab-size 5\n");  // beside the script
+  write_temp_file("megatron_tok/unigram.sh", args + "--tokenizer-model " + dir + "unigram\n");
+  const nlohmann::json bpe = json_of("configs import-megatron " + dir + "bpe.sh --json");
+  EXPECT_EQ(bpe["model"]["vocab_size"], 7);
+  EXPECT_NE(bpe["warnings"].dump().find("--vocab-size (line 1) differs from the tokenizer's 7 tokens"),
+            std::string::npos)
+      << bpe["warnings"].dump();
+  EXPECT_EQ(json_of("configs import-megatron " + dir + "unigram.sh --json")["model"]["vocab_size"], 4);
+  write_temp_file("megatron_tok/hub.sh", args + "--tokenizer-model meta-llama/Meta-Llama-3-8B\n");
+  const CommandResult hub = run_calisim("configs import-megatron " + dir + "hub.sh");
+  EXPECT_EQ(hub.code, 2);
+  EXPECT_NE(hub.out.find("and no tokenizer.json is readable at meta-llama/Meta-Llama-3-8B: give it with --vocab-size"),
+            std::string::npos)
+      << hub.out;
+}
+
 TEST(CliMegatron, SearchTakesTheScriptsRun) {
   const nlohmann::json doc = json_of("search --megatron " + kLlamaScript +
                                      " --system h100-sxm --set model.vocab_size=128256 --top 3 --tp 8 --pp 4 --json");
