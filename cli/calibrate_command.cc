@@ -21,6 +21,7 @@
 #include "calibration/calibrate.h"
 #include "calibration/calibrated_system.h"
 #include "cli/commands.h"
+#include "cli/megatron_configs.h"
 #include "cli/config_catalog.h"
 #include "cli/progress_bar.h"
 #include "cli/table.h"
@@ -42,7 +43,8 @@ namespace cal = calisim::calibration;
 using nlohmann::ordered_json;
 
 struct CalibrateArgs {
-  std::string system, model, strategy, db, out, plan_out;
+  ConfigChoice configs;  // --model / --strategy, or --megatron
+  std::string system, db, out, plan_out;
   std::vector<std::string> overrides;
   bool json = false;
 };
@@ -281,7 +283,7 @@ std::string render(const cal::Calibration& c, const std::vector<cal::MissingFami
 }
 
 void run(const CalibrateArgs& a) {
-  const RunConfigs rc = load_run_configs(a.model, a.strategy, a.system, a.overrides);
+  const RunConfigs rc = load_chosen_configs(a.configs, a.system, a.overrides);
   const KernelPlan plan = plan_kernels(rc.model, rc.strategy, rc.system);
 
   // What the database lacks before any profiling (the device may not be in it yet).
@@ -299,8 +301,8 @@ void run(const CalibrateArgs& a) {
     }
     missing_before = cal::missing_kernels(plan, rows);
   }
-  missing_before.description = fmt::format("kernels of model {} with strategy {} on system {} missing from {}", a.model,
-                                           a.strategy, a.system, a.db);
+  missing_before.description =
+      fmt::format("kernels of {} on system {} missing from {}", a.configs.describe(), a.system, a.db);
   ProfilingOutcome prof;
 #ifdef CALISIM_HAVE_CUDA_PROFILER
   prof = profile_missing(missing_before, rc, a.db, a.json);
@@ -379,8 +381,15 @@ void run(const CalibrateArgs& a) {
     text += fmt::format("missing kernels written to {} (measure them: calisim profile run --plan {} --db {})\n",
                         a.plan_out, a.plan_out, a.db);
   }
-  text += fmt::format("simulate with it: calisim simulate --model {} --strategy {} --system {}{}\n",
-                      shell_quote(a.model), shell_quote(a.strategy), shell_quote(out_path), simulate_overrides(a.overrides));
+  std::string configs;
+  if (a.configs.megatron.empty()) {
+    configs = "--model " + shell_quote(a.configs.model) + " --strategy " + shell_quote(a.configs.strategy);
+  } else {
+    configs = "--megatron " + shell_quote(a.configs.megatron);
+    for (const auto& v : a.configs.vars) configs += " --var " + shell_quote(v);
+  }
+  text += fmt::format("simulate with it: calisim simulate {} --system {}{}\n", configs, shell_quote(out_path),
+                      simulate_overrides(a.overrides));
   for (const auto& w : rc.warnings) text += "warning: " + w + "\n";
   fmt::print("{}", text);
 }
@@ -392,8 +401,7 @@ void register_calibrate(CLI::App& app) {
   CLI::App* sub = app.add_subcommand(
       "calibrate", "Fit a system's efficiencies to a database (profiling what is missing when a GPU is here)");
   sub->add_option("--system", args->system, "system to calibrate: shipped name or path")->required();
-  sub->add_option("--model", args->model, "model whose kernels to plan: shipped name or path")->required();
-  sub->add_option("--strategy", args->strategy, "strategy: shipped name or path")->required();
+  add_config_choice_options(sub, args->configs);
   sub->add_option("--db", args->db, "efficiency database (SQLite) with the device's rows")->required();
   sub->add_option("--out", args->out, "calibrated system file to write (default: <system name>-calibrated.json)");
   sub->add_option("--plan-out", args->plan_out, "also write the missing kernels as a profile plan");

@@ -187,6 +187,43 @@ RunConfigs megatron_run_configs(const MegatronImport& imp, const std::string& sc
   return rc;
 }
 
+std::string ConfigChoice::describe() const {
+  return megatron.empty() ? fmt::format("model {} with strategy {}", model, strategy)
+                          : fmt::format("Megatron script {}", megatron);
+}
+
+void add_config_choice_options(CLI::App* app, ConfigChoice& c) {
+  app->add_option("--model", c.model, "model: shipped name (calisim configs list models) or path to a JSON file");
+  app->add_option("--strategy", c.strategy, "strategy: shipped name or path");
+  app->add_option("--megatron", c.megatron,
+                  "a Megatron-LM launch script (or file of its flags) instead of --model and --strategy (see calisim "
+                  "configs import-megatron)");
+  app->add_option("--var", c.vars, "with --megatron: NAME=VALUE for a shell variable of the script")->take_all();
+}
+
+RunConfigs load_chosen_configs(const ConfigChoice& c, const std::string& system,
+                               const std::vector<std::string>& overrides) {
+  if (c.megatron.empty()) {
+    if (c.model.empty() || c.strategy.empty()) {
+      throw InputError("<command line>", c.model.empty() ? "--model" : "--strategy",
+                       "required: give --model and --strategy, or --megatron SCRIPT");
+    }
+    if (!c.vars.empty()) throw InputError("<command line>", "--var", "goes with --megatron SCRIPT");
+    return load_run_configs(c.model, c.strategy, system, overrides);
+  }
+  if (!c.model.empty() || !c.strategy.empty()) {
+    throw InputError("<command line>", c.model.empty() ? "--strategy" : "--model",
+                     "--megatron gives the model and the strategy: drop --model / --strategy (or override single "
+                     "fields with --set)");
+  }
+  MegatronInputs in;
+  in.script = c.megatron;
+  in.vars = c.vars;
+  in.world_size = override_integer(overrides, "strategy.world_size");
+  in.vocab_size = override_integer(overrides, "model.vocab_size");
+  return megatron_run_configs(read_megatron(in), c.megatron, system, overrides);
+}
+
 std::vector<std::string> megatron_warnings(const MegatronImport& imp) {
   std::vector<std::string> w = imp.notes;
   for (const auto& n : imp.not_modelled) w.push_back("not modelled: " + n);

@@ -8,6 +8,7 @@
 // where every field came from, what is not modelled and which flags were not read.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 
 #include <optional>
@@ -47,6 +48,21 @@ std::string megatron_label(const std::string& script);
 // with a system, loads it too. rc.model_file / rc.strategy_file are the script's label.
 RunConfigs megatron_run_configs(const MegatronImport& imp, const std::string& script, const std::string& system,
                                 const std::vector<std::string>& overrides);
+
+// Where a command's model and strategy come from: --model and --strategy, or --megatron SCRIPT
+// (with --var NAME=VALUE). Shared by simulate, profile plan and calibrate.
+struct ConfigChoice {
+  std::string model, strategy, megatron;
+  std::vector<std::string> vars;
+  bool empty() const { return model.empty() && strategy.empty() && megatron.empty(); }
+  // "model M with strategy S" or "Megatron script F", for descriptions.
+  std::string describe() const;
+};
+void add_config_choice_options(CLI::App* app, ConfigChoice& c);
+// Refuses a half or a mixed choice (InputError on "<command line>"), then loads as
+// load_run_configs or megatron_run_configs does.
+RunConfigs load_chosen_configs(const ConfigChoice& c, const std::string& system,
+                               const std::vector<std::string>& overrides);
 
 // The import as a table (origin of every field, not modelled, not read) and as JSON.
 std::string megatron_report_text(const MegatronImport& imp, const std::string& script);

@@ -20,6 +20,7 @@
 
 #include "calibration/measured_runs.h"
 #include "cli/commands.h"
+#include "cli/megatron_configs.h"
 #include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
 #include "core/error.h"
@@ -45,7 +46,8 @@ namespace {
 namespace prof = calisim::profiler;
 
 struct PlanArgs {
-  std::string model, strategy, system = "h100-sxm", out;
+  ConfigChoice configs;  // --model / --strategy, or --megatron
+  std::string system = "h100-sxm", out;
   std::vector<std::string> runs;  // --runs: plan the kernels of these measured runs instead
   std::vector<std::string> overrides;
   bool json = false;
@@ -68,10 +70,10 @@ struct RunArgs {
 };
 
 prof::ProfilePlan plan_from_configs(const PlanArgs& a) {
-  const RunConfigs rc = load_run_configs(a.model, a.strategy, a.system, a.overrides);
+  const RunConfigs rc = load_chosen_configs(a.configs, a.system, a.overrides);
   const KernelPlan kp = plan_kernels(rc.model, rc.strategy, rc.system);
   prof::ProfilePlan plan;
-  plan.description = fmt::format("kernels of model {} with strategy {} on system {}", a.model, a.strategy, a.system);
+  plan.description = fmt::format("kernels of {} on system {}", a.configs.describe(), a.system);
   for (const auto& k : kp.gemm) plan.add(k);
   for (const auto& k : kp.attention) plan.add(k);
   for (const auto& k : kp.memory) plan.add(k);
@@ -130,12 +132,12 @@ prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
 
 void run_plan_command(const PlanArgs& a) {
   const bool from_runs = !a.runs.empty();
-  if (from_runs == !(a.model.empty() && a.strategy.empty())) {
+  if (from_runs == !a.configs.empty()) {
     throw InputError("<command line>", "profile plan",
-                     from_runs ? "--runs plans the rows' own configs: leave out --model and --strategy"
-                               : "give --model and --strategy, or --runs FILE");
+                     from_runs ? "--runs plans the rows' own configs: leave out --model, --strategy and --megatron"
+                               : "give --model and --strategy (or --megatron SCRIPT), or --runs FILE");
   }
-  if (!from_runs && (a.model.empty() || a.strategy.empty())) {
+  if (!from_runs && a.configs.megatron.empty() && (a.configs.model.empty() || a.configs.strategy.empty())) {
     throw InputError("<command line>", "profile plan", "give both --model and --strategy");
   }
   RowsPlanned rows;
@@ -370,8 +372,7 @@ void register_profile(CLI::App& app) {
 
   auto pa = std::make_shared<PlanArgs>();
   CLI::App* plan = profile->add_subcommand("plan", "List the kernel shapes a simulation of this config needs");
-  plan->add_option("--model", pa->model, "model config name or path");
-  plan->add_option("--strategy", pa->strategy, "strategy config name or path");
+  add_config_choice_options(plan, pa->configs);
   plan->add_option("--runs", pa->runs,
                    "instead of --model/--strategy: every kernel the rows of these measured-runs CSVs need on "
                    "--system, mapped as calisim validate maps them (repeatable)")

@@ -24,39 +24,15 @@ namespace calisim::cli {
 namespace {
 
 struct SimulateArgs {
-  std::string model, strategy, system, trace_file, db;
+  ConfigChoice configs;  // --model / --strategy, or --megatron
+  std::string system, trace_file, db;
   std::vector<std::string> overrides;
   bool json = false;
   bool no_ops = false;
   // --accuracy / --accuracy-runs: compare with the validated runs of the same class.
   bool accuracy = false;
   std::vector<std::string> accuracy_runs;
-  // --megatron: model and strategy from a Megatron-LM launch script instead of --model / --strategy.
-  std::string megatron;
-  std::vector<std::string> megatron_vars;
 };
-
-RunConfigs load_configs(const SimulateArgs& a) {
-  if (a.megatron.empty()) {
-    if (a.model.empty() || a.strategy.empty()) {
-      throw InputError("<command line>", a.model.empty() ? "--model" : "--strategy",
-                       "required: give --model and --strategy, or --megatron SCRIPT");
-    }
-    if (!a.megatron_vars.empty()) throw InputError("<command line>", "--var", "goes with --megatron SCRIPT");
-    return load_run_configs(a.model, a.strategy, a.system, a.overrides);
-  }
-  if (!a.model.empty() || !a.strategy.empty()) {
-    throw InputError("<command line>", a.model.empty() ? "--strategy" : "--model",
-                     "--megatron gives the model and the strategy: drop --model / --strategy (or override single "
-                     "fields with --set)");
-  }
-  MegatronInputs in;
-  in.script = a.megatron;
-  in.vars = a.megatron_vars;
-  in.world_size = override_integer(a.overrides, "strategy.world_size");
-  in.vocab_size = override_integer(a.overrides, "model.vocab_size");
-  return megatron_run_configs(read_megatron(in), a.megatron, a.system, a.overrides);
-}
 
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -180,7 +156,7 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
 }
 
 void run(const SimulateArgs& a) {
-  RunConfigs rc = load_configs(a);
+  RunConfigs rc = load_chosen_configs(a.configs, a.system, a.overrides);
   const EfficiencyChoice source = make_efficiency_source(rc.system, rc.system_file, a.db);
   const std::shared_ptr<const EfficiencyModel> eff = source.model;
   const std::string& db = source.database;
@@ -188,7 +164,8 @@ void run(const SimulateArgs& a) {
   opt.trace = !a.trace_file.empty();
   SimulationResult r = simulate(rc.model, rc.strategy, rc.system, *eff, opt);
   r.efficiency_db = db;
-  r.strategy_name = std::filesystem::path(a.megatron.empty() ? rc.strategy_file : a.megatron).stem().string();
+  r.strategy_name =
+      std::filesystem::path(a.configs.megatron.empty() ? rc.strategy_file : a.configs.megatron).stem().string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
   r.warnings.insert(r.warnings.end(), source.notes.begin(), source.notes.end());
   if (!a.no_ops || a.json) {
@@ -217,13 +194,7 @@ void run(const SimulateArgs& a) {
 void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sub = app.add_subcommand("simulate", "Simulate one training iteration: step time, MFU, memory per stage");
-  sub->add_option("--model", args->model, "model: shipped name (calisim configs list models) or path to a JSON file");
-  sub->add_option("--strategy", args->strategy, "strategy: shipped name or path");
-  sub->add_option("--megatron", args->megatron,
-                  "a Megatron-LM launch script (or file of its flags) instead of --model and --strategy "
-                  "(see calisim configs import-megatron)");
-  sub->add_option("--var", args->megatron_vars, "with --megatron: NAME=VALUE for a shell variable of the script")
-      ->take_all();
+  add_config_choice_options(sub, args->configs);
   sub->add_option("--system", args->system, "system: shipped name or path")->required();
   sub->add_option("--set", args->overrides,
                   "override a config field: section.key=value (section model|strategy|system), repeatable")

@@ -157,6 +157,31 @@ TEST(CliMegatron, TheVocabularyIsCountedFromALocalTokenizer) {
       << hub.out;
 }
 
+// profile plan and calibrate take the script too: the flagship's script plans the shipped
+// configs' kernels.
+TEST(CliMegatron, ProfilePlanAndCalibrateTakeTheScript) {
+  const std::string script_plan = ::testing::TempDir() + "megatron_plan.json";
+  const std::string shipped_plan = ::testing::TempDir() + "shipped_plan.json";
+  ASSERT_EQ(run_calisim("profile plan --megatron " + kLlamaScript + " --set model.vocab_size=128256 -o " + script_plan)
+                .code,
+            0);
+  ASSERT_EQ(run_calisim("profile plan --model llama3-70b --strategy llama3-70b-64gpu -o " + shipped_plan).code, 0);
+  nlohmann::json a = nlohmann::json::parse(calisim::testing_support::run_shell("cat " + script_plan).out);
+  nlohmann::json b = nlohmann::json::parse(calisim::testing_support::run_shell("cat " + shipped_plan).out);
+  EXPECT_NE(a["description"].get<std::string>().find("Megatron script"), std::string::npos);
+  a.erase("description");
+  b.erase("description");
+  EXPECT_EQ(a, b);
+  EXPECT_FALSE(a["gemm"].empty());
+  const CommandResult mixed =
+      run_calisim("calibrate --system h100-sxm --megatron " + kLlamaScript + " --model llama3-70b --db x.db");
+  EXPECT_EQ(mixed.code, 2);
+  EXPECT_NE(mixed.out.find("--megatron gives the model and the strategy"), std::string::npos) << mixed.out;
+  const CommandResult runs = run_calisim("profile plan --megatron " + kLlamaScript + " --runs x.csv");
+  EXPECT_EQ(runs.code, 2);
+  EXPECT_NE(runs.out.find("leave out --model, --strategy and --megatron"), std::string::npos) << runs.out;
+}
+
 TEST(CliMegatron, SearchTakesTheScriptsRun) {
   const nlohmann::json doc = json_of("search --megatron " + kLlamaScript +
                                      " --system h100-sxm --set model.vocab_size=128256 --top 3 --tp 8 --pp 4 --json");
