@@ -74,6 +74,12 @@ struct Fields {
     cur += s;
     cur_real = true;
   }
+  void add_char(char c, int line, int file) {  // add(std::string(1, c), ...) without the temporary
+    if (!line_set) cur_line = line, cur_file = file;
+    line_set = true;
+    cur += c;
+    cur_real = true;
+  }
   void split() {
     if (cur_real) done.emplace_back(cur, cur_line, cur_file);
     cur.clear();
@@ -670,7 +676,7 @@ class Reader {
         const int line = line_;
         f.add(backtick(), line, file_);
       } else {
-        f.add(std::string(1, c), line_, file_);
+        f.add_char(c, line_, file_);
         ++i_;
       }
     }
@@ -709,7 +715,7 @@ class Reader {
         const int line = line_;
         f.add(backtick(), line, file_);
       } else {
-        f.add(std::string(1, c), line_, file_);
+        f.add_char(c, line_, file_);
         line_ += c == '\n';
         ++i_;
       }

@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <set>
+#include <unordered_map>
 #include <stdexcept>
 
 #include "core/error.h"
@@ -126,23 +127,27 @@ class PatternParser {
 // The script's options, read as argparse reads them: the last occurrence counts.
 class Options {
  public:
-  Options(const LaunchScript& s, std::string file) : s_(s), file_(std::move(file)) {}
+  Options(const LaunchScript& s, std::string file) : s_(s), file_(std::move(file)) {
+    // Occurrences by name, in script order, once: the import looks up some 150 names.
+    for (size_t k = 0; k < s.options.size(); ++k) {
+      (launcher(s.options[k].program) ? by_name_launcher_ : by_name_)[s.options[k].name].push_back(k);
+    }
+  }
 
   // The last occurrence of any of `names` among the training script's options (or the
   // launchers' with `launchers`), nullptr when absent. Marks the names read.
   const LaunchOption* find(std::initializer_list<const char*> names, bool launchers = false,
                            std::vector<std::string>* notes = nullptr) {
-    const LaunchOption* last = nullptr;
-    std::vector<const LaunchOption*> all;
-    for (const LaunchOption& o : s_.options) {
-      if (launcher(o.program) != launchers) continue;
-      for (const char* n : names) {
-        if (o.name == n) {
-          all.push_back(&o);
-          last = &o;
-        }
-      }
+    const auto& index = launchers ? by_name_launcher_ : by_name_;
+    std::vector<size_t> at_positions;
+    for (const char* n : names) {
+      const auto it = index.find(n);
+      if (it != index.end()) at_positions.insert(at_positions.end(), it->second.begin(), it->second.end());
     }
+    std::sort(at_positions.begin(), at_positions.end());
+    std::vector<const LaunchOption*> all;
+    for (size_t k : at_positions) all.push_back(&s_.options[k]);
+    const LaunchOption* last = all.empty() ? nullptr : all.back();
     for (const char* n : names) read_.insert(n);
     if (notes && all.size() > 1) {
       std::set<std::vector<std::string>> distinct;
@@ -275,6 +280,7 @@ class Options {
   const LaunchScript& s_;
   std::string file_;
   std::set<std::string> read_;
+  std::unordered_map<std::string, std::vector<size_t>> by_name_, by_name_launcher_;
 };
 
 class Importer {
