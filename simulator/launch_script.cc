@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <fnmatch.h>
 #include <limits>
 #include <optional>
 #include <set>
@@ -243,8 +244,9 @@ class Reader {
     std::vector<Value> words;  // the current command's words and their lines
     bool prefix = true;        // still before the command's program word
     const auto end_command = [&] {
-      const bool condition = condition_from_ >= 0;
-      if (condition) decide(words);
+      const bool condition = condition_from_ >= 0 || case_from_ >= 0;
+      if (condition_from_ >= 0) decide(words);
+      if (case_from_ >= 0) open_case(words);
       // A command with options in a branch, run or skipped, makes the branch's conditions matter
       // (an echo or an exit does not).
       const bool options = std::any_of(words.begin(), words.end(),
@@ -284,6 +286,26 @@ class Reader {
       if (condition_from_ >= 0 && (c == '|' || c == '&') && i_ + 1 < t_.size() && t_[i_ + 1] == c) {
         words.emplace_back(std::string(2, c), line_, file_);
         i_ += 2;
+        continue;
+      }
+      // case: ";;" (or ";&", ";;&") ends an arm; the next word is a pattern.
+      if (c == ';' && i_ + 1 < t_.size() && (t_[i_ + 1] == ';' || t_[i_ + 1] == '&') && !branches_.empty() &&
+          branches_.back().is_case) {
+        end_command();
+        i_ += 2;
+        if (i_ < t_.size() && t_[i_] == '&') ++i_;
+        branches_.back().active = false;
+        case_pattern_ = true;
+        continue;
+      }
+      if (case_pattern_ && c != '#') {
+        if (t_.compare(i_, 4, "esac") == 0 && (i_ + 4 == t_.size() || !name_char(t_[i_ + 4]))) {
+          i_ += 4;
+          if (!branches_.empty() && branches_.back().is_case) branches_.pop_back();
+          case_pattern_ = false;
+        } else {
+          case_arm();
+        }
         continue;
       }
       if (c == ';' || c == '&' || c == '|' || c == '(' || c == ')') {
@@ -366,6 +388,8 @@ class Reader {
     bool taken = false;  // a branch of this if whose condition was true ran: the rest are skipped
     bool active = true;
     std::vector<std::string> pending_notes;  // about its conditions, given once a branch holds something
+    bool is_case = false;                    // a case ... esac, whose arms are the branches
+    std::optional<std::string> subject;      // its word, when known
   };
   // An assignment or a command runs inside undecided branches: their notes are due.
   void depends_on_branches() {
@@ -379,13 +403,14 @@ class Reader {
   // A branch keyword as a command's first word; words_before: the command's words before it.
   void keyword(const Value& word, size_t words_before) {
     const std::string& w = word.text;
-    if (w == "case" && active()) {
-      out_.notes.push_back(fmt::format("{}: case is not evaluated: calisim reads every arm, and the last flag or "
-                                       "assignment of them counts",
-                                       where(word)));
+    if (w == "case") {
+      case_from_ = static_cast<int>(words_before);
+    } else if (w == "esac" && !branches_.empty() && branches_.back().is_case) {
+      branches_.pop_back();
+      case_pattern_ = false;
     }
     if (w == "if") {
-      branches_.push_back({active(), false, false, {}});
+      branches_.push_back({active(), false, false, {}, false, std::nullopt});
       condition_from_ = static_cast<int>(words_before);
     } else if (w == "elif" && !branches_.empty()) {
       condition_from_ = static_cast<int>(words_before);
@@ -396,6 +421,57 @@ class Reader {
     } else if (w == "fi" && !branches_.empty()) {
       branches_.pop_back();
     }
+  }
+
+  // "case WORD in": its words end the command; the arms follow.
+  void open_case(const std::vector<Value>& words) {
+    const size_t from = static_cast<size_t>(case_from_);
+    case_from_ = -1;
+    Branch b{active(), false, false, {}, true, std::nullopt};
+    if (words.size() == from + 3 && words.back().text == "in" &&
+        unresolved_reference(words[from + 1].text).empty()) {
+      b.subject = words[from + 1].text;
+    } else if (b.parent_active) {
+      b.pending_notes.push_back(fmt::format("{}: calisim cannot decide this case (its word is not known here): it "
+                                            "reads every arm, and the last flag or assignment of them counts",
+                                            where(words[from])));
+    }
+    branches_.push_back(std::move(b));
+    case_pattern_ = true;
+  }
+
+  // One arm's patterns, "a|b)" (or "(a|b)"), matched against the case's word as the shell's
+  // glob patterns; the arm runs when one matches and no earlier arm ran.
+  void case_arm() {
+    case_pattern_ = false;
+    if (t_[i_] == '(') ++i_;
+    std::vector<std::string> patterns;
+    bool unknown = false;
+    while (i_ < t_.size()) {
+      while (i_ < t_.size() && blank(t_[i_])) ++i_;
+      const size_t before = i_;
+      const Fields f = word(true);
+      const std::string p = f.done.empty() ? std::string() : f.done.front().text;
+      if (!unresolved_reference(p).empty()) unknown = true;
+      patterns.push_back(p);
+      while (i_ < t_.size() && blank(t_[i_])) ++i_;
+      if (i_ < t_.size() && t_[i_] == '|') {
+        ++i_;
+      } else {
+        if (i_ < t_.size() && t_[i_] == ')') ++i_;
+        if (i_ == before) ++i_;  // nothing a pattern is made of: step over it
+        break;
+      }
+    }
+    if (branches_.empty() || !branches_.back().is_case) return;
+    Branch& b = branches_.back();
+    bool match = false;
+    if (b.subject && !unknown) {
+      for (const auto& p : patterns) match = match || fnmatch(p.c_str(), b.subject->c_str(), 0) == 0;
+    }
+    const bool decided = b.subject && !unknown;
+    b.active = b.parent_active && !b.taken && (!decided || match);
+    if (decided && match) b.taken = true;
   }
 
   // Evaluates the condition words collected since the if / elif and opens its branch.
@@ -1024,6 +1100,8 @@ class Reader {
   LaunchScript out_;
   std::vector<Branch> branches_;
   int condition_from_ = -1;  // index in the command's words of the if / elif being read, or -1
+  int case_from_ = -1;       // likewise for "case WORD in"
+  bool case_pattern_ = false;  // the next word is a case arm's pattern
   int depth_ = 0;
   int file_ = 0;
   std::vector<LaunchOption> bare_;  // options of commands made of options alone

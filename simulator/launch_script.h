@@ -11,10 +11,10 @@
 // path is not known, a note says it was not followed); echo / printf lines are not commands;
 // here-document bodies are skipped;
 // CRLF line endings are read as LF. Of if / elif / else / fi it follows the branch whose condition
-// is string or integer tests ([[ ]], [ ], test, joined by && and ||) that hold; a condition it
-// cannot decide (a file test, a command's exit status, an unset variable) makes it follow every
-// branch, as it does every arm of a case, and says so in `notes` (the last of a repeated flag
-// counts). A command of options alone is read only when no command runs a .py program (a file of
+// is string or integer tests ([[ ]], [ ], test, joined by && and ||) that hold, and of case / esac
+// the first arm whose glob patterns match; a condition or case word it cannot decide (a file
+// test, a command's exit status, a word it cannot expand) makes it follow every branch and say so
+// in `notes` (the last of a repeated flag counts). A command of options alone is read only when no command runs a .py program (a file of
 // arguments); otherwise bash would fail to run it, and a note says so. It runs nothing: a $(command) or `command` substitution, a positional parameter ($1)
 // or a variable that the script never sets (and `vars` does not give) stays in the word as written,
 // and whoever reads that option reports it (unresolved_reference). `vars` fixes variables from

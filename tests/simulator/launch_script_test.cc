@@ -211,7 +211,20 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
   EXPECT_EQ(option(e, "--tp")->values, (std::vector<std::string>{"1"}));
   ASSERT_EQ(e.notes.size(), 2u);
   EXPECT_NE(e.notes[0].find("line 4: calisim cannot decide this condition"), std::string::npos) << e.notes[0];
-  EXPECT_NE(e.notes[1].find("line 5: case is not evaluated"), std::string::npos) << e.notes[1];
+  EXPECT_NE(e.notes[1].find("line 5: calisim cannot decide this case"), std::string::npos) << e.notes[1];
+  // A case whose word is known runs the first arm whose pattern matches (glob patterns, a|b).
+  const LaunchScript k = read_launch_script(
+      "MODEL_SIZE=70B\n"
+      "case $MODEL_SIZE in\n"
+      "  8B|8b) NL=32; HS=4096 ;;\n"
+      "  (70*)\n    NL=80\n    HS=8192\n    ;;\n"
+      "  *) NL=1 ;;\n"
+      "esac\n"
+      "case x in y) A=1;; esac; python pretrain_gpt.py --num-layers $NL --hidden-size $HS --a ${A:-none}\n");
+  EXPECT_EQ(option(k, "--num-layers")->values, (std::vector<std::string>{"80"}));
+  EXPECT_EQ(option(k, "--hidden-size")->values, (std::vector<std::string>{"8192"}));
+  EXPECT_EQ(option(k, "--a")->values, (std::vector<std::string>{"none"}));
+  EXPECT_TRUE(k.notes.empty());
   // CRLF line endings, continuations included.
   const LaunchScript w = read_launch_script("torchrun --nproc_per_node 8 \\\r\n  pretrain_gpt.py --cp-comm-type p2p\r\n");
   EXPECT_EQ(option(w, "--nproc_per_node")->program, "torchrun");
