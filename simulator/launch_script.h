@@ -1,25 +1,29 @@
 // Reading a training launch script (bash) for the flags its commands pass.
 //
-// Contract: read_launch_script(text, vars) returns, in order, every option word of the script's
-// commands ("--num-layers", "-N") with the words that follow it up to the next option (its values)
-// and its 1-based line. It reads what launch scripts are made of — comments, quotes,
-// backslash-newline continuations, NAME=value and NAME=( ... ) assignments (also NAME+=, and after
-// export / declare / local), $NAME, ${NAME}, ${NAME:-default}, ${NAME:=default}, ${NAME:+word},
-// ${NAME[@]}, ${NAME[i]}, $((arithmetic)) — and #SBATCH directive lines, whose options count as
-// sbatch's; `bash -c "..."` and `eval ...` are read as scripts; `source FILE` / `. FILE` is read
-// through `source` (its options carry the file's name and lines; without a reader, or when the
-// path is not known, a note says it was not followed); echo / printf lines are not commands;
-// here-document bodies are skipped;
-// CRLF line endings are read as LF. Of if / elif / else / fi it follows the branch whose condition
-// is string or integer tests ([[ ]], [ ], test, joined by && and ||) that hold, and of case / esac
-// the first arm whose glob patterns match; a condition or case word it cannot decide (a file
-// test, a command's exit status, a word it cannot expand) makes it follow every branch and say so
-// in `notes` (the last of a repeated flag counts). A command of options alone is read only when no command runs a .py program (a file of
-// arguments); otherwise bash would fail to run it, and a note says so. It runs nothing: a $(command) or `command` substitution, a positional parameter ($1)
-// or a variable that the script never sets (and `vars` does not give) stays in the word as written,
-// and whoever reads that option reports it (unresolved_reference). `vars` fixes variables from
-// outside: the script's own assignments to those names are ignored. Loops run once, with their
-// variable unexpanded. Pure function.
+// Contract: read_launch_script(text, vars, source) returns, in order, every option word of the
+// script's commands ("--num-layers", "-N") with the words that follow it up to the next option (its
+// values), its line, the program that receives it and the file it was written in; and `notes`,
+// what the reader could not decide. It runs nothing. What it reads of the shell:
+// - comments, quotes, backslash-newline continuations, CRLF line endings (read as LF);
+// - NAME=value, NAME=( ... ), NAME+= (also after export / declare / local); $NAME, ${NAME},
+//   ${NAME:-d}, ${NAME:=d}, ${NAME:+w}, ${NAME:?}, ${NAME,,}, ${NAME^^}, ${NAME[@]}, ${NAME[i]},
+//   $((arithmetic)) (+ - * / % and parentheses; overflow, division by zero and self-reference stay
+//   unevaluated);
+// - #SBATCH lines (sbatch's options); `bash -c "..."` and `eval ...` (read as scripts);
+//   `source FILE` / `. FILE` through `source` (a note when it cannot be read); echo / printf lines
+//   (not commands); here-documents (skipped);
+// - if / elif / else / fi whose conditions are string or integer tests ([[ ]] with && / || inside,
+//   [ ], test, joined by && and ||), an unset variable reading as empty with a note; case / esac,
+//   the first arm whose glob patterns match. What it cannot decide (a file test, a command's exit
+//   status, a case word it cannot expand) makes it follow every branch, with a note; the last of a
+//   repeated flag then counts;
+// - a command of options alone: read when no command runs a .py program (a file of arguments),
+//   else what bash would fail to run (a comment inside a continued command ends it), with a note.
+// A $(command) or `command` substitution, a positional parameter ($1) or a variable that the script
+// never sets (and `vars` does not give) stays in the word as written, and whoever reads that
+// option reports it (unresolved_reference). `vars` fixes variables from outside: the script's own
+// assignments to those names are ignored. Loops run once, with their variable unexpanded. Pure
+// function apart from `source`, which the caller supplies.
 #pragma once
 
 #include <functional>
