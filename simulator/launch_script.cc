@@ -255,6 +255,8 @@ class Reader {
       if (active()) take(words);
       words.clear();
       prefix = true;
+      scoped_.clear();  // a line of assignments alone sets them for the rest of the script
+      declaring_ = false;
     };
     bool line_start = true;
     while (i_ < t_.size()) {
@@ -349,6 +351,16 @@ class Reader {
         // for the else branch.
         if (prefix && condition_from_ < 0) keyword(w, words.size());
         if (prefix && condition_from_ >= 0 && w.text == "then") decide(words);
+        if (prefix && declares(w.text)) declaring_ = true;
+        if (prefix && !keeps_prefix) {
+          // "A=1 cmd": the assignments were cmd's environment only; the rest of the script (and
+          // cmd's own words) see the values from before.
+          for (auto it = scoped_.rbegin(); it != scoped_.rend(); ++it) {
+            if (it->second) vars_[it->first] = *it->second;
+            else vars_.erase(it->first);
+          }
+          scoped_.clear();
+        }
         if (!keeps_prefix) prefix = false;
         words.push_back(std::move(w));
       }
@@ -669,6 +681,10 @@ class Reader {
     }
     if (!branches_.empty() && branches_.back().parent_active) depends_on_branches();  // read or skipped
     if (fixed_.count(name) || !active()) return;
+    if (!declaring_) {
+      const auto old = vars_.find(name);
+      scoped_.emplace_back(name, old == vars_.end() ? std::nullopt : std::optional<std::vector<Value>>(old->second));
+    }
     auto& v = vars_[name];
     if (!append) {
       v = std::move(value);
@@ -1101,6 +1117,10 @@ class Reader {
   std::vector<Branch> branches_;
   int condition_from_ = -1;  // index in the command's words of the if / elif being read, or -1
   int case_from_ = -1;       // likewise for "case WORD in"
+  // Assignments of the command being read, with the values they replaced: undone if a command
+  // word follows ("A=1 cmd"), kept when the command is assignments alone.
+  std::vector<std::pair<std::string, std::optional<std::vector<Value>>>> scoped_;
+  bool declaring_ = false;  // the command is export / declare / local ...: its assignments stay
   bool case_pattern_ = false;  // the next word is a case arm's pattern
   int depth_ = 0;
   int file_ = 0;

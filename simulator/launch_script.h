@@ -5,7 +5,8 @@
 // values), its line, the program that receives it and the file it was written in; and `notes`,
 // what the reader could not decide. It runs nothing. What it reads of the shell:
 // - comments, quotes, backslash-newline continuations, CRLF line endings (read as LF);
-// - NAME=value, NAME=( ... ), NAME+= (also after export / declare / local); $NAME, ${NAME},
+// - NAME=value, NAME=( ... ), NAME+= (also after export / declare / local; "A=1 cmd" sets A for
+//   cmd's environment only, as bash does); $NAME, ${NAME},
 //   ${NAME:-d}, ${NAME:=d}, ${NAME:+w}, ${NAME:?}, ${NAME,,}, ${NAME^^}, ${NAME[@]}, ${NAME[i]},
 //   $((arithmetic)) (+ - * / % and parentheses; overflow, division by zero and self-reference stay
 //   unevaluated);

@@ -229,6 +229,15 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
   const LaunchScript w = read_launch_script("torchrun --nproc_per_node 8 \\\r\n  pretrain_gpt.py --cp-comm-type p2p\r\n");
   EXPECT_EQ(option(w, "--nproc_per_node")->program, "torchrun");
   EXPECT_EQ(option(w, "--cp-comm-type")->values, (std::vector<std::string>{"p2p"}));
+  // "A=1 cmd" sets A for cmd's environment only; "export A=1" and a line of assignments stay.
+  const LaunchScript env = read_launch_script(
+      "TP=2\nTP=8 python other.py --x $TP\nexport PP=4\nCP=1 EP=2\n"
+      "python pretrain_gpt.py --tp $TP --pp $PP --cp $CP --ep $EP\n");
+  EXPECT_EQ(option(env, "--x")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(option(env, "--tp")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(option(env, "--pp")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(option(env, "--cp")->values, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(option(env, "--ep")->values, (std::vector<std::string>{"2"}));
   // A sourced file is not read, and a note says so.
   const LaunchScript src = read_launch_script("source ./cluster.sh\npython pretrain_gpt.py --num-layers $NL\n");
   ASSERT_EQ(src.notes.size(), 1u);
