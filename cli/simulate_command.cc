@@ -55,7 +55,9 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
                      r.global_batch_size, r.seq_len, r.sequence_parallel ? "on" : "off", r.recompute,
                      to_string(r.rank_order));
   out += fmt::format("  precision {} | optimizer state {} | loss {}\n", r.precision, r.optimizer_state, r.loss);
-  out += fmt::format("  configs {} | {} | {}\n\n", rc.model_file, rc.strategy_file, rc.system_file);
+  // A Megatron script is both the model and the strategy: named once.
+  if (rc.model_file == rc.strategy_file) out += fmt::format("  configs {} | {}\n\n", rc.model_file, rc.system_file);
+  else out += fmt::format("  configs {} | {} | {}\n\n", rc.model_file, rc.strategy_file, rc.system_file);
 
   Table cost({"cost", "value"});
   cost.add_row({"duration_time_per_iter (step time)", fmt::format("{:.4f} s", r.duration_time_per_iter_s)});
