@@ -101,14 +101,21 @@ std::string resolve_config(ConfigKind kind, const std::string& name) {
 
 RunConfigs load_run_configs(const std::string& model, const std::string& strategy, const std::string& system,
                             const std::vector<std::string>& overrides) {
-  RunConfigs rc;
-  rc.model_file = resolve_config(ConfigKind::model, model);
-  rc.strategy_file = resolve_config(ConfigKind::strategy, strategy);
-  rc.system_file = resolve_config(ConfigKind::system, system);
-  nlohmann::json m = read_json_file(rc.model_file);
-  nlohmann::json s = read_json_file(rc.strategy_file);
-  nlohmann::json y = read_json_file(rc.system_file);
-  for (const auto& o : overrides) apply_override(o, m, s, y);
+  RunDocs docs;
+  docs.model_file = resolve_config(ConfigKind::model, model);
+  docs.strategy_file = resolve_config(ConfigKind::strategy, strategy);
+  docs.system_file = resolve_config(ConfigKind::system, system);
+  docs.model = read_json_file(docs.model_file);
+  docs.strategy = read_json_file(docs.strategy_file);
+  docs.system = read_json_file(docs.system_file);
+  docs.model_name = fs::path(docs.model_file).stem().string();
+  return parse_run_docs(std::move(docs), overrides);
+}
+
+RunConfigs parse_run_docs(RunDocs docs, const std::vector<std::string>& overrides) {
+  nlohmann::json no_system = nlohmann::json::object();
+  nlohmann::json& y = docs.system ? *docs.system : no_system;
+  for (const auto& o : overrides) apply_override(o, docs.model, docs.strategy, y);
   // Messages name the file and say when a value came from --set.
   const auto tag = [&](const std::string& file, const char* section) {
     for (const auto& o : overrides) {
@@ -116,11 +123,15 @@ RunConfigs load_run_configs(const std::string& model, const std::string& strateg
     }
     return file;
   };
+  RunConfigs rc;
+  rc.model_file = docs.model_file;
+  rc.strategy_file = docs.strategy_file;
+  rc.system_file = docs.system_file;
   std::vector<std::string> not_modeled;
-  rc.model = parse_model(m, tag(rc.model_file, "model"), &not_modeled);
-  if (rc.model.model_name.empty()) rc.model.model_name = fs::path(rc.model_file).stem().string();
-  rc.strategy = parse_strategy(s, tag(rc.strategy_file, "strategy"));
-  rc.system = parse_system(y, tag(rc.system_file, "system"));
+  rc.model = parse_model(docs.model, tag(rc.model_file, "model"), &not_modeled);
+  if (rc.model.model_name.empty()) rc.model.model_name = docs.model_name;
+  rc.strategy = parse_strategy(docs.strategy, tag(rc.strategy_file, "strategy"));
+  if (docs.system) rc.system = parse_system(y, tag(rc.system_file, "system"));
   validate_layout(rc.model, rc.strategy, tag(rc.strategy_file, "strategy"), rc.model_file);
   for (const auto& f : not_modeled) rc.warnings.push_back("model field '" + f + "' is accepted but not modeled");
   return rc;

@@ -41,6 +41,18 @@ struct RunConfigs {
   std::vector<std::string> warnings;
 };
 
+// The three documents of a run before parsing, named for messages. An absent system is not
+// parsed (rc.system stays default): for commands that need no system.
+struct RunDocs {
+  nlohmann::json model, strategy;
+  std::optional<nlohmann::json> system;
+  std::string model_file, strategy_file, system_file;
+  std::string model_name;  // when the model document names none
+};
+// Applies --set overrides, parses and validates; messages name a file "(with --set overrides)"
+// when its section was overridden.
+RunConfigs parse_run_docs(RunDocs docs, const std::vector<std::string>& overrides);
+
 // Resolves, reads, applies --set overrides, parses and validates.
 RunConfigs load_run_configs(const std::string& model, const std::string& strategy, const std::string& system,
                             const std::vector<std::string>& overrides);

@@ -4,9 +4,7 @@
 
 #include <algorithm>
 #include <filesystem>
-#include <fstream>
 #include <map>
-#include <sstream>
 
 #include "cli/table.h"
 #include "core/error.h"
@@ -25,23 +23,18 @@ bool identifier(const std::string& s) {
   return true;
 }
 
-// Re-throws a loader error about a field the script set with the flag that set it.
-[[noreturn]] void rethrow_with_flag(const InputError& e, const MegatronImport& imp, const char* section) {
+// Re-throws a loader error about a field the script set with the flag (and line) that set it.
+// Model and strategy fields have distinct names, so the field tells its document.
+[[noreturn]] void rethrow_with_flag(const InputError& e, const MegatronImport& imp) {
   const std::string& where = e.where();
   const std::string field = where.substr(0, where.find_first_of(".["));
-  const auto it = imp.field_flags.find(std::string(section) + "." + field);
-  if (it == imp.field_flags.end()) throw e;
-  // The flag's place, from its origin "--flag (line 12)" or "--flag (cluster.sh line 3)".
-  std::string line;
-  for (const auto& s : imp.settings) {
-    if (s.field == std::string(section) + "." + field && s.origin.rfind(it->second + " (", 0) == 0) {
-      const size_t open = it->second.size() + 2, close = s.origin.find(')', open);
-      if (close != std::string::npos && s.origin.find("line ", open) < close) {
-        line = s.origin.substr(open, close - open) + ": ";
-      }
+  for (const char* section : {"strategy", "model"}) {
+    const auto it = imp.field_flags.find(std::string(section) + "." + field);
+    if (it != imp.field_flags.end()) {
+      throw InputError(e.file(), it->second + " (" + section + "." + where + ")", e.problem());
     }
   }
-  throw InputError(e.file(), line + it->second + " (" + section + "." + where + ")", e.problem());
+  throw e;
 }
 
 std::string value_text(const nlohmann::json& v) { return v.is_string() ? v.get<std::string>() : v.dump(); }
@@ -98,11 +91,7 @@ std::optional<TokenizerVocab> local_tokenizer_vocab(const std::string& tokenizer
 
 MegatronImport read_megatron(const MegatronInputs& in) {
   if (!std::filesystem::exists(in.script)) throw InputError(in.script, "", "file not found");
-  if (std::filesystem::is_directory(in.script)) throw InputError(in.script, "", "is a directory");
-  std::ifstream f(in.script, std::ios::binary);
-  if (!f) throw InputError(in.script, "", "cannot read the file");
-  std::stringstream text;
-  text << f.rdbuf();
+  const std::string text = read_text_file(in.script);  // a directory or an unreadable file: its error
   std::map<std::string, std::string> vars;
   for (const auto& v : in.vars) {
     const auto eq = v.find('=');
@@ -124,14 +113,15 @@ MegatronImport read_megatron(const MegatronInputs& in) {
     for (const auto& p : tries) {
       std::error_code ec;
       if (!std::filesystem::is_regular_file(p, ec)) continue;
-      std::ifstream f(p, std::ios::binary);
-      std::stringstream s;
-      s << f.rdbuf();
-      if (f) return s.str();
+      try {
+        return read_text_file(p.string());
+      } catch (const InputError&) {
+        // unreadable: the next place, else the reader's note that the file was not followed
+      }
     }
     return std::nullopt;
   };
-  return import_megatron(read_launch_script(text.str(), vars, source), in.script, opt);
+  return import_megatron(read_launch_script(text, vars, source), in.script, opt);
 }
 
 std::optional<long long> override_integer(const std::vector<std::string>& overrides, const std::string& path) {
@@ -151,39 +141,23 @@ std::string megatron_label(const std::string& script) { return script + " (Megat
 
 RunConfigs megatron_run_configs(const MegatronImport& imp, const std::string& script, const std::string& system,
                                 const std::vector<std::string>& overrides) {
-  RunConfigs rc;
-  rc.model_file = rc.strategy_file = megatron_label(script);
-  nlohmann::json m = imp.model, s = imp.strategy, y = nlohmann::json::object();
+  RunDocs docs;
+  docs.model_file = docs.strategy_file = megatron_label(script);
+  docs.model = imp.model;
+  docs.strategy = imp.strategy;
+  docs.model_name = std::filesystem::path(script).stem().string();
   if (!system.empty()) {
-    rc.system_file = resolve_config(ConfigKind::system, system);
-    y = read_json_file(rc.system_file);
+    docs.system_file = resolve_config(ConfigKind::system, system);
+    docs.system = read_json_file(docs.system_file);
   }
-  for (const auto& o : overrides) apply_override(o, m, s, y);
-  const auto tag = [&](const char* section) {
-    for (const auto& o : overrides) {
-      if (o.rfind(std::string(section) + ".", 0) == 0) return rc.model_file + " (with --set overrides)";
-    }
-    return rc.model_file;
-  };
-  std::vector<std::string> not_modeled;
+  RunConfigs rc;
   try {
-    rc.model = parse_model(m, tag("model"), &not_modeled);
+    rc = parse_run_docs(std::move(docs), overrides);
   } catch (const InputError& e) {
-    rethrow_with_flag(e, imp, "model");
+    rethrow_with_flag(e, imp);
   }
-  if (rc.model.model_name.empty()) rc.model.model_name = std::filesystem::path(script).stem().string();
-  try {
-    rc.strategy = parse_strategy(s, tag("strategy"));
-    validate_layout(rc.model, rc.strategy, tag("strategy"), rc.model_file);
-  } catch (const InputError& e) {
-    rethrow_with_flag(e, imp, "strategy");
-  }
-  if (!system.empty()) rc.system = parse_system(y, rc.system_file);
-  rc.warnings = megatron_warnings(imp);
-  for (const auto& f : not_modeled) rc.warnings.push_back("model field '" + f + "' is accepted but not modeled");
-  for (const auto& w : rc.strategy.not_modeled_fields) {
-    rc.warnings.push_back("strategy field '" + w + "' is accepted but not modeled");
-  }
+  const std::vector<std::string> script_warnings = megatron_warnings(imp);
+  rc.warnings.insert(rc.warnings.begin(), script_warnings.begin(), script_warnings.end());
   return rc;
 }
 

@@ -18,6 +18,16 @@ namespace {
 bool name_start(char c) { return std::isalpha(static_cast<unsigned char>(c)) || c == '_'; }
 bool name_char(char c) { return std::isalnum(static_cast<unsigned char>(c)) || c == '_'; }
 bool blank(char c) { return c == ' ' || c == '\t' || c == '\r'; }
+
+// Windows line endings read as "\n" (so that a backslash before "\r\n" continues the line).
+std::string lf_line_endings(const std::string& text) {
+  std::string lf;
+  lf.reserve(text.size());
+  for (size_t p = 0; p < text.size(); ++p) {
+    if (!(text[p] == '\r' && p + 1 < text.size() && text[p + 1] == '\n')) lf += text[p];
+  }
+  return lf;
+}
 bool space(char c) { return blank(c) || c == '\n'; }
 
 std::string basename(const std::string& w) {
@@ -845,11 +855,7 @@ class Reader {
     if (depth_ >= kMaxDepth) return not_followed("sourced files nest too deep");
     sources_.names.push_back(path);
     const int file = static_cast<int>(sources_.names.size()) - 1;
-    // Its own line numbers; line endings as in read_launch_script.
-    std::string lf;
-    for (size_t p = 0; p < text->size(); ++p) {
-      if (!((*text)[p] == '\r' && p + 1 < text->size() && (*text)[p + 1] == '\n')) lf += (*text)[p];
-    }
+    const std::string lf = lf_line_endings(*text);  // its own line numbers, from 1
     Reader sub(lf, vars_, fixed_, sources_, file, 1, depth_ + 1);
     LaunchScript inner = sub.run();
     for (auto& o : inner.options) out_.options.push_back(std::move(o));
@@ -1133,12 +1139,7 @@ class Reader {
 
 LaunchScript read_launch_script(const std::string& crlf_text, const std::map<std::string, std::string>& vars,
                                 const SourceReader& source) {
-  // Windows line endings: "\r\n" read as "\n" (a backslash before "\r\n" continues the line).
-  std::string text;
-  text.reserve(crlf_text.size());
-  for (size_t p = 0; p < crlf_text.size(); ++p) {
-    if (!(crlf_text[p] == '\r' && p + 1 < crlf_text.size() && crlf_text[p + 1] == '\n')) text += crlf_text[p];
-  }
+  const std::string text = lf_line_endings(crlf_text);
   Vars values;
   std::set<std::string> fixed;
   for (const auto& [k, v] : vars) {

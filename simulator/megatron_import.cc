@@ -314,7 +314,17 @@ class Importer {
            const std::string& flag = "") {
     doc[field] = value;
     r_.settings.push_back({std::string(section) + "." + field, std::move(value), origin});
-    if (!flag.empty()) r_.field_flags[std::string(section) + "." + field] = flag;
+    if (flag.empty()) return;
+    // The flag and, when the script gave it, its place: origin "--flag (line 4)" gives
+    // "line 4: --flag" ("cluster.sh line 3: --flag" in a sourced file).
+    std::string place = flag;
+    const std::string prefix = flag + " (";
+    if (origin.rfind(prefix, 0) == 0) {
+      const size_t close = origin.find(')', prefix.size());
+      const std::string at = origin.substr(prefix.size(), close == std::string::npos ? 0 : close - prefix.size());
+      if (at.find("line ") != std::string::npos) place = at + ": " + flag;
+    }
+    r_.field_flags[std::string(section) + "." + field] = place;
   }
   void model_field(const std::string& f, json v, const std::string& origin, const std::string& flag = "") {
     set(r_.model, "model", f, std::move(v), origin, flag);
@@ -322,23 +332,20 @@ class Importer {
   void strategy_field(const std::string& f, json v, const std::string& origin, const std::string& flag = "") {
     set(r_.strategy, "strategy", f, std::move(v), origin, flag);
   }
-  // An integer flag with Megatron's default when absent (nullopt: no default, nothing set).
-  std::optional<long long> int_flag(const char* name, long long min) {
+  // An integer flag's value and where it was given; nullopt when absent.
+  struct IntFlag {
+    long long value;
+    std::string origin;  // "--num-layers (line 12)"
+  };
+  std::optional<IntFlag> int_flag(const char* name, long long min) {
     const LaunchOption* x = find({name});
     if (!x) return std::nullopt;
-    return o_.integer(*x, min);
-  }
-  std::string origin_of(const char* name, const std::string& fallback) {
-    for (auto it = o_.script().options.rbegin(); it != o_.script().options.rend(); ++it) {
-      if (it->name == name && !launcher(it->program)) return o_.origin(*it);
-    }
-    return fallback;
+    return IntFlag{o_.integer(*x, min), o_.origin(*x)};
   }
   // A required integer flag.
-  long long required(const char* name, long long min) {
-    const LaunchOption* x = find({name});
-    if (!x) throw InputError(file_, name, "missing: Megatron-LM needs it and the script does not give it");
-    return o_.integer(*x, min);
+  IntFlag required(const char* name, long long min) {
+    if (auto v = int_flag(name, min)) return *v;
+    throw InputError(file_, name, "missing: Megatron-LM needs it and the script does not give it");
   }
   // A boolean (store_true) flag into a strategy field, set only when present.
   bool flag_to_strategy(const char* name, const char* field) {
@@ -426,20 +433,23 @@ class Importer {
 
   // ---- model ---------------------------------------------------------------------------------
   void model() {
-    layers_ = required("--num-layers", 1);
-    model_field("layer_num", layers_, origin_of("--num-layers", ""), "--num-layers");
-    const long long h = required("--hidden-size", 1);
-    model_field("hidden_size", h, origin_of("--hidden-size", ""), "--hidden-size");
-    const long long heads = required("--num-attention-heads", 1);
-    model_field("head_num", heads, origin_of("--num-attention-heads", ""), "--num-attention-heads");
+    const IntFlag layers = required("--num-layers", 1);
+    layers_ = layers.value;
+    model_field("layer_num", layers_, layers.origin, "--num-layers");
+    const IntFlag hidden = required("--hidden-size", 1);
+    const long long h = hidden.value;
+    model_field("hidden_size", h, hidden.origin, "--hidden-size");
+    const IntFlag head_flag = required("--num-attention-heads", 1);
+    const long long heads = head_flag.value;
+    model_field("head_num", heads, head_flag.origin, "--num-attention-heads");
     if (const auto name = find({"--model-name"})) model_field("model_name", o_.value(*name), o_.origin(*name));
 
     const LaunchOption* swiglu = find({"--swiglu"});
     swiglu_ = swiglu != nullptr;
     model_field("use_swiglu", swiglu_, swiglu ? o_.origin(*swiglu) : "Megatron default (GeLU MLP)", "--swiglu");
     if (const auto f = int_flag("--ffn-hidden-size", 1)) {
-      ffn_ = *f;
-      model_field("intermediate_size", ffn_, origin_of("--ffn-hidden-size", ""), "--ffn-hidden-size");
+      ffn_ = f->value;
+      model_field("intermediate_size", ffn_, f->origin, "--ffn-hidden-size");
     } else {
       ffn_ = swiglu_ ? static_cast<long long>(4.0 * h * 2 / 3 / 64) * 64 : 4 * h;
       model_field("intermediate_size", ffn_,
@@ -447,7 +457,7 @@ class Importer {
                   "--ffn-hidden-size");
     }
     if (const auto kv = int_flag("--kv-channels", 1)) {
-      model_field("head_size", *kv, origin_of("--kv-channels", ""), "--kv-channels");
+      model_field("head_size", kv->value, kv->origin, "--kv-channels");
     }
 
     const LaunchOption* gqa = find({"--group-query-attention"});
@@ -492,7 +502,7 @@ class Importer {
                 "--position-embedding-type");
     if (pos_v == "learned_absolute") {
       if (const auto m = int_flag("--max-position-embeddings", 1)) {
-        model_field("max_position_embeddings", *m, origin_of("--max-position-embeddings", ""),
+        model_field("max_position_embeddings", m->value, m->origin,
                     "--max-position-embeddings");
       }
     }
@@ -514,7 +524,7 @@ class Importer {
 
   void vocabulary() {
     if (const auto d = int_flag("--make-vocab-size-divisible-by", 1)) {
-      model_field("make_vocab_size_divisible_by", *d, origin_of("--make-vocab-size-divisible-by", ""),
+      model_field("make_vocab_size_divisible_by", d->value, d->origin,
                   "--make-vocab-size-divisible-by");
     }
     const LaunchOption* tok = find({"--tokenizer-type"});
@@ -578,14 +588,13 @@ class Importer {
     model_field("model_type", "moe", o_.origin(*experts), "--num-experts");
     model_field("expert_num", e, o_.origin(*experts), "--num-experts");
     const auto topk = int_flag("--moe-router-topk", 1);
-    model_field("topk", topk.value_or(2), topk ? origin_of("--moe-router-topk", "") : "Megatron default (2)",
+    model_field("topk", topk ? topk->value : 2, topk ? topk->origin : "Megatron default (2)",
                 "--moe-router-topk");
     const auto f = int_flag("--moe-ffn-hidden-size", 1);
-    model_field("moe_ffn_hidden_size", f.value_or(ffn_),
-                f ? origin_of("--moe-ffn-hidden-size", "") : "Megatron default (the dense FFN width)",
+    model_field("moe_ffn_hidden_size", f ? f->value : ffn_, f ? f->origin : "Megatron default (the dense FFN width)",
                 "--moe-ffn-hidden-size");
     if (const auto s = int_flag("--moe-shared-expert-intermediate-size", 1)) {
-      model_field("moe_shared_expert_intermediate_size", *s, origin_of("--moe-shared-expert-intermediate-size", ""),
+      model_field("moe_shared_expert_intermediate_size", s->value, s->origin,
                   "--moe-shared-expert-intermediate-size");
     }
     if (const LaunchOption* freq = find({"--moe-layer-freq"})) {
@@ -643,15 +652,15 @@ class Importer {
                   {"--v-head-dim", "v_head_dim", 128}};
       for (const auto& d : dims) {
         const auto v = int_flag(d.flag, 0);
-        model_field(d.field, v.value_or(d.fallback),
-                    v ? origin_of(d.flag, "")
+        model_field(d.field, v ? v->value : d.fallback,
+                    v ? v->origin
                       : (d.fallback ? fmt::format("Megatron default ({})", d.fallback)
                                     : std::string("Megatron default (no query compression)")),
                     d.flag);
       }
     }
     if (const auto mtp = int_flag("--mtp-num-layers", 0)) {
-      model_field("mtp_num_layers", *mtp, origin_of("--mtp-num-layers", ""), "--mtp-num-layers");
+      model_field("mtp_num_layers", mtp->value, mtp->origin, "--mtp-num-layers");
     }
     if (const LaunchOption* w = find({"--window-size"})) {
       std::string v = o_.value(*w);
@@ -677,9 +686,11 @@ class Importer {
 
   // ---- strategy ------------------------------------------------------------------------------
   void strategy() {
-    strategy_field("seq_len", required("--seq-length", 1), origin_of("--seq-length", ""), "--seq-length");
-    const long long mbs = required("--micro-batch-size", 1);
-    strategy_field("micro_batch_size", mbs, origin_of("--micro-batch-size", ""), "--micro-batch-size");
+    const IntFlag seq = required("--seq-length", 1);
+    strategy_field("seq_len", seq.value, seq.origin, "--seq-length");
+    const IntFlag micro = required("--micro-batch-size", 1);
+    const long long mbs = micro.value;
+    strategy_field("micro_batch_size", mbs, micro.origin, "--micro-batch-size");
 
     const LaunchOption* bf16 = find({"--bf16"});
     const LaunchOption* fp16 = find({"--fp16"});
@@ -692,8 +703,8 @@ class Importer {
 
     const auto size = [&](const char* flag, const char* field, long long fallback) {
       const auto v = int_flag(flag, 1);
-      strategy_field(field, v.value_or(fallback), v ? origin_of(flag, "") : "Megatron default (1)", flag);
-      return v.value_or(fallback);
+      strategy_field(field, v ? v->value : fallback, v ? v->origin : "Megatron default (1)", flag);
+      return v ? v->value : fallback;
     };
     const long long tp = size("--tensor-model-parallel-size", "tp_size", 1);
     pp_ = size("--pipeline-model-parallel-size", "pp_size", 1);
@@ -701,8 +712,8 @@ class Importer {
     if (moe_) {
       size("--expert-model-parallel-size", "ep_size", 1);
       const auto etp = int_flag("--expert-tensor-parallel-size", 1);
-      strategy_field("etp_size", etp.value_or(tp),
-                     etp ? origin_of("--expert-tensor-parallel-size", "")
+      strategy_field("etp_size", etp ? etp->value : tp,
+                     etp ? etp->origin
                          : "Megatron default (expert TP = --tensor-model-parallel-size)",
                      "--expert-tensor-parallel-size");
     } else {
@@ -732,7 +743,7 @@ class Importer {
 
   void global_batch(long long mbs, long long tp, long long cp) {
     if (const auto g = int_flag("--global-batch-size", 1)) {
-      strategy_field("global_batch_size", *g, origin_of("--global-batch-size", ""), "--global-batch-size");
+      strategy_field("global_batch_size", g->value, g->origin, "--global-batch-size");
       return;
     }
     const long long model_parallel = tp * pp_ * cp;
@@ -760,11 +771,11 @@ class Importer {
     if (emb) strategy_field("account_for_embedding_in_pipeline_split", true, o_.origin(*emb), emb->name);
     if (loss) strategy_field("account_for_loss_in_pipeline_split", true, o_.origin(*loss), loss->name);
     if (const auto f = int_flag("--decoder-first-pipeline-num-layers", 1)) {
-      strategy_field("num_layers_in_first_pipeline_stage", *f, origin_of("--decoder-first-pipeline-num-layers", ""),
+      strategy_field("num_layers_in_first_pipeline_stage", f->value, f->origin,
                      "--decoder-first-pipeline-num-layers");
     }
     if (const auto l = int_flag("--decoder-last-pipeline-num-layers", 1)) {
-      strategy_field("num_layers_in_last_pipeline_stage", *l, origin_of("--decoder-last-pipeline-num-layers", ""),
+      strategy_field("num_layers_in_last_pipeline_stage", l->value, l->origin,
                      "--decoder-last-pipeline-num-layers");
     }
     if (layout) {
@@ -810,8 +821,7 @@ class Importer {
                      per_stage->name);
     }
     if (const auto g = int_flag("--microbatch-group-size-per-virtual-pipeline-stage", 1)) {
-      strategy_field("microbatch_group_size_per_vp_stage", *g,
-                     origin_of("--microbatch-group-size-per-virtual-pipeline-stage", ""),
+      strategy_field("microbatch_group_size_per_vp_stage", g->value, g->origin,
                      "--microbatch-group-size-per-virtual-pipeline-stage");
     }
     if (const LaunchOption* x = find({"--no-overlap-p2p-communication"})) {
@@ -870,7 +880,7 @@ class Importer {
     flag_to_strategy("--overlap-grad-reduce", "overlap_grad_reduce");
     flag_to_strategy("--overlap-param-gather", "overlap_param_gather");
     if (const auto b = int_flag("--ddp-bucket-size", 1)) {
-      strategy_field("bucket_size", *b, origin_of("--ddp-bucket-size", ""), "--ddp-bucket-size");
+      strategy_field("bucket_size", b->value, b->origin, "--ddp-bucket-size");
     }
     flag_to_strategy("--tp-comm-overlap", "tp_comm_overlap");
   }
@@ -891,7 +901,7 @@ class Importer {
     }
     for (const auto& [flag, field] : {std::pair{"--moe-deepep-num-sms", "moe_deepep_num_sms"},
                                       std::pair{"--moe-hybridep-num-sms", "moe_hybridep_num_sms"}}) {
-      if (const auto n = int_flag(flag, 1)) strategy_field(field, *n, origin_of(flag, ""), flag);
+      if (const auto n = int_flag(flag, 1)) strategy_field(field, n->value, n->origin, flag);
     }
     flag_to_strategy("--moe-shared-expert-overlap", "moe_shared_expert_overlap");
     flag_to_strategy("--overlap-moe-expert-parallel-comm", "overlap_moe_expert_parallel_comm");
@@ -925,7 +935,7 @@ class Importer {
       if (flag_to_strategy("--first-last-layers-bf16", "first_last_layers_bf16")) {
         for (const auto& [flag, field] : {std::pair{"--num-layers-at-start-in-bf16", "num_layers_at_start_in_bf16"},
                                           std::pair{"--num-layers-at-end-in-bf16", "num_layers_at_end_in_bf16"}}) {
-          if (const auto n = int_flag(flag, 0)) strategy_field(field, *n, origin_of(flag, ""), flag);
+          if (const auto n = int_flag(flag, 0)) strategy_field(field, n->value, n->origin, flag);
         }
       }
     } else {
@@ -1003,8 +1013,8 @@ class Importer {
 
   void offloading() {
     // --cpu-offloading-num-layers N > 0 turns activation offloading on (validate_args).
-    if (const auto off = int_flag("--cpu-offloading-num-layers", 0); off && *off > 0) {
-      strategy_field("cpu_offloading_num_layers", *off, origin_of("--cpu-offloading-num-layers", ""),
+    if (const auto off = int_flag("--cpu-offloading-num-layers", 0); off && off->value > 0) {
+      strategy_field("cpu_offloading_num_layers", off->value, off->origin,
                      "--cpu-offloading-num-layers");
     }
     o_.mark_read({"--cpu-offloading"});

@@ -54,7 +54,9 @@ struct MegatronImport {
   nlohmann::json model = nlohmann::json::object();
   nlohmann::json strategy = nlohmann::json::object();
   std::vector<MegatronSetting> settings;           // in the order set
-  std::map<std::string, std::string> field_flags;  // "strategy.tp_size" -> "--tensor-model-parallel-size"
+  // "strategy.tp_size" -> "line 4: --tensor-model-parallel-size" (the flag alone when the field
+  // took Megatron's default)
+  std::map<std::string, std::string> field_flags;
   std::vector<std::string> not_modelled;           // "--delay-wgrad-compute (line 40): why"
   std::vector<std::string> not_read;               // "--lr" (the training script's flags calisim does not read)
   std::vector<std::string> notes;                  // repeated flags, approximations: shown as warnings

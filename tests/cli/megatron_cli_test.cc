@@ -20,6 +20,11 @@ const std::string kLlamaScript = std::string(CALISIM_TEST_DATA_DIR) + "/../../ex
 const std::string kMixtralScript =
     std::string(CALISIM_TEST_DATA_DIR) + "/../../examples/megatron/mixtral_8x7b_64gpu.sh";
 
+// The width, depth and batch flags of a small run (16 heads), on one line; the tests add what
+// they are about.
+const std::string kSmallModel =
+    "--hidden-size 1024 --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --bf16";
+
 nlohmann::json json_of(const std::string& args) {
   const CommandResult r = run_calisim_stdout(args);
   EXPECT_EQ(r.code, 0) << args << "\n" << r.out;
@@ -84,8 +89,8 @@ TEST(CliMegatron, ErrorsNameTheScriptLineAndFlag) {
   const std::string bad = write_temp_file(
       "bad_tp.sh",
       "torchrun --nproc_per_node 6 pretrain_gpt.py \\\n"
-      "  --num-layers 4 --hidden-size 1024 --num-attention-heads 16 --seq-length 2048 \\\n"
-      "  --micro-batch-size 1 --bf16 --vocab-size 32000 \\\n"
+      "  --num-layers 4 \\\n"
+      "  " + kSmallModel + " --vocab-size 32000 \\\n"
       "  --tensor-model-parallel-size 3\n");
   const CommandResult r = run_calisim("simulate --megatron " + bad + " --system h100-sxm");
   EXPECT_EQ(r.code, 2) << r.out;
@@ -113,8 +118,8 @@ TEST(CliMegatron, SourcedFilesAreReadBesideTheScript) {
   write_temp_file("megatron_source/model.sh", "NUM_LAYERS=8\nPARALLEL=(--tensor-model-parallel-size 3)\n");
   write_temp_file("megatron_source/run.sh",
                   "source model.sh\n"
-                  "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers $NUM_LAYERS --hidden-size 1024 \\\n"
-                  "  --num-attention-heads 16 --seq-length 2048 --micro-batch-size 1 --bf16 --vocab-size 32000 \\\n"
+                  "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers $NUM_LAYERS \\\n"
+                  "  " + kSmallModel + " --vocab-size 32000 \\\n"
                   "  \"${PARALLEL[@]}\"\n");
   const CommandResult r = run_calisim("configs import-megatron " + dir + "run.sh --world-size 24");
   EXPECT_EQ(r.code, 2) << r.out;
@@ -139,8 +144,8 @@ TEST(CliMegatron, TheVocabularyIsCountedFromALocalTokenizer) {
   write_temp_file("megatron_tok/unigram/tokenizer.json",
                   R"({"model": {"type": "Unigram", "vocab": [["a", 0.0], ["b", -1.0], ["c", -2.0], ["d", -3.0]]}})");
   const std::string args =
-      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 --hidden-size 256 --num-attention-heads 4 "
-      "--seq-length 512 --micro-batch-size 1 --bf16 --tokenizer-type HuggingFaceTokenizer ";
+      "torchrun --nproc_per_node 8 pretrain_gpt.py --num-layers 2 " + kSmallModel +
+      " --tokenizer-type HuggingFaceTokenizer ";
   write_temp_file("megatron_tok/bpe.sh", args + "--tokenizer-model bpe --vocab-size 5\n");  // beside the script
   write_temp_file("megatron_tok/unigram.sh", args + "--tokenizer-model " + dir + "unigram\n");
   const nlohmann::json bpe = json_of("configs import-megatron " + dir + "bpe.sh --json");
