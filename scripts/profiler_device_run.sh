@@ -11,6 +11,13 @@
 #                                                       `calisim validate --db` prices those rows from
 #   .prof-bundle/profiler_device_run.sh [SWEEP] [ARGS]  GPU tests, trace smoke test, the sweep into a
 #                                                       database, the text export
+#   .prof-bundle/profiler_device_run.sh lease [SECONDS]  a whole GPU lease in one call (default 540 s):
+#                                                       selftest, then the gemm sweep, the rows plan,
+#                                                       the attention and memory sweeps, each cut off
+#                                                       (SIGINT: the kernel in flight finishes, every
+#                                                       finished one is kept) so that all of it, with
+#                                                       the exports, ends inside SECONDS; a rerun with
+#                                                       OUT_DIR holding the returned databases resumes
 #   SWEEP: all (default; gemm, attention, memory, collective), gemm, attention, memory, collective;
 #   ARGS: extra `calisim profile run` options (e.g. --budget-s 1).
 #
@@ -35,6 +42,8 @@ done
 export LD_LIBRARY_PATH="$libdirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export CALISIM_CONFIG_DIR=${CALISIM_CONFIG_DIR:-$(pwd)/configs}
 bin="$here/bin"
+# The trace test runs the bundle's copies, not the build paths compiled into it.
+export CALISIM_TRACE_LIB="$here/lib/libcalisim_trace.so" CALISIM_TRACE_TARGET="$bin/calisim_trace_target"
 
 {
   echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
@@ -45,12 +54,18 @@ bin="$here/bin"
 } | tee "$out/conditions.txt"
 
 # One line per check: PASS/FAIL/SKIP name (seconds), the command's output in $out/selftest/NAME.log.
+check_timeout_s=300
+checks_until=''
 check() {
   local name=$1
   shift
   mkdir -p "$out/selftest"
-  local t0=$SECONDS
-  if timeout 300 "$@" >"$out/selftest/$name.log" 2>&1; then
+  local t0=$SECONDS cap=$check_timeout_s
+  if [[ -n "$checks_until" ]]; then
+    ((cap > checks_until - SECONDS)) && cap=$((checks_until - SECONDS))
+    if ((cap < 5)); then echo "SKIP $name: the selftest's time is used up"; return; fi
+  fi
+  if timeout -k 5 "$cap" "$@" >"$out/selftest/$name.log" 2>&1; then
     if grep -q "\[  SKIPPED \]" "$out/selftest/$name.log" && ! grep -q "\[       OK \]" "$out/selftest/$name.log"; then
       echo "SKIP $name ($((SECONDS - t0)) s): $(grep -m1 -A1 'Skipped' "$out/selftest/$name.log" | tail -1)"
     else
@@ -73,7 +88,7 @@ tiny_plan() {
 JSON
 }
 
-if [[ "$mode" == selftest ]]; then
+selftest() {
   tiny_plan
   {
     check cuda_host "$bin/profiler_cuda_host_test"
@@ -89,6 +104,69 @@ if [[ "$mode" == selftest ]]; then
     check profile_run "$bin/calisim" profile run --plan "$out/selftest_plan.json" --db "$out/selftest.db" --budget-s 0.5
     echo "profile run summary:"; sed -n '/planned:/,$p' "$out/selftest/profile_run.log" | sed 's/^/    /'
   } 2>&1 | tee "$out/selftest.txt"
+}
+
+if [[ "$mode" == selftest ]]; then
+  selftest
+  exit 0
+fi
+
+if [[ "$mode" == lease ]]; then
+  # Everything in one call, inside a deadline: the device time of a lease is short and a fresh
+  # machine costs minutes to start, so the stages run in order of value and each is cut off
+  # (SIGINT, then a kill 20 s later) where its share ends. Databases go to $out (resumable), the
+  # logs into one archive (the device tool returns at most 8 files).
+  deadline=$((SECONDS + ${1:-540}))
+  reserve_s=25  # exports and the archive
+  check_timeout_s=60
+  checks_until=$((SECONDS + 180))  # the whole selftest, however many checks hang
+  stage() {  # stage NAME CAP_S DB ARGS...: calisim profile run for at most CAP_S (and the deadline)
+    local name=$1 cap=$2 db=$3
+    shift 3
+    local left=$((deadline - reserve_s - SECONDS))
+    ((cap > left)) && cap=$left
+    if ((cap < 15)); then
+      echo "stage $name: not run, ${left} s left before the deadline" | tee -a "$out/lease.txt"
+      return
+    fi
+    local t0=$SECONDS
+    # --foreground: the SIGINT goes to calisim alone. Without it timeout also signals its process
+    # group, calisim can see two SIGINTs, and the second (Ctrl-C twice) kills it before its
+    # summary: the first lease lost its WAL that way (the rows were kept, the output was not).
+    timeout --foreground -s INT -k 20 "$cap" "$bin/calisim" profile run --db "$out/$db" --csv "$out/logs/$name.csv" "$@" \
+      >"$out/logs/$name.log" 2>&1
+    local summary
+    summary=$(grep -m1 ' planned: ' "$out/logs/$name.log" || tail -2 "$out/logs/$name.log" | tr '\n' ' ')
+    echo "stage $name ($((SECONDS - t0)) s of $cap): $summary" | tee -a "$out/lease.txt"
+    grep -E '^(skipped|throttled)' "$out/logs/$name.log" | head -20 | sed 's/^/    /' | tee -a "$out/lease.txt"
+  }
+  mkdir -p "$out/logs"
+  if [[ -n "${LEASE_SKIP_SELFTEST:-}" ]]; then
+    echo "PASS profile_run (selftest skipped: LEASE_SKIP_SELFTEST)" >"$out/logs/selftest.txt"
+  else
+    ( out="$out/logs"; selftest ) | tee -a "$out/lease.txt"
+  fi
+  if ! grep -q "^PASS profile_run" "$out/logs/selftest.txt"; then
+    echo "lease: calisim profile run failed its selftest; stopping here (see logs)" | tee -a "$out/lease.txt"
+  else
+    stage gemm_sweep 110 calibration.db --sweep gemm
+    stage rows 170 rows.db --plan "$here/plans/h100-sxm_rows.plan.json" --budget-s 0.3
+    stage attention_sweep 70 calibration.db --sweep attention
+    stage memory_sweep 60 calibration.db --sweep memory
+    stage rows_rest 600 rows.db --plan "$here/plans/h100-sxm_rows.plan.json" --budget-s 0.3
+    stage gemm_fp8_sweep 600 calibration.db --sweep gemm --dtype fp8
+  fi
+  for db in calibration rows; do
+    [[ -f "$out/$db.db" ]] || continue
+    # One file per database (the device tool returns at most 8 files): a writer's open and close
+    # folds the write-ahead log back in and removes it, also after a killed stage.
+    "$bin/calisim" db vacuum "$out/$db.db" >>"$out/logs/export.log" 2>&1
+    "$bin/calisim" db export "$out/$db.db" "$out/$db.json" >>"$out/logs/export.log" 2>&1
+    "$bin/calisim" db list "$out/$db.db" >>"$out/logs/export.log" 2>&1
+  done
+  cp "$out/conditions.txt" "$out/logs/" 2>/dev/null
+  tar -czf "$out/logs.tgz" -C "$out" logs && rm -rf "$out/logs" "$out/conditions.txt"
+  echo "lease: done, $((deadline - SECONDS)) s before the deadline" | tee -a "$out/lease.txt"
   exit 0
 fi
 

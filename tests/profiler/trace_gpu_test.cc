@@ -14,13 +14,25 @@
 namespace calisim::profiler {
 namespace {
 
+// The build's paths, unless the environment names others: a bundle carried to a GPU machine
+// (scripts/profiler_bundle.sh) holds both files elsewhere, and the run script says where.
+std::string path_from_env(const char* name, const char* build_path) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : build_path;
+}
+
 TEST(GpuTrace, InjectionRecordsEveryKernelWithClassAndNvtxRange) {
   std::string why;
   if (cuda_device_count(&why) == 0) GTEST_SKIP() << "no CUDA device: " << why;
   const auto path = (std::filesystem::temp_directory_path() / "calisim_trace_gpu.db").string();
   std::filesystem::remove(path);
-  const std::string cmd = std::string("CUDA_INJECTION64_PATH=") + CALISIM_TRACE_LIB + " CALISIM_TRACE_DB=" + path +
-                          " " + CALISIM_TRACE_TARGET;
+  const std::string lib = path_from_env("CALISIM_TRACE_LIB", CALISIM_TRACE_LIB);
+  const std::string target = path_from_env("CALISIM_TRACE_TARGET", CALISIM_TRACE_TARGET);
+  for (const auto& f : {lib, target}) {
+    ASSERT_TRUE(std::filesystem::exists(f)) << f << " is missing (CALISIM_TRACE_LIB / CALISIM_TRACE_TARGET name "
+                                            << "the library and the program where they are not the build's)";
+  }
+  const std::string cmd = "CUDA_INJECTION64_PATH='" + lib + "' CALISIM_TRACE_DB='" + path + "' '" + target + "'";
   ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   ASSERT_TRUE(std::filesystem::exists(path)) << "the injection wrote no database";
   auto database = db::EfficiencyDb::open(path, db::OpenMode::read_only);
