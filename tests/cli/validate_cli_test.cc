@@ -125,6 +125,42 @@ TEST(ValidateCli, SimumaxRunsWithTheirEfficiencyTableBeatSimumax) {
   EXPECT_TRUE(noted) << f["efficiency_notes"].dump();
 }
 
+// The shipped H200 measurements (calibration/data/h200/) priced onto the H100 rows: import both
+// exports, predict the H100 from them, validate the public runs. The H100 rows' kernels then come
+// from the scaled rows (collectives stay the NCCL model: one GPU measured none) and their step-time
+// error falls; the other systems, which the database does not hold, do not move.
+TEST(ValidateCli, MeasuredH200KernelsPriceTheH100Rows) {
+  const std::string data = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
+  const std::string db = ::testing::TempDir() + "validate_h200.db";
+  std::remove(db.c_str());
+  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/rows.json").code, 0);
+  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/sweep.json").code, 0);
+  const Out p = calisim("predict --from \"NVIDIA H200 SXM 141GB\" --to h100-sxm --db " + db);
+  ASSERT_EQ(p.code, 0) << p.text;
+  const std::string runs = data + "measured_runs.csv";
+  const Out base = calisim("validate --runs " + runs + " --json", false);
+  const Out cal = calisim("validate --runs " + runs + " --db " + db + " --json", false);
+  ASSERT_EQ(base.code, 0) << base.text;
+  ASSERT_EQ(cal.code, 0) << cal.text;
+  const auto b = nlohmann::json::parse(base.text)["summary"];
+  const auto c = nlohmann::json::parse(cal.text)["summary"];
+  std::map<std::string, nlohmann::json> before, after;
+  for (const auto& g : b["by_gpu"]) before[g["group"]] = g;
+  for (const auto& g : c["by_gpu"]) after[g["group"]] = g;
+  ASSERT_TRUE(before.count("h100-sxm") && after.count("h100-sxm"));
+  EXPECT_EQ(after["h100-sxm"]["count"], 125);
+  const double mape_before = before["h100-sxm"]["mape"].get<double>();
+  const double mape_after = after["h100-sxm"]["mape"].get<double>();
+  EXPECT_LT(mape_after, mape_before - 0.01) << "measured kernels should bring the H100 rows closer";
+  for (const auto& [gpu, g] : before) {
+    if (gpu != "h100-sxm") EXPECT_DOUBLE_EQ(after[gpu]["mape"].get<double>(), g["mape"].get<double>()) << gpu;
+  }
+  const auto& k = c["kernels_per_source_by_gpu"]["h100-sxm"];
+  const double scaled = k["scaled"].get<double>(), roofline = k["roofline"].get<double>();
+  EXPECT_GT(scaled / (scaled + roofline), 0.6) << k.dump();
+  EXPECT_EQ(c["kernels_per_source_by_gpu"]["a100-sxm-80g"]["scaled"], 0);
+}
+
 TEST(ValidateCli, TableAndHtmlReport) {
   const std::string html = ::testing::TempDir() + "validate_report.html";
   std::remove(html.c_str());
