@@ -8,7 +8,7 @@
 //     rule of predictor/source_fit.h, with the same dispatch times).
 //   calisim predict --evaluate --db FILE [--rows] [--json] [--op-dispatch-us US]
 //     leave-one-out error per family on each device, and cross-device error for every ordered pair
-//     (--rows: every cross-device row; --json always carries them). Published figures timed as an
+//     (--rows: every scored row, leave-one-out and cross-device; --json always carries them). Published figures timed as an
 //     eager loop are compared with max(kernel, host dispatch) (predictor/evaluate.h); the dispatch
 //     time is each device's shipped system's host.op_dispatch_us, or US for every device (to see
 //     how much the assumption matters).
@@ -200,24 +200,25 @@ void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorS
     j["mape_pct"] = e.mape_pct;
     j["max_ape_pct"] = e.max_ape_pct;
     j["note"] = e.note;
-    if (cross) {
-      ordered_json scored = ordered_json::array();
-      for (const auto& r : e.rows) scored.push_back({{"key", r.key}, {"actual", r.actual}, {"predicted", r.predicted}});
-      j["rows"] = scored;
-    }
+    ordered_json scored = ordered_json::array();
+    for (const auto& r : e.rows) scored.push_back({{"key", r.key}, {"actual", r.actual}, {"predicted", r.predicted}});
+    j["rows"] = scored;
     doc.push_back(j);
   }
 }
 
-// Every scored cross-device row (--rows): key, stored and predicted efficiency, signed error.
-std::string scored_rows(const std::vector<predictor::ErrorSummary>& cross) {
+// Every scored row (--rows): key, stored and predicted efficiency, signed error; leave-one-out
+// groups first, then the cross-device pairs.
+std::string scored_rows(const std::vector<predictor::ErrorSummary>& groups) {
   std::string text;
-  for (const auto& e : cross) {
+  for (const auto& e : groups) {
     Table t({"key", "actual", "predicted", "error %"});
     for (const auto& r : e.rows) {
       t.add_row({r.key, num(r.actual), num(r.predicted), fmt::format("{:+.1f}", 100.0 * (r.predicted / r.actual - 1))});
     }
-    text += fmt::format("\n{} -> {}, {}: every row\n", e.from, e.device, e.family) + t.render("  ");
+    text += (e.from.empty() ? fmt::format("\nleave-one-out on {}, {}: every row\n", e.device, e.family)
+                            : fmt::format("\n{} -> {}, {}: every row\n", e.from, e.device, e.family)) +
+            t.render("  ");
   }
   return text;
 }
@@ -250,7 +251,7 @@ void run_evaluate(const PredictArgs& a) {
   text += fmt::format("\nhost dispatch per eager op ({}):", a.op_dispatch_us ? "--op-dispatch-us" : "system files' host.op_dispatch_us");
   for (const auto& [name, s] : dispatch_s) text += fmt::format(" {} {:.1f} us;", name, s * 1e6);
   text += "\n";
-  if (a.rows) text += scored_rows(e.cross_device);
+  if (a.rows) text += scored_rows(e.leave_one_out) + scored_rows(e.cross_device);
   fmt::print("{}", text);
 }
 
@@ -269,7 +270,7 @@ void register_predict(CLI::App& app) {
   sub->add_option("--op-dispatch-us", args->op_dispatch_us,
                   "host time of one eager op for every device, instead of each system's host.op_dispatch_us "
                   "(eager-loop figures are compared with max(kernel, this); source fits skip those it bounds)");
-  sub->add_flag("--rows", args->rows, "with --evaluate: also list every cross-device row (key, actual, predicted)");
+  sub->add_flag("--rows", args->rows, "with --evaluate: also list every scored row, leave-one-out and cross-device (key, actual, predicted)");
   sub->callback([args] { args->evaluate ? run_evaluate(*args) : run_predict(*args); });
 }
 

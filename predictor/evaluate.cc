@@ -57,7 +57,8 @@ void leave_one_out(const std::vector<Row>& group, std::size_t min_rows, const st
                    FitPredict fit_predict) {
   if (group.size() < min_rows + 1) return;
   for (std::size_t i = 0; i < group.size(); ++i) {
-    table.add(family, fit_predict(without(group, i), group[i]), std::min(group[i].efficiency, 1.0));
+    table.add(family, fit_predict(without(group, i), group[i]), std::min(group[i].efficiency, 1.0),
+              to_string(group[i].key));
   }
 }
 
@@ -87,7 +88,7 @@ std::size_t leave_one_out_timed(const TimedGroup<Row>& g, const std::string& fam
       predicted = host_bound(predicted, work_s(r.key, spec), dispatch_s);
       ++eager;
     }
-    table.add(family, predicted, std::min(r.efficiency, 1.0));
+    table.add(family, predicted, std::min(r.efficiency, 1.0), to_string(r.key));
   }
   return eager;
 }

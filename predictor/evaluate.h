@@ -30,7 +30,7 @@
 
 namespace calisim::predictor {
 
-// One scored row of a cross-device check: what was predicted for it and what was stored.
+// One scored row (leave-one-out or cross-device): what was predicted for it and what was stored.
 struct ScoredRow {
   std::string key;  // canonical key text (core/kernel_keys.h)
   double actual = 0, predicted = 0;
@@ -45,7 +45,7 @@ struct ErrorSummary {
   // How the rows were predicted where it matters for reading the number (cross-device): the
   // fixed overheads used, the attention kernel generation on each side.
   std::string note;
-  std::vector<ScoredRow> rows;  // cross-device only: every scored row, in the target's row order
+  std::vector<ScoredRow> rows;  // every scored row, in the device's row order
 };
 
 struct Evaluation {

@@ -193,6 +193,19 @@ TEST_F(CalibrateCli, RowsImportedFromCsvWithoutSpecsAreRefusedNamingTheDevice) {
   ASSERT_EQ(fill.code, 0) << fill.out;
   EXPECT_NE(fill.out.find("specs filled in for 1 device(s)"), std::string::npos) << fill.out;
   EXPECT_EQ(run_calisim("predict --evaluate --db " + bare).code, 0);
+  // --rows lists every scored row, leave-one-out ones too; --json carries them as many as `n` says.
+  const CmdResult rows = run_calisim("predict --evaluate --rows --db " + bare);
+  ASSERT_EQ(rows.code, 0) << rows.out;
+  EXPECT_NE(rows.out.find("leave-one-out on NVIDIA A100 PCIe 80GB, gemm bf16: every row"), std::string::npos)
+      << rows.out.substr(0, 2000);
+  const CmdResult evj = run_calisim("predict --evaluate --json --db " + bare + " 2>/dev/null");
+  ASSERT_EQ(evj.code, 0) << evj.out;
+  const auto loo = nlohmann::json::parse(evj.out)["leave_one_out"];
+  ASSERT_FALSE(loo.empty());
+  for (const auto& g : loo) {
+    ASSERT_EQ(g["rows"].size(), g["n"].get<std::size_t>()) << g["family"];
+    for (const auto& r : g["rows"]) EXPECT_GT(r["actual"].get<double>(), 0) << r.dump();
+  }
   // With its specs stored the database answers as the one it was exported from, note gone.
   const CmdResult s_full = run_calisim(sim + bare), s_orig = run_calisim(sim + db_);
   ASSERT_EQ(s_full.code, 0) << s_full.out;
