@@ -30,8 +30,12 @@ double tile_utilization(std::int64_t m, std::int64_t n, int tile_m, int tile_n);
 // grouped GEMM's groups share the waves). In (0, 1].
 double gemm_quantization(std::int64_t m, std::int64_t n, std::int64_t batch, int sm_count);
 
-// Flash-attention CTAs = batch · heads_q · ceil(seq_q / 128) (one 128-row query block per CTA),
-// spread over the SMs: wave utilization of that grid.
+// Flash-attention grid utilization. CTAs: batch · heads_q · ceil(seq_q / 128) forward (one 128-row
+// query block each), batch · heads_q · ceil(seq_kv / 128) backward (one 128-row key block each).
+// Without a causal mask every CTA does the same work: the wave utilization of that grid. With one,
+// a CTA's work is the number of 128-blocks the mask lets it visit (aligned bottom right), and the
+// CTAs are list-scheduled in launch order onto the SMs: total work / (SMs · makespan). 64 waves
+// and more are approximated (makespan = total / SMs + half the largest CTA). In (0, 1].
 double attention_quantization(const AttentionKey& key, int sm_count);
 
 }  // namespace calisim

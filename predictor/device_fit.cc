@@ -19,14 +19,15 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 
 // The physical bound the learned part is a fraction of. GEMM: the roofline (tile/wave quantization
 // stays a feature: libraries pick among tiles and Stream-K, so the best-tile figure is only an upper
-// bound on the loss). Forward attention: the roofline times the wave utilization of its grid, since
-// FlashAttention's forward runs one 128-row query block per CTA, all of equal work, in whole waves
-// (a 128-CTA grid on 108 SMs takes two). Backward: the roofline only (its measured fall with grid
-// size is weaker than the wave model: SimuMax A100 heads 4 -> 8 gains x1.13, the model says x1.33).
+// bound on the loss). Attention, both directions: the roofline times the utilization of its CTA grid
+// (core/tile_quantization.h): equal-work waves without a mask; with a causal mask the unequal
+// blocks list-scheduled in launch order, times the diagonal's share. (With equal-work waves for
+// causal grids, backward did better without the factor: SimuMax A100 heads 4 -> 8 gains x1.13
+// where equal waves say x1.33; the backward schedule says x1.12, and leave-one-out fell 4.7 -> 2.0 %.)
 double roof_of(const GemmKey& k, const DeviceSpec& d) { return roofline_fraction(k.flops(), k.bytes(), k.dtype, d); }
 double roof_of(const AttentionKey& k, const DeviceSpec& d) {
   const double roof = roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
-  return k.direction == AttentionDirection::forward ? roof * attention_quantization(k, d.sm_count) : roof;
+  return roof * attention_quantization(k, d.sm_count);
 }
 
 template <class Row, class FeatureFn>

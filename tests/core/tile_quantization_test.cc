@@ -1,6 +1,8 @@
 // core/tile_quantization.h: wave and tile utilization of a kernel's output grid on the SMs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "core/tile_quantization.h"
 
 namespace calisim {
@@ -41,10 +43,75 @@ TEST(AttentionQuantization, OneQueryBlockPerCta) {
   AttentionKey k;
   k.batch = 1;
   k.heads_q = 8;
+  k.causal = false;
+  k.seq_kv = 4096;
   k.seq_q = 128 * 16;  // 8 heads x 16 query blocks = 128 CTAs
   EXPECT_NEAR(attention_quantization(k, 132), 128.0 / 132.0, 1e-12);
   k.seq_q = 128 * 16 + 1;  // one more block per head: 136 CTAs, two waves
   EXPECT_NEAR(attention_quantization(k, 132), 136.0 / 264.0, 1e-12);
+}
+
+// Backward runs one CTA per 128-row key block: a short query chunk over long keys (context
+// parallelism) fills the GPU backward, not forward.
+TEST(AttentionQuantization, BackwardRunsOneKeyBlockPerCta) {
+  AttentionKey k;
+  k.batch = 1;
+  k.heads_q = 8;
+  k.causal = false;
+  k.seq_q = 128;
+  k.seq_kv = 128 * 16;
+  k.direction = AttentionDirection::forward;
+  EXPECT_NEAR(attention_quantization(k, 132), 8.0 / 132.0, 1e-12);
+  k.direction = AttentionDirection::backward;
+  EXPECT_NEAR(attention_quantization(k, 132), 128.0 / 132.0, 1e-12);
+}
+
+// Causal, one head of 4 blocks on 2 SMs, by hand. Forward: query block i visits i + 1 key blocks,
+// works 1, 2, 3, 4 in launch order: SM0 runs 1 then 3 (ends at 4), SM1 runs 2 then 4 (ends at 6):
+// 10 / (2 · 6). Backward: key block j is visited by 4 - j query blocks, works 4, 3, 2, 1: SM0 runs
+// 4 then 1, SM1 3 then 2, both end at 5: 10 / (2 · 5). Both times the diagonal's share: 8 blocks
+// counted (half of 4 x 4) of the 10 visited.
+TEST(AttentionQuantization, CausalGridIsListScheduledInLaunchOrder) {
+  AttentionKey k;
+  k.batch = 1;
+  k.heads_q = 1;
+  k.causal = true;
+  k.seq_q = k.seq_kv = 512;
+  k.direction = AttentionDirection::forward;
+  EXPECT_NEAR(attention_quantization(k, 2), 10.0 / 12.0 * 0.8, 1e-12);
+  k.direction = AttentionDirection::backward;
+  EXPECT_NEAR(attention_quantization(k, 2), 10.0 / 10.0 * 0.8, 1e-12);
+  // One SM per block: the longest block alone sets the time, 10 / (132 · 4) of the GPU.
+  k.direction = AttentionDirection::forward;
+  EXPECT_NEAR(attention_quantization(k, 132), 10.0 / (132.0 * 4.0) * 0.8, 1e-12);
+}
+
+// Few heads at 4k tokens leave the GPU idle at the end of a causal grid (what the H200 measured:
+// b·h = 8 runs at 0.64 of b·h = 64's efficiency); many waves approach the diagonal's share alone,
+// and the approximation past 64 waves joins the exact schedule without a step.
+TEST(AttentionQuantization, CausalUtilizationGrowsWithTheGrid) {
+  AttentionKey k;
+  k.batch = 1;
+  k.causal = true;
+  k.seq_q = k.seq_kv = 4096;  // 32 blocks per head
+  double last = 0;
+  for (int heads : {4, 8, 16, 32, 64, 128, 256, 512}) {
+    k.heads_q = heads;
+    const double u = attention_quantization(k, 132);
+    EXPECT_GT(u, 0.0);
+    EXPECT_LE(u, 32.0 / 33.0 + 1e-12) << heads;  // never above the diagonal's share (512 of 528)
+    EXPECT_GT(u, last - 0.02) << heads;        // nearly monotone (list scheduling is not exactly)
+    last = std::max(last, u);
+  }
+  EXPECT_GT(last, 0.95);
+  k.heads_q = 8;
+  const double small = attention_quantization(k, 132);
+  EXPECT_LT(small, 0.7);  // 256 CTAs of unequal work on 132 SMs
+  // 64 waves: 8448 CTAs = 264 heads at 32 blocks; 265 heads is approximated.
+  k.heads_q = 264;
+  const double exact = attention_quantization(k, 132);
+  k.heads_q = 265;
+  EXPECT_NEAR(attention_quantization(k, 132), exact, 0.01);
 }
 
 }  // namespace

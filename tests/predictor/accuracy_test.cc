@@ -39,7 +39,9 @@ TEST_F(Accuracy, LeaveOneOutOnTheSimumaxA100Table) {
   const auto& gemm = find(e.leave_one_out, "", dev, "gemm bf16");
   EXPECT_EQ(gemm.n, 195u);
   EXPECT_LT(gemm.mape_pct, 4.7);
-  EXPECT_LT(find(e.leave_one_out, "", dev, "attention bwd bf16").mape_pct, 5.0);
+  // Backward 4.7 % -> 2.0 % since its bound carries the causal grid's list-scheduled utilization
+  // (core/tile_quantization.h) as forward's does; forward 4.4 % -> 4.7 %.
+  EXPECT_LT(find(e.leave_one_out, "", dev, "attention bwd bf16").mape_pct, 2.5);
   EXPECT_LT(find(e.leave_one_out, "", dev, "attention fwd bf16").mape_pct, 5.0);
 }
 
@@ -79,7 +81,8 @@ TEST_F(Accuracy, CrossDeviceOnPublishedFigures) {
   // FA2 -> FA2 (was 76.8 % scaled to the FA3/cuDNN-calibrated figure): 5.4 % with the H100 file's
   // attention 0.50, derived from FA3 / cuDNN figures alone (2.0 % with the former 0.52, which took a
   // fwd+bwd factor from two of the scored FA2 H100 figures).
-  EXPECT_LT(fa2.mape_pct, 5.6);
+  // 5.4 % -> 4.5 % with the causal schedule and the diagonal's share in the bound.
+  EXPECT_LT(fa2.mape_pct, 4.7);
   EXPECT_NE(fa2.note.find("FA2->FA2"), std::string::npos);
   EXPECT_EQ(fa2.note.find("kernel-generation change"), std::string::npos);
   // Reverse direction: the H100 source fit skips its host-bound 1024³ row, so its t0 is no longer
@@ -89,7 +92,7 @@ TEST_F(Accuracy, CrossDeviceOnPublishedFigures) {
   EXPECT_LT(back.mape_pct, 13.5);
   EXPECT_NE(back.note.find("source fit skips 1 host-bound eager-loop row"), std::string::npos) << back.note;
   EXPECT_NE(back.note.find("(prior)"), std::string::npos) << back.note;
-  EXPECT_LT(find(e.cross_device, "NVIDIA H100 SXM5 80GB", "NVIDIA A100 SXM4 80GB", "attention fwd fp16").mape_pct, 6.1);
+  EXPECT_LT(find(e.cross_device, "NVIDIA H100 SXM5 80GB", "NVIDIA A100 SXM4 80GB", "attention fwd fp16").mape_pct, 5.0);
   // H100 GEMM leave-one-out, 6 eager-loop rows: 23.4 % -> 7.0 % (each fit skips the host-bound rows of
   // the other five; an eager held-out row is predicted as max(kernel, dispatch)).
   const auto& loo = find(e.leave_one_out, "", "NVIDIA H100 SXM5 80GB", "gemm bf16");
@@ -111,11 +114,10 @@ TEST_F(Accuracy, CrossDeviceBetweenPublishedH100AndMeasuredH200) {
   }
   DeviceData h200 = data(db, "NVIDIA H200 SXM 141GB", testing::h200());
   std::size_t bf16 = 0;
-  for (auto& r : h200.runs) {  // the H100 side has bf16 GEMM figures only
+  for (auto& r : h200.runs) {  // bf16 GEMMs (all the H100 side has) and the attention rows
     auto& g = r.rows.gemm;
     g.erase(std::remove_if(g.begin(), g.end(), [](const db::GemmRow& row) { return row.key.dtype != DType::bf16; }),
             g.end());
-    r.rows.attention.clear();
     r.rows.memory.clear();
     bf16 += g.size();
   }
@@ -132,8 +134,14 @@ TEST_F(Accuracy, CrossDeviceBetweenPublishedH100AndMeasuredH200) {
   const auto& to_h200 = find(e.cross_device, "NVIDIA H100 SXM5 80GB", "NVIDIA H200 SXM 141GB", "gemm bf16");
   EXPECT_EQ(to_h200.n, 598u);
   EXPECT_LT(to_h200.mape_pct, 6.5);
-  // On the measured device itself, leave-one-out: 3.8 %.
-  EXPECT_LT(find(e.leave_one_out, "", "NVIDIA H200 SXM 141GB", "gemm bf16").mape_pct, 4.0);
+  // On the measured device itself, leave-one-out: GEMM 3.8 %; cuDNN attention forward 4.1 %,
+  // backward 7.9 % (6.4 % and 10.9 % with equal-work waves). The causal schedule is most of the
+  // difference: the measured causal rows at 4k tokens with b·h = 7 ... 48 sit at a constant 0.64
+  // (fwd) and 0.52 (bwd) of its utilization, which ranges 0.57 ... 0.90 over them.
+  const std::string h200_name = "NVIDIA H200 SXM 141GB";
+  EXPECT_LT(find(e.leave_one_out, "", h200_name, "gemm bf16").mape_pct, 4.0);
+  EXPECT_LT(find(e.leave_one_out, "", h200_name, "attention fwd bf16").mape_pct, 4.5);
+  EXPECT_LT(find(e.leave_one_out, "", h200_name, "attention bwd bf16").mape_pct, 8.5);
 }
 
 // How much the published-figure numbers lean on the assumed 10 µs dispatch time.
