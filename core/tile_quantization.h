@@ -9,8 +9,10 @@
 // A device with sm_count <= 0 (unknown) has no wave loss.
 //
 // Used by the simulator's roofline default (simulator/default_efficiency.h: the system's matmul
-// efficiency times this utilization), by calibrate (which divides it back out when it fits that
-// efficiency) and by the predictor's shape features and cross-device rescaling. Pure functions.
+// efficiency times the GEMM utilization; attention times its grid's utilization over that of the
+// published curves' grid, simulator/attention_shape.h), by calibrate (which divides it back out
+// when it fits those efficiencies) and by the predictor's shape features, bounds and cross-device
+// rescaling. Pure functions (the causal schedule is memoized, invisibly and thread-safely).
 #pragma once
 
 #include <cstdint>

@@ -1,5 +1,7 @@
 #include "simulator/attention_shape.h"
 
+#include "core/tile_quantization.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -66,6 +68,17 @@ double attention_shape_factor(const AttentionKey& key) {
     seq_factor = interp_log2(kBwdNonCausal, s) / kCausalOverNonCausal;
   }
   return seq_factor * head_dim_factor(std::max(key.head_dim_qk, key.head_dim_v));
+}
+
+double attention_grid_factor(const AttentionKey& key, int sm_count) {
+  if (sm_count <= 0) return 1.0;
+  const auto s = std::max<std::int64_t>(1, std::llround(attention_kernel_seq(key)));
+  const std::int64_t d = std::max<std::int64_t>(1, std::max(key.head_dim_qk, key.head_dim_v));
+  AttentionKey ref = key;
+  ref.seq_q = ref.seq_kv = s;
+  ref.heads_q = ref.heads_kv = std::max<std::int64_t>(1, 2048 / d);
+  ref.batch = std::max<std::int64_t>(1, 16384 / s);
+  return attention_quantization(key, sm_count) / attention_quantization(ref, sm_count);
 }
 
 WindowTiles window_tiles(std::int64_t seq, std::int64_t window, std::int64_t tile) {

@@ -35,6 +35,14 @@ double attention_kernel_seq(const AttentionKey& key);
 // head_dim_qk and head_dim_v, log-interpolated between 64 and 256, clamped outside).
 double attention_shape_factor(const AttentionKey& key);
 
+// How this key's CTA grid fills the SMs against the grid of the published curves at the same
+// kernel sequence length and head dimension (hidden 2048, 16k tokens per batch: heads 2048 / d,
+// batch 16384 / s): attention_quantization (core/tile_quantization.h) of the key over that of the
+// reference grid, same mask and direction, on `sm_count` SMs. Below 1 where a tensor-parallel
+// shard at micro-batch 1 leaves few heads (b·h = 8 at 4k tokens: 0.64 of the reference on an
+// H200, as measured); 1 when sm_count <= 0.
+double attention_grid_factor(const AttentionKey& key, int sm_count);
+
 // Sliding-window attention at the flash kernel's tile granularity (docs/simulator.md
 // "Sliding-window attention and sinks"). The kernel walks query blocks of `tile` rows; a block
 // whose rows attend keys i-W..i computes in full every KV block from the one holding its first

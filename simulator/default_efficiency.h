@@ -34,7 +34,8 @@ class DefaultEfficiencyModel final : public EfficiencyModel {
   Efficiency attention(const AttentionKey& key) const override {
     const AttentionReference ref = attention_reference_split(sys_.attention_efficiency, sys_.attention_backward_ratio);
     const double base = key.direction == AttentionDirection::forward ? ref.forward : ref.backward;
-    return {std::min(1.0, base * attention_shape_factor(key)), EfficiencySource::roofline};
+    return {std::min(1.0, base * attention_shape_factor(key) * attention_grid_factor(key, sys_.device.sm_count)),
+            EfficiencySource::roofline};
   }
   Efficiency memory_op(const MemoryOpKey&) const override {
     return {sys_.memory_efficiency, EfficiencySource::roofline};

@@ -4,9 +4,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <string>
 
 #include "core/error.h"
+#include "db/text_dump.h"
 #include "simulator/attention_shape.h"
 #include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
@@ -131,6 +133,80 @@ class FixedAttention final : public EfficiencyModel {
  private:
   DefaultEfficiencyModel base_;
 };
+
+// The grid factor: 1 on the curves' own grid, below 1 for a few-head shard, nothing without SMs.
+TEST(AttentionShape, GridFactorComparesWithThePublishedCurvesGrid) {
+  // The curves' grid at 4k tokens: hidden 2048 at head dim 128 = 16 heads, batch 16384 / 4096 = 4.
+  AttentionKey ref{4, 16, 16, 4096, 4096, 128, 128, true, DType::bf16, AttentionDirection::forward};
+  EXPECT_NEAR(attention_grid_factor(ref, 132), 1.0, 1e-12);
+  ref.direction = AttentionDirection::backward;
+  EXPECT_NEAR(attention_grid_factor(ref, 132), 1.0, 1e-12);
+  // Llama-3-70B at tp 8, micro-batch 1: 8 heads. 256 causal CTAs of 1 ... 32 blocks on 132 SMs.
+  AttentionKey shard{1, 8, 1, 4096, 4096, 128, 128, true, DType::bf16, AttentionDirection::forward};
+  const double f = attention_grid_factor(shard, 132);
+  EXPECT_GT(f, 0.6);
+  EXPECT_LT(f, 0.7);
+  EXPECT_DOUBLE_EQ(attention_grid_factor(shard, 0), 1.0);  // no SM count: no grid effect
+  // More heads fill the SMs better, monotonically here.
+  double last = f;
+  for (std::int64_t heads : {16, 32, 64}) {
+    shard.heads_q = heads;
+    const double g = attention_grid_factor(shard, 132);
+    EXPECT_GT(g, last) << heads;
+    last = g;
+  }
+  // The default model multiplies it in: the shard's forward efficiency is the reference grid's times f.
+  const SystemConfig sys = shipped_system("h100-sxm");
+  const DefaultEfficiencyModel model(sys);
+  shard.heads_q = 8;
+  AttentionKey same_shape = shard;
+  same_shape.batch = 4;
+  same_shape.heads_q = same_shape.heads_kv = 16;
+  EXPECT_NEAR(model.attention(shard).value / model.attention(same_shape).value, f, 1e-9);
+}
+
+// The grid factor against measured kernels: every bf16 cuDNN SDPA row calisim measured on an H200
+// (calibration/data/h200/, 190 rows: the sweep's FlashAttention grid and the validation rows'
+// shapes, many of them tensor-parallel shards with few heads) priced by the shipped h200 system's
+// roofline default, with and without the grid factor. The published curves were measured on a
+// large grid; a shard of 8 heads at micro-batch 1 is not one.
+TEST(AttentionShape, GridFactorBringsTheDefaultCloserToMeasuredH200Kernels) {
+  const SystemConfig sys = shipped_system("h200");
+  const DefaultEfficiencyModel model(sys);
+  const AttentionReference ref = attention_reference_split(sys.attention_efficiency, sys.attention_backward_ratio);
+  double err_with = 0, err_without = 0, err_small_with = 0, err_small_without = 0;
+  int n = 0, n_small = 0;
+  for (const char* f : {"rows.json", "sweep.json"}) {
+    const db::Dump dump = db::read_json_dump(std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/h200/" + f);
+    for (const auto& batch : dump.runs) {
+      for (const auto& r : batch.rows.attention) {
+        if (r.key.dtype != DType::bf16) continue;
+        const double base = r.key.direction == AttentionDirection::forward ? ref.forward : ref.backward;
+        const double without = std::min(1.0, base * attention_shape_factor(r.key));
+        const double with = model.attention(r.key).value;
+        const double e_with = std::abs(with / r.efficiency - 1), e_without = std::abs(without / r.efficiency - 1);
+        err_with += e_with;
+        err_without += e_without;
+        ++n;
+        if (r.key.batch * r.key.heads_q <= 16 && r.key.causal) {  // tensor-parallel shards at micro-batch 1
+          err_small_with += e_with;
+          err_small_without += e_without;
+          ++n_small;
+        }
+      }
+    }
+  }
+  ASSERT_EQ(n, 190);
+  ASSERT_GT(n_small, 20);
+  const double mape_with = 100 * err_with / n, mape_without = 100 * err_without / n;
+  const double small_with = 100 * err_small_with / n_small, small_without = 100 * err_small_without / n_small;
+  RecordProperty("mape_with", std::to_string(mape_with));
+  std::printf("h200 attention, roofline default vs measured: all %d rows %.1f %% -> %.1f %%; causal b·h <= 16 (%d rows) "
+              "%.1f %% -> %.1f %%\n",
+              n, mape_without, mape_with, n_small, small_without, small_with);
+  EXPECT_LT(mape_with, mape_without);
+  EXPECT_LT(small_with, 0.7 * small_without);
+}
 
 TEST(AttentionShape, DatabaseRowWinsOverTheShapeModel) {
   const SystemConfig sys = shipped_system("h100-sxm");
