@@ -70,6 +70,7 @@ check() {
       echo "SKIP $name ($((SECONDS - t0)) s): $(grep -m1 -A1 'Skipped' "$out/selftest/$name.log" | tail -1)"
     else
       echo "PASS $name ($((SECONDS - t0)) s)"
+      grep -h "^CUPTI kernel time" "$out/selftest/$name.log" | head -1 | sed 's/^/    /'
     fi
   else
     echo "FAIL $name ($((SECONDS - t0)) s): see selftest/$name.log; last lines:"
