@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <span>
 
 #include "predictor/shape_features.h"
 
@@ -24,14 +25,27 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 // blocks list-scheduled in launch order, times the diagonal's share. (With equal-work waves for
 // causal grids, backward did better without the factor: SimuMax A100 heads 4 -> 8 gains x1.13
 // where equal waves say x1.33; the backward schedule says x1.12, and leave-one-out fell 4.7 -> 2.0 %.)
-double roof_of(const GemmKey& k, const DeviceSpec& d) { return roofline_fraction(k.flops(), k.bytes(), k.dtype, d); }
-double roof_of(const AttentionKey& k, const DeviceSpec& d) {
+double roof_of(const GemmKey& k, const DeviceSpec& d, double /*cta_overhead_blocks*/) {
+  return roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
+}
+// Backward attention's per-CTA overhead factor w / (w + c): w the query blocks one key-block CTA
+// visits (half of them under a causal mask). Forward is left out: on the H200 rows a forward term
+// made leave-one-out worse at every c tried (4.1 % -> 5.3 % at c = 0.5), and the published FA2
+// forward figures worse still, while backward improved (7.9 % -> 4.0 % at c = 2).
+double cta_work_factor(const AttentionKey& k, double c) {
+  if (k.direction == AttentionDirection::forward || c <= 0) return 1.0;
+  double w = std::ceil(static_cast<double>(std::max<std::int64_t>(k.seq_q, 1)) / 128.0);
+  if (k.causal) w = std::max(1.0, 0.5 * w);
+  return w / (w + c);
+}
+double roof_of(const AttentionKey& k, const DeviceSpec& d, double cta_overhead_blocks) {
   const double roof = roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
-  return roof * attention_quantization(k, d.sm_count);
+  return roof * attention_quantization(k, d.sm_count) * cta_work_factor(k, cta_overhead_blocks);
 }
 
 template <class Row, class FeatureFn>
-ShapeFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, double prior_s, FeatureFn features) {
+ShapeFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, double prior_s, FeatureFn features,
+                   std::span<const double> cta_grid) {
   using Features = decltype(features(rows.front().key, device));
   constexpr int p = std::tuple_size_v<Features>;
   const std::size_t n = rows.size();
@@ -45,7 +59,6 @@ ShapeFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, doubl
     eff[i] = std::min(r.efficiency, 1.0);
     flops[i] = r.key.flops();
     peak[i] = device.peak_flops_per_s(r.key.dtype);
-    roof[i] = roof_of(r.key, device);
     if (eff[i] > 0 && flops[i] / (peak[i] * eff[i]) < kShortRowFactor * prior_s) ++short_rows;
   }
   const auto targets = [&](double t0) {
@@ -55,29 +68,39 @@ ShapeFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, doubl
     }
     return y;
   };
+  const bool fit_t0 = short_rows >= kMinShortRows && n >= kMinRowsPerFit;
   ShapeFit best;
   best.overhead_s = prior_s;
-  if (short_rows < kMinShortRows || n < kMinRowsPerFit) {
+  if (!fit_t0 && cta_grid.size() <= 1) {
+    for (std::size_t i = 0; i < n; ++i) roof[i] = roof_of(rows[i].key, device, cta_grid.empty() ? 0.0 : cta_grid[0]);
     best.fit = fit_ridge(x, targets(prior_s), p);
     return best;
   }
-  // t0 by the exact leave-one-out error of the efficiency itself.
+  // t0 (and c) by the exact leave-one-out error of the efficiency itself.
   static constexpr double kGridUs[] = {0, 0.5, 1, 2, 3, 4, 5, 6, 8, 10, 12, 16};
+  static constexpr double kPriorOnly[] = {-1};  // t0 stays the prior
+  const std::span<const double> t0_grid = fit_t0 ? std::span<const double>(kGridUs) : std::span<const double>(kPriorOnly);
+  static constexpr double kNoCta[] = {0};
+  if (cta_grid.empty()) cta_grid = kNoCta;
   double best_err = std::numeric_limits<double>::infinity();
   std::vector<double> loo;
-  for (double us : kGridUs) {
-    const double t0 = us * 1e-6;
-    LinearFit fit = fit_ridge(x, targets(t0), p, &loo);
-    double err = 0;
-    for (std::size_t i = 0; i < n; ++i) {
-      const double e = add_overhead(roof[i] * sigmoid(loo[i]), flops[i], peak[i], t0);
-      err += std::abs(e - eff[i]) / std::max(eff[i], 1e-9);
-    }
-    if (err < best_err) {
-      best_err = err;
-      best.fit = std::move(fit);
-      best.overhead_s = t0;
-      best.overhead_fitted = true;
+  for (double c : cta_grid) {
+    for (std::size_t i = 0; i < n; ++i) roof[i] = roof_of(rows[i].key, device, c);
+    for (double us : t0_grid) {
+      const double t0 = us < 0 ? prior_s : us * 1e-6;
+      LinearFit fit = fit_ridge(x, targets(t0), p, &loo);
+      double err = 0;
+      for (std::size_t i = 0; i < n; ++i) {
+        const double e = add_overhead(roof[i] * sigmoid(loo[i]), flops[i], peak[i], t0);
+        err += std::abs(e - eff[i]) / std::max(eff[i], 1e-9);
+      }
+      if (err < best_err) {
+        best_err = err;
+        best.fit = std::move(fit);
+        best.overhead_s = t0;
+        best.overhead_fitted = fit_t0;
+        best.cta_overhead_blocks = c;
+      }
     }
   }
   return best;
@@ -86,20 +109,24 @@ ShapeFit fit_shape(const std::vector<Row>& rows, const DeviceSpec& device, doubl
 }  // namespace
 
 ShapeFit fit_gemm(const std::vector<db::GemmRow>& rows, const DeviceSpec& device, double overhead_prior_s) {
-  return fit_shape(rows, device, overhead_prior_s, gemm_features);
+  return fit_shape(rows, device, overhead_prior_s, gemm_features, {});
 }
 
 double predict_gemm(const ShapeFit& fit, const GemmKey& key, const DeviceSpec& device) {
-  const double work = roof_of(key, device) * sigmoid(fit.fit.predict(gemm_features(key, device)));
+  const double work = roof_of(key, device, 0.0) * sigmoid(fit.fit.predict(gemm_features(key, device)));
   return add_overhead(work, key.flops(), device.peak_flops_per_s(key.dtype), fit.overhead_s);
 }
 
 ShapeFit fit_attention(const std::vector<db::AttentionRow>& rows, const DeviceSpec& device, double overhead_prior_s) {
-  return fit_shape(rows, device, overhead_prior_s, attention_features);
+  // One group is one direction: backward chooses its per-CTA overhead, forward has none.
+  const bool backward = !rows.empty() && rows.front().key.direction == AttentionDirection::backward;
+  return fit_shape(rows, device, overhead_prior_s, attention_features,
+                   backward ? std::span<const double>(kCtaOverheadBlocks) : std::span<const double>());
 }
 
 double predict_attention(const ShapeFit& fit, const AttentionKey& key, const DeviceSpec& device) {
-  const double work = roof_of(key, device) * sigmoid(fit.fit.predict(attention_features(key, device)));
+  const double work =
+      roof_of(key, device, fit.cta_overhead_blocks) * sigmoid(fit.fit.predict(attention_features(key, device)));
   return add_overhead(work, key.flops(), device.peak_flops_per_s(key.dtype), fit.overhead_s);
 }
 

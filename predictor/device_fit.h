@@ -39,7 +39,13 @@ struct ShapeFit {
   LinearFit fit;
   double overhead_s = 0;
   bool overhead_fitted = false;  // chosen from the rows (false: the prior)
+  // Backward attention: the fixed work of one CTA, in 128 x 128 blocks (loading its key/value
+  // block, writing dK/dV): a CTA that visits w query blocks runs at w / (w + c) of a long one.
+  // Chosen from kCtaOverheadBlocks with t0 by the same leave-one-out error; 0 elsewhere, and 0
+  // when the rows cannot tell (every row visits as many blocks: the choices tie, the first wins).
+  double cta_overhead_blocks = 0;
 };
+inline constexpr double kCtaOverheadBlocks[] = {0, 1, 2, 3, 4};
 
 ShapeFit fit_gemm(const std::vector<db::GemmRow>& rows, const DeviceSpec& device,
                   double overhead_prior_s = kOverheadPriorUs * 1e-6);
