@@ -39,31 +39,24 @@ TEST(GemmQuantization, GroupedGemmGroupsShareTheWaves) {
   EXPECT_NEAR(gemm_quantization(256, 1024, 1, 132), 32.0 / 132.0, 1e-12);
 }
 
+// An attention key of the grid's shape (batch x heads x 128-token blocks); head dims are irrelevant.
+AttentionKey grid(std::int64_t heads, std::int64_t seq_q, std::int64_t seq_kv, bool causal,
+                  AttentionDirection dir = AttentionDirection::forward) {
+  return AttentionKey{1, heads, heads, seq_q, seq_kv, 128, 128, causal, DType::bf16, dir};
+}
+
 TEST(AttentionQuantization, OneQueryBlockPerCta) {
-  AttentionKey k;
-  k.batch = 1;
-  k.heads_q = 8;
-  k.causal = false;
-  k.seq_kv = 4096;
-  k.seq_q = 128 * 16;  // 8 heads x 16 query blocks = 128 CTAs
-  EXPECT_NEAR(attention_quantization(k, 132), 128.0 / 132.0, 1e-12);
-  k.seq_q = 128 * 16 + 1;  // one more block per head: 136 CTAs, two waves
-  EXPECT_NEAR(attention_quantization(k, 132), 136.0 / 264.0, 1e-12);
+  // 8 heads x 16 query blocks = 128 CTAs; one more block per head: 136 CTAs, two waves.
+  EXPECT_NEAR(attention_quantization(grid(8, 128 * 16, 4096, false), 132), 128.0 / 132.0, 1e-12);
+  EXPECT_NEAR(attention_quantization(grid(8, 128 * 16 + 1, 4096, false), 132), 136.0 / 264.0, 1e-12);
 }
 
 // Backward runs one CTA per 128-row key block: a short query chunk over long keys (context
 // parallelism) fills the GPU backward, not forward.
 TEST(AttentionQuantization, BackwardRunsOneKeyBlockPerCta) {
-  AttentionKey k;
-  k.batch = 1;
-  k.heads_q = 8;
-  k.causal = false;
-  k.seq_q = 128;
-  k.seq_kv = 128 * 16;
-  k.direction = AttentionDirection::forward;
-  EXPECT_NEAR(attention_quantization(k, 132), 8.0 / 132.0, 1e-12);
-  k.direction = AttentionDirection::backward;
-  EXPECT_NEAR(attention_quantization(k, 132), 128.0 / 132.0, 1e-12);
+  EXPECT_NEAR(attention_quantization(grid(8, 128, 128 * 16, false), 132), 8.0 / 132.0, 1e-12);
+  EXPECT_NEAR(attention_quantization(grid(8, 128, 128 * 16, false, AttentionDirection::backward), 132), 128.0 / 132.0,
+              1e-12);
 }
 
 // Causal, one head of 4 blocks on 2 SMs, by hand. Forward: query block i visits i + 1 key blocks,
@@ -72,46 +65,30 @@ TEST(AttentionQuantization, BackwardRunsOneKeyBlockPerCta) {
 // 4 then 1, SM1 3 then 2, both end at 5: 10 / (2 · 5). Both times the diagonal's share: 8 blocks
 // counted (half of 4 x 4) of the 10 visited.
 TEST(AttentionQuantization, CausalGridIsListScheduledInLaunchOrder) {
-  AttentionKey k;
-  k.batch = 1;
-  k.heads_q = 1;
-  k.causal = true;
-  k.seq_q = k.seq_kv = 512;
-  k.direction = AttentionDirection::forward;
-  EXPECT_NEAR(attention_quantization(k, 2), 10.0 / 12.0 * 0.8, 1e-12);
-  k.direction = AttentionDirection::backward;
-  EXPECT_NEAR(attention_quantization(k, 2), 10.0 / 10.0 * 0.8, 1e-12);
+  const AttentionKey fwd = grid(1, 512, 512, true), bwd = grid(1, 512, 512, true, AttentionDirection::backward);
+  EXPECT_NEAR(attention_quantization(fwd, 2), 10.0 / 12.0 * 0.8, 1e-12);
+  EXPECT_NEAR(attention_quantization(bwd, 2), 10.0 / 10.0 * 0.8, 1e-12);
   // One SM per block: the longest block alone sets the time, 10 / (132 · 4) of the GPU.
-  k.direction = AttentionDirection::forward;
-  EXPECT_NEAR(attention_quantization(k, 132), 10.0 / (132.0 * 4.0) * 0.8, 1e-12);
+  EXPECT_NEAR(attention_quantization(fwd, 132), 10.0 / (132.0 * 4.0) * 0.8, 1e-12);
 }
 
 // Few heads at 4k tokens leave the GPU idle at the end of a causal grid (what the H200 measured:
 // b·h = 8 runs at 0.64 of b·h = 64's efficiency); many waves approach the diagonal's share alone,
 // and the approximation past 64 waves joins the exact schedule without a step.
 TEST(AttentionQuantization, CausalUtilizationGrowsWithTheGrid) {
-  AttentionKey k;
-  k.batch = 1;
-  k.causal = true;
-  k.seq_q = k.seq_kv = 4096;  // 32 blocks per head
+  const auto at_4k = [](std::int64_t heads) { return attention_quantization(grid(heads, 4096, 4096, true), 132); };
   double last = 0;
-  for (int heads : {4, 8, 16, 32, 64, 128, 256, 512}) {
-    k.heads_q = heads;
-    const double u = attention_quantization(k, 132);
+  for (int heads : {4, 8, 16, 32, 64, 128, 256, 512}) {  // 32 blocks per head
+    const double u = at_4k(heads);
     EXPECT_GT(u, 0.0);
     EXPECT_LE(u, 32.0 / 33.0 + 1e-12) << heads;  // never above the diagonal's share (512 of 528)
     EXPECT_GT(u, last - 0.02) << heads;        // nearly monotone (list scheduling is not exactly)
     last = std::max(last, u);
   }
   EXPECT_GT(last, 0.95);
-  k.heads_q = 8;
-  const double small = attention_quantization(k, 132);
-  EXPECT_LT(small, 0.7);  // 256 CTAs of unequal work on 132 SMs
+  EXPECT_LT(at_4k(8), 0.7);  // 256 CTAs of unequal work on 132 SMs
   // 64 waves: 8448 CTAs = 264 heads at 32 blocks; 265 heads is approximated.
-  k.heads_q = 264;
-  const double exact = attention_quantization(k, 132);
-  k.heads_q = 265;
-  EXPECT_NEAR(attention_quantization(k, 132), exact, 0.01);
+  EXPECT_NEAR(at_4k(265), at_4k(264), 0.01);
 }
 
 }  // namespace
