@@ -52,4 +52,27 @@ MatmulPair matmul_pair(const DeviceProfile& s, const DeviceProfile& t, DType dty
   return {s.matmul_efficiency_for(dtype), target, false};
 }
 
+DeviceProfile with_attention_level(DeviceProfile profile, const DeviceFit& fit) {
+  profile.attention_level = 0;
+  if (profile.attention_kernel != AttentionKernel::best) return profile;
+  for (DType dtype : {DType::bf16, DType::fp16}) {
+    double sum = 0;
+    int n = 0;
+    for (std::int64_t seq : {4096, 8192}) {
+      AttentionKey key{16384 / seq, 16, 16, seq, seq, 128, 128, true, dtype, AttentionDirection::forward};
+      const auto fwd = fit.attention(key);
+      key.direction = AttentionDirection::backward;
+      const auto bwd = fit.attention(key);
+      if (!fwd || !bwd || !(*fwd > 0) || !(*bwd > 0)) break;
+      sum += 3.5 / (1.0 / *fwd + 2.5 / *bwd);
+      ++n;
+    }
+    if (n == 2) {
+      profile.attention_level = sum / n;
+      return profile;
+    }
+  }
+  return profile;
+}
+
 }  // namespace calisim::predictor

@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "db/records.h"
+#include "predictor/device_fit.h"
 #include "predictor/device_profile.h"
 
 namespace calisim::predictor {
@@ -51,5 +52,17 @@ struct MatmulPair {
   bool anchored = false;  // true: the source's ceiling against the target's MAMF
 };
 MatmulPair matmul_pair(const DeviceProfile& source, const DeviceProfile& target, DType dtype);
+
+// Attention, likewise anchored on the source's own level. A system file's efficiency.attention is
+// forward + backward at the reference shape (causal, head dim 128, 4k-8k tokens, the curves' grid:
+// hidden 2048, 16k tokens per batch; simulator/attention_shape.h) for the best kernel of its GPU,
+// from published figures. Measured rows need not sit there: the H200's cuDNN 9.19 rows reach
+// 0.52-0.57 at that shape against the file's 0.50 (2024 figures). with_attention_level evaluates the
+// source's own fits at the reference shape, forward and backward, 4k and 8k tokens:
+// level = mean of 3.5 / (1/fwd + 2.5/bwd), the first of bf16, fp16 with both directions fitted. A
+// source row is then read as a fraction of that level and mapped onto the target's file figure
+// (cross_device.h, scale_attention): the target under the conditions its file describes. Not for
+// FlashAttention-2 rows (their level is scaled by the kernel's share instead, kernel_overhead.h).
+DeviceProfile with_attention_level(DeviceProfile profile, const DeviceFit& fit);
 
 }  // namespace calisim::predictor

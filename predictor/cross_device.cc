@@ -68,10 +68,11 @@ ScaledEfficiency scale_attention(double eff, const AttentionKey& key, const Devi
                                  const DeviceProfile& t) {
   // Both sides' achievable attention efficiency for the kernel generation the source rows were
   // measured with (kernel_overhead.h): FA2 rows scale by FA2's share on each side.
+  // A source with its own level (achievable_ceiling.h) is read against it instead of its file.
   const double share_s = attention_kernel_share(s.spec, s.attention_kernel).value_or(1.0);
   const double share_t = attention_kernel_share(t.spec, s.attention_kernel).value_or(1.0);
-  return scale_kernel(eff, key.flops(), key.bytes(), key.dtype, s.attention_efficiency * share_s,
-                      t.attention_efficiency * share_t,
+  const double a_s = s.attention_level > 0 ? s.attention_level : s.attention_efficiency * share_s;
+  return scale_kernel(eff, key.flops(), key.bytes(), key.dtype, a_s, t.attention_efficiency * share_t,
                       attention_quantization(key, s.spec.sm_count), attention_quantization(key, t.spec.sm_count), s,
                       t);
 }

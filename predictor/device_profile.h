@@ -52,6 +52,10 @@ struct DeviceProfile {
   // The ceiling the device's own GEMM rows reach, per dtype (achievable_ceiling.h); 0 = not
   // estimated (too few large compute-bound rows, or a target known only by its system file).
   std::array<double, kDTypeCount> matmul_ceiling{};
+  // The forward + backward attention efficiency the device's own rows reach at the reference shape
+  // of a system file's efficiency.attention (achievable_ceiling.h, with_attention_level); 0 = not
+  // estimated (rows of one direction only, FlashAttention-2 rows, or a target known by its file).
+  double attention_level = 0;
 
   const LinkSpec& tier(db::LinkTier t) const { return t == db::LinkTier::intra_node ? intra_node : inter_node; }
   // The matmul efficiency of GEMMs whose inputs are `dtype` (0 = unknown).

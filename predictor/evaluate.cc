@@ -168,8 +168,12 @@ std::string attention_note(const DeviceProfile& s, const DeviceProfile& t, Atten
     return v ? fmt::format("{:.3f}", *v) : std::string("unknown, 1");
   };
   const AttentionKernel k = s.attention_kernel;
-  std::string note = fmt::format("{0}->{0}: a {1:.2f} x share {2} -> {3:.2f} x share {4}", to_string(k),
-                                 s.attention_efficiency, share(s, k), t.attention_efficiency, share(t, k));
+  std::string note =
+      s.attention_level > 0
+          ? fmt::format("{0}->{0}: a {1:.3f} (its rows at the reference shape) -> {2:.2f} x share {3}", to_string(k),
+                        s.attention_level, t.attention_efficiency, share(t, k))
+          : fmt::format("{0}->{0}: a {1:.2f} x share {2} -> {3:.2f} x share {4}", to_string(k), s.attention_efficiency,
+                        share(s, k), t.attention_efficiency, share(t, k));
   if (target_rows != k) {
     note = fmt::format("kernel-generation change ({} rows -> {} rows), not predicted from specs; ", to_string(k),
                        to_string(target_rows)) + note;

@@ -139,6 +139,7 @@ SourceFit fit_source(const DeviceData& device, double dispatch_s) {
   out.overhead_fitted = t0.has_value();
   if (t0) profile.kernel_overhead_us = *t0 * 1e6;
   profile = with_gemm_ceilings(profile, out.runs, kernel_overhead_s(profile));
+  profile = with_attention_level(profile, *out.fit);
   out.source = {profile, make_interpolating_model(out.fit, device.record, out.runs, no_data_model())};
   return out;
 }

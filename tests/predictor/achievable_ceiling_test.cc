@@ -1,6 +1,8 @@
 // The GEMM ceiling of a device's own rows and the (ceiling, MAMF) pair of cross-device scaling.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "predictor/achievable_ceiling.h"
 #include "predictor/cross_device.h"
 #include "predictor_test_util.h"
@@ -55,6 +57,49 @@ TEST(MatmulPair, AnchorsTheSourceCeilingOnTheTargetMamf) {
   // A source row at its own ceiling scales to the target's MAMF (large square: same quantization).
   const GemmKey k{16384, 16384, 16384, 1, DType::bf16, GemmLayout::TN, false};
   EXPECT_NEAR(scale_gemm(0.765, k, s, t).efficiency, 0.8, 0.01);
+}
+
+// Attention rows at a known level: every row of both directions at the same efficiency, over the
+// shapes around the reference (causal, head dim 128, the curves' grid). The fits then answer that
+// level at the reference shape, and the level is fwd+bwd combined: 3.5 / (1/f + 2.5/b).
+std::vector<db::AttentionRow> level_rows(double fwd, double bwd, bool with_backward = true) {
+  std::vector<db::AttentionRow> rows;
+  for (AttentionDirection dir : {AttentionDirection::forward, AttentionDirection::backward}) {
+    if (dir == AttentionDirection::backward && !with_backward) continue;
+    for (std::int64_t seq : {1024, 2048, 4096, 8192, 16384}) {
+      for (std::int64_t heads : {8, 16, 32}) {
+        db::AttentionRow r;
+        r.key = AttentionKey{std::max<std::int64_t>(1, 16384 / seq), heads, heads, seq, seq, 128, 128, true,
+                             DType::bf16, dir};
+        r.efficiency = dir == AttentionDirection::forward ? fwd : bwd;
+        rows.push_back(r);
+      }
+    }
+  }
+  return rows;
+}
+
+DeviceProfile with_level_of(const std::vector<db::AttentionRow>& rows, AttentionKernel kernel) {
+  DeviceProfile d = h100_sxm();
+  d.attention_kernel = kernel;
+  db::RunBatch b;
+  b.rows.attention = rows;
+  const DeviceFit fit(d.spec, group_rows({b}), 4e-6);
+  return with_attention_level(d, fit);
+}
+
+TEST(AttentionLevel, TheSourcesOwnRowsAtTheReferenceShape) {
+  const DeviceProfile d = with_level_of(level_rows(0.60, 0.50), AttentionKernel::best);
+  EXPECT_NEAR(d.attention_level, 3.5 / (1 / 0.60 + 2.5 / 0.50), 0.01);
+  // One direction only, or FlashAttention-2 rows (scaled by the kernel's share): no level.
+  EXPECT_EQ(with_level_of(level_rows(0.60, 0.50, false), AttentionKernel::best).attention_level, 0.0);
+  EXPECT_EQ(with_level_of(level_rows(0.60, 0.50), AttentionKernel::flash2).attention_level, 0.0);
+  // Scaling reads a source row against its level: a row at the level maps onto the target's figure.
+  DeviceProfile target = h100_sxm();
+  target.attention_efficiency = 0.40;
+  AttentionKey k{4, 16, 16, 4096, 4096, 128, 128, true, DType::bf16, AttentionDirection::forward};
+  const double from_level = scale_attention(d.attention_level, k, d, target).efficiency;
+  EXPECT_NEAR(from_level, 0.40, 0.01);
 }
 
 TEST(CollectivesTransfer, OnlyBetweenKnownEqualScaleUpFabrics) {
