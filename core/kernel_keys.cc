@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <stdexcept>
 #include <string>
 
@@ -44,6 +46,15 @@ double AttentionKey::flops() const {
   if (causal) f *= 0.5;
   if (direction == AttentionDirection::backward) f *= 2.5;
   return f;
+}
+
+AttentionKey flash_benchmark_key(std::int64_t seq, std::int64_t head_dim, bool causal, DType dtype,
+                                 AttentionDirection direction) {
+  seq = std::max<std::int64_t>(seq, 1);
+  head_dim = std::max<std::int64_t>(head_dim, 1);
+  const std::int64_t heads = std::max<std::int64_t>(1, 2048 / head_dim);
+  return AttentionKey{std::max<std::int64_t>(1, 16384 / seq), heads, heads, seq, seq, head_dim, head_dim, causal,
+                      dtype, direction};
 }
 
 double AttentionKey::bytes() const {

@@ -55,6 +55,12 @@ struct AttentionKey {
   bool operator==(const AttentionKey&) const = default;
 };
 
+// The FlashAttention benchmark grid, the shape of the published FlashAttention-2/3 and cuDNN
+// figures (and of calisim's attention sweep): self-attention of `seq` tokens, hidden 2048
+// (2048 / head_dim heads), 16k tokens per batch (batch 16384 / seq), both at least 1.
+AttentionKey flash_benchmark_key(std::int64_t seq, std::int64_t head_dim, bool causal, DType dtype,
+                                 AttentionDirection direction);
+
 enum class CollectiveOp : std::uint8_t { all_reduce, all_gather, reduce_scatter, all_to_all, send_recv };
 std::string_view to_string(CollectiveOp op);
 CollectiveOp parse_collective_op(std::string_view s);

@@ -59,10 +59,8 @@ DeviceProfile with_attention_level(DeviceProfile profile, const DeviceFit& fit) 
     double sum = 0;
     int n = 0;
     for (std::int64_t seq : {4096, 8192}) {
-      AttentionKey key{16384 / seq, 16, 16, seq, seq, 128, 128, true, dtype, AttentionDirection::forward};
-      const auto fwd = fit.attention(key);
-      key.direction = AttentionDirection::backward;
-      const auto bwd = fit.attention(key);
+      const auto fwd = fit.attention(flash_benchmark_key(seq, 128, true, dtype, AttentionDirection::forward));
+      const auto bwd = fit.attention(flash_benchmark_key(seq, 128, true, dtype, AttentionDirection::backward));
       if (!fwd || !bwd || !(*fwd > 0) || !(*bwd > 0)) break;
       sum += 3.5 / (1.0 / *fwd + 2.5 / *bwd);
       ++n;

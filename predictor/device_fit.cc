@@ -28,13 +28,15 @@ double sigmoid(double v) { return 1.0 / (1.0 + std::exp(-v)); }
 double roof_of(const GemmKey& k, const DeviceSpec& d, double /*cta_overhead_blocks*/) {
   return roofline_fraction(k.flops(), k.bytes(), k.dtype, d);
 }
-// Backward attention's per-CTA overhead factor w / (w + c): w the query blocks one key-block CTA
-// visits (half of them under a causal mask). Forward is left out: on the H200 rows a forward term
-// made leave-one-out worse at every c tried (4.1 % -> 5.3 % at c = 0.5), and the published FA2
-// forward figures worse still, while backward improved (7.9 % -> 4.0 % at c = 2).
+// The per-CTA overhead factor w / (w + c): w the 128-blocks one CTA visits (a forward query-block
+// CTA walks the keys, a backward key-block CTA the queries; half of them under a causal mask).
+// Only backward fits choose a c > 0 (fit_attention): on the H200 rows a forward term made
+// leave-one-out worse at every c tried (4.1 % -> 5.3 % at c = 0.5), and the published FA2 forward
+// figures worse still, while backward improved (7.9 % -> 4.0 % at c = 2).
 double cta_work_factor(const AttentionKey& k, double c) {
-  if (k.direction == AttentionDirection::forward || c <= 0) return 1.0;
-  double w = std::ceil(static_cast<double>(std::max<std::int64_t>(k.seq_q, 1)) / 128.0);
+  if (c <= 0) return 1.0;
+  const std::int64_t walked = k.direction == AttentionDirection::forward ? k.seq_kv : k.seq_q;
+  double w = std::ceil(static_cast<double>(std::max<std::int64_t>(walked, 1)) / 128.0);
   if (k.causal) w = std::max(1.0, 0.5 * w);
   return w / (w + c);
 }

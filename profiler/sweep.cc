@@ -67,8 +67,7 @@ ProfilePlan attention_sweep(const std::vector<DType>& dtypes) {
       for (bool causal : {false, true}) {
         for (std::int64_t d : {64, 128}) {
           for (std::int64_t seq : {512, 1024, 2048, 4096, 8192, 16384}) {
-            const std::int64_t heads = 2048 / d;
-            plan.add(AttentionKey{16384 / seq, heads, heads, seq, seq, d, d, causal, dt, dir});
+            plan.add(flash_benchmark_key(seq, d, causal, dt, dir));
           }
         }
       }

@@ -72,12 +72,9 @@ double attention_shape_factor(const AttentionKey& key) {
 
 double attention_grid_factor(const AttentionKey& key, int sm_count) {
   if (sm_count <= 0) return 1.0;
-  const auto s = std::max<std::int64_t>(1, std::llround(attention_kernel_seq(key)));
-  const std::int64_t d = std::max<std::int64_t>(1, std::max(key.head_dim_qk, key.head_dim_v));
-  AttentionKey ref = key;
-  ref.seq_q = ref.seq_kv = s;
-  ref.heads_q = ref.heads_kv = std::max<std::int64_t>(1, 2048 / d);
-  ref.batch = std::max<std::int64_t>(1, 16384 / s);
+  const AttentionKey ref = flash_benchmark_key(std::llround(attention_kernel_seq(key)),
+                                               std::max(key.head_dim_qk, key.head_dim_v), key.causal, key.dtype,
+                                               key.direction);
   return attention_quantization(key, sm_count) / attention_quantization(ref, sm_count);
 }
 

@@ -62,5 +62,15 @@ TEST(DeviceSpec, MissingPeakIsAnError) {
   EXPECT_THROW(d.peak_tflops_for(DType::fp8_e4m3), std::invalid_argument);
 }
 
+// The FlashAttention benchmark grid: hidden 2048, 16k tokens per batch, never below one of each.
+TEST(KernelKeys, FlashBenchmarkGrid) {
+  const AttentionKey k = flash_benchmark_key(4096, 128, true, DType::bf16, AttentionDirection::backward);
+  EXPECT_EQ(k, (AttentionKey{4, 16, 16, 4096, 4096, 128, 128, true, DType::bf16, AttentionDirection::backward}));
+  EXPECT_EQ(flash_benchmark_key(512, 64, false, DType::fp16, AttentionDirection::forward).batch, 32);
+  EXPECT_EQ(flash_benchmark_key(512, 64, false, DType::fp16, AttentionDirection::forward).heads_q, 32);
+  EXPECT_EQ(flash_benchmark_key(32768, 128, true, DType::bf16, AttentionDirection::forward).batch, 1);
+  EXPECT_EQ(flash_benchmark_key(8192, 4096, true, DType::bf16, AttentionDirection::forward).heads_q, 1);
+}
+
 }  // namespace
 }  // namespace calisim
