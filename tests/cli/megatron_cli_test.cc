@@ -16,6 +16,12 @@ using calisim::testing_support::run_calisim;
 using calisim::testing_support::run_calisim_stdout;
 using calisim::testing_support::write_temp_file;
 
+// A refused command: exit status 2 and a message that says `what`.
+void expect_refused(const CommandResult& r, const std::string& what) {
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+}
+
 const std::string kLlamaScript = std::string(CALISIM_TEST_DATA_DIR) + "/../../examples/megatron/llama3_70b_64gpu.sh";
 const std::string kMixtralScript =
     std::string(CALISIM_TEST_DATA_DIR) + "/../../examples/megatron/mixtral_8x7b_64gpu.sh";
@@ -93,22 +99,15 @@ TEST(CliMegatron, ErrorsNameTheScriptLineAndFlag) {
       "  " + kSmallModel + " --vocab-size 32000 \\\n"
       "  --tensor-model-parallel-size 3\n");
   const CommandResult r = run_calisim("simulate --megatron " + bad + " --system h100-sxm");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("bad_tp.sh (Megatron arguments): line 4: --tensor-model-parallel-size (strategy.tp_size):"),
-            std::string::npos)
-      << r.out;
+  expect_refused(r, "bad_tp.sh (Megatron arguments): line 4: --tensor-model-parallel-size (strategy.tp_size):");
   const CommandResult both = run_calisim("simulate --megatron " + bad + " --model llama3-8b --system h100-sxm");
-  EXPECT_EQ(both.code, 2);
-  EXPECT_NE(both.out.find("--megatron gives the model and the strategy"), std::string::npos) << both.out;
+  expect_refused(both, "--megatron gives the model and the strategy");
   const CommandResult neither = run_calisim("simulate --system h100-sxm");
-  EXPECT_EQ(neither.code, 2);
-  EXPECT_NE(neither.out.find("give --model and --strategy, or --megatron SCRIPT"), std::string::npos) << neither.out;
+  expect_refused(neither, "give --model and --strategy, or --megatron SCRIPT");
   const CommandResult var = run_calisim("configs import-megatron " + bad + " --var 9x=1");
-  EXPECT_EQ(var.code, 2);
-  EXPECT_NE(var.out.find("--var 9x=1: expected NAME=VALUE"), std::string::npos) << var.out;
+  expect_refused(var, "--var 9x=1: expected NAME=VALUE");
   const CommandResult missing = run_calisim("configs import-megatron /nonexistent/run.sh");
-  EXPECT_EQ(missing.code, 2);
-  EXPECT_NE(missing.out.find("/nonexistent/run.sh: file not found"), std::string::npos) << missing.out;
+  expect_refused(missing, "/nonexistent/run.sh: file not found");
 }
 
 // A sourced file beside the script is read; its flags' errors name it and its line.
@@ -122,11 +121,8 @@ TEST(CliMegatron, SourcedFilesAreReadBesideTheScript) {
                   "  " + kSmallModel + " --vocab-size 32000 \\\n"
                   "  \"${PARALLEL[@]}\"\n");
   const CommandResult r = run_calisim("configs import-megatron " + dir + "run.sh --world-size 24");
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("run.sh (Megatron arguments): model.sh line 2: --tensor-model-parallel-size (strategy.tp_size): "
-                       "head_num (16"),
-            std::string::npos)
-      << r.out;
+  expect_refused(r, "run.sh (Megatron arguments): model.sh line 2: --tensor-model-parallel-size (strategy.tp_size): "
+                 "head_num (16");
   const CommandResult ok = run_calisim("configs import-megatron " + dir + "run.sh --set strategy.tp_size=2");
   EXPECT_EQ(ok.code, 0) << ok.out;
   EXPECT_NE(ok.out.find("--num-layers (line 2)"), std::string::npos) << ok.out;
@@ -156,10 +152,7 @@ TEST(CliMegatron, TheVocabularyIsCountedFromALocalTokenizer) {
   EXPECT_EQ(json_of("configs import-megatron " + dir + "unigram.sh --json")["model"]["vocab_size"], 4);
   write_temp_file("megatron_tok/hub.sh", args + "--tokenizer-model meta-llama/Meta-Llama-3-8B\n");
   const CommandResult hub = run_calisim("configs import-megatron " + dir + "hub.sh");
-  EXPECT_EQ(hub.code, 2);
-  EXPECT_NE(hub.out.find("and no tokenizer.json is readable at meta-llama/Meta-Llama-3-8B: give it with --vocab-size"),
-            std::string::npos)
-      << hub.out;
+  expect_refused(hub, "and no tokenizer.json is readable at meta-llama/Meta-Llama-3-8B: give it with --vocab-size");
 }
 
 // profile plan and calibrate take the script too: the flagship's script plans the shipped
@@ -180,11 +173,9 @@ TEST(CliMegatron, ProfilePlanAndCalibrateTakeTheScript) {
   EXPECT_FALSE(a["gemm"].empty());
   const CommandResult mixed =
       run_calisim("calibrate --system h100-sxm --megatron " + kLlamaScript + " --model llama3-70b --db x.db");
-  EXPECT_EQ(mixed.code, 2);
-  EXPECT_NE(mixed.out.find("--megatron gives the model and the strategy"), std::string::npos) << mixed.out;
+  expect_refused(mixed, "--megatron gives the model and the strategy");
   const CommandResult runs = run_calisim("profile plan --megatron " + kLlamaScript + " --runs x.csv");
-  EXPECT_EQ(runs.code, 2);
-  EXPECT_NE(runs.out.find("leave out --model, --strategy and --megatron"), std::string::npos) << runs.out;
+  expect_refused(runs, "leave out --model, --strategy and --megatron");
 }
 
 TEST(CliMegatron, SearchTakesTheScriptsRun) {

@@ -15,6 +15,17 @@ const LaunchOption* option(const LaunchScript& s, const std::string& name) {
   return last;
 }
 
+using Values = std::vector<std::string>;
+// The values of the last `name` option; a missing one fails the test (instead of dereferencing null).
+Values values(const LaunchScript& s, const std::string& name) {
+  const LaunchOption* o = option(s, name);
+  if (o == nullptr) {
+    ADD_FAILURE() << name << " was not read";
+    return {};
+  }
+  return o->values;
+}
+
 TEST(LaunchScript, QuotesCommentsContinuationsAndEqualsForms) {
   const LaunchScript s = read_launch_script(
       "python pretrain_gpt.py \\\n"
@@ -35,10 +46,10 @@ TEST(LaunchScript, QuotesCommentsContinuationsAndEqualsForms) {
       << s.notes[0];
   const LaunchScript eq = read_launch_script("python train.py --lr=3e-4 --bf16 --x \"\"\n");
   ASSERT_NE(option(eq, "--lr"), nullptr);
-  EXPECT_EQ(option(eq, "--lr")->values, (std::vector<std::string>{"3e-4"}));
+  EXPECT_EQ(values(eq, "--lr"), (Values{"3e-4"}));
   ASSERT_NE(option(eq, "--bf16"), nullptr);
   EXPECT_TRUE(option(eq, "--bf16")->values.empty());
-  EXPECT_EQ(option(eq, "--x")->values, (std::vector<std::string>{""}));
+  EXPECT_EQ(values(eq, "--x"), (Values{""}));
 }
 
 TEST(LaunchScript, ArraysExpandWithTheLinesTheyWereWrittenOn) {
@@ -51,13 +62,13 @@ TEST(LaunchScript, ArraysExpandWithTheLinesTheyWereWrittenOn) {
       "EXTRA=\"--seq-length 4096 --micro-batch-size 2\"\n"  // 6
       "torchrun --nproc_per_node 8 pretrain_gpt.py \"${MODEL_ARGS[@]}\" $EXTRA\n");  // 7
   ASSERT_NE(option(s, "--num-layers"), nullptr);
-  EXPECT_EQ(option(s, "--num-layers")->values, (std::vector<std::string>{"32"}));
+  EXPECT_EQ(values(s, "--num-layers"), (Values{"32"}));
   EXPECT_EQ(option(s, "--num-layers")->line, 2);
   EXPECT_EQ(option(s, "--hidden-size")->line, 3);
   EXPECT_EQ(option(s, "--swiglu")->line, 5);
   // An unquoted scalar splits into words; its words take the assignment's line.
-  EXPECT_EQ(option(s, "--seq-length")->values, (std::vector<std::string>{"4096"}));
-  EXPECT_EQ(option(s, "--micro-batch-size")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(values(s, "--seq-length"), (Values{"4096"}));
+  EXPECT_EQ(values(s, "--micro-batch-size"), (Values{"2"}));
   EXPECT_EQ(option(s, "--micro-batch-size")->line, 6);
   EXPECT_EQ(option(s, "--nproc_per_node")->program, "torchrun");
   EXPECT_EQ(option(s, "--num-layers")->program, "pretrain_gpt.py");
@@ -71,12 +82,12 @@ TEST(LaunchScript, DefaultsArithmeticAndWhatItCannotExpand) {
       "HOST=$(hostname)\n"
       "python train.py --world $WORLD --nodes-used ${NODES} --host $HOST --first $1 --missing $UNSET_VAR "
       "--quoted \"${UNSET2:-x y}\"\n");
-  EXPECT_EQ(option(s, "--world")->values, (std::vector<std::string>{"32"}));
-  EXPECT_EQ(option(s, "--nodes-used")->values, (std::vector<std::string>{"4"}));
-  EXPECT_EQ(option(s, "--host")->values, (std::vector<std::string>{"$(hostname)"}));
-  EXPECT_EQ(option(s, "--first")->values, (std::vector<std::string>{"$1"}));
-  EXPECT_EQ(option(s, "--missing")->values, (std::vector<std::string>{"$UNSET_VAR"}));
-  EXPECT_EQ(option(s, "--quoted")->values, (std::vector<std::string>{"x y"}));
+  EXPECT_EQ(values(s, "--world"), (Values{"32"}));
+  EXPECT_EQ(values(s, "--nodes-used"), (Values{"4"}));
+  EXPECT_EQ(values(s, "--host"), (Values{"$(hostname)"}));
+  EXPECT_EQ(values(s, "--first"), (Values{"$1"}));
+  EXPECT_EQ(values(s, "--missing"), (Values{"$UNSET_VAR"}));
+  EXPECT_EQ(values(s, "--quoted"), (Values{"x y"}));
   EXPECT_EQ(unresolved_reference("$(hostname)"), "$(hostname)");
   EXPECT_EQ(unresolved_reference("x${A:?no}y"), "${A:?no}");
   EXPECT_EQ(unresolved_reference("$UNSET_VAR/x"), "$UNSET_VAR");
@@ -87,8 +98,8 @@ TEST(LaunchScript, DefaultsArithmeticAndWhatItCannotExpand) {
 TEST(LaunchScript, FixedVariablesWinOverTheScriptsAssignments) {
   const LaunchScript s = read_launch_script("NODES=2\ntorchrun --nnodes $NODES --nproc_per_node $GPUS x.py\n",
                                             {{"NODES", "16"}, {"GPUS", "4"}});
-  EXPECT_EQ(option(s, "--nnodes")->values, (std::vector<std::string>{"16"}));
-  EXPECT_EQ(option(s, "--nproc_per_node")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(values(s, "--nnodes"), (Values{"16"}));
+  EXPECT_EQ(values(s, "--nproc_per_node"), (Values{"4"}));
 }
 
 TEST(LaunchScript, LaunchersSbatchDirectivesAndRedirections) {
@@ -102,16 +113,16 @@ TEST(LaunchScript, LaunchersSbatchDirectivesAndRedirections) {
       "--num-layers 4 2>&1 | tee log.txt\n"
       "mpirun -np 32 python pretrain_gpt.py --hidden-size 1024 > out.log\n");
   EXPECT_EQ(option(s, "--nodes")->program, "#SBATCH");
-  EXPECT_EQ(option(s, "--nodes")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(values(s, "--nodes"), (Values{"4"}));
   EXPECT_EQ(option(s, "-N")->program, "#SBATCH");
   EXPECT_EQ(option(s, "--ntasks-per-node")->program, "srun");
   EXPECT_EQ(option(s, "--nproc-per-node")->program, "torchrun");
-  EXPECT_EQ(option(s, "--nproc-per-node")->values, (std::vector<std::string>{"8"}));
-  EXPECT_EQ(option(s, "--num-layers")->values, (std::vector<std::string>{"4"}));  // not "2", ">&1", "tee"
+  EXPECT_EQ(values(s, "--nproc-per-node"), (Values{"8"}));
+  EXPECT_EQ(values(s, "--num-layers"), (Values{"4"}));  // not "2", ">&1", "tee"
   EXPECT_EQ(option(s, "--num-layers")->line, 6);
   EXPECT_EQ(option(s, "-np")->program, "mpirun");
-  EXPECT_EQ(option(s, "-np")->values, (std::vector<std::string>{"32"}));
-  EXPECT_EQ(option(s, "--hidden-size")->values, (std::vector<std::string>{"1024"}));
+  EXPECT_EQ(values(s, "-np"), (Values{"32"}));
+  EXPECT_EQ(values(s, "--hidden-size"), (Values{"1024"}));
   for (const auto& o : s.options) EXPECT_NE(o.name, "--num-layers 99");
   int num_layers = 0;
   for (const auto& o : s.options) num_layers += o.name == "--num-layers";
@@ -147,7 +158,7 @@ TEST(LaunchScript, FollowsTheBranchWhoseConditionHolds) {
   ASSERT_NE(option(s, "--fp8-format"), nullptr);
   EXPECT_EQ(option(s, "--bf16-only"), nullptr);
   ASSERT_NE(option(s, "--tokenizer-type"), nullptr);
-  EXPECT_EQ(option(s, "--tokenizer-type")->values, (std::vector<std::string>{"NullTokenizer"}));
+  EXPECT_EQ(values(s, "--tokenizer-type"), (Values{"NullTokenizer"}));
   int tokenizers = 0;
   for (const auto& o : s.options) tokenizers += o.name == "--tokenizer-type";
   EXPECT_EQ(tokenizers, 1);
@@ -182,7 +193,7 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
       "cat > notes.txt <<EOF\nDon't use --num-layers 80 here\nEOF\n"
       "cat <<-'END'\n\t--tensor-model-parallel-size 8\n\tEND\n"
       "python pretrain_gpt.py --num-layers 4\n");
-  EXPECT_EQ(option(h, "--num-layers")->values, (std::vector<std::string>{"4"}));
+  EXPECT_EQ(values(h, "--num-layers"), (Values{"4"}));
   EXPECT_EQ(option(h, "--num-layers")->line, 7);
   EXPECT_EQ(option(h, "--tensor-model-parallel-size"), nullptr);
   // && and || inside one [[ ]] (&& binding tighter), a condition continued on the next line,
@@ -193,12 +204,12 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
       "if [ 1 = 1 ] &&\n   [ 2 = 3 ]; then B=yes; else B=no; fi\n"
       "if [[ \"${PRECISION,,}\" == \"bf16\" ]]; then P=--bf16; else P=--fp16; fi\n"
       "python t.py --a $A --b $B $P --tp ${TP:?} --up ${MODEL^^}\n");
-  EXPECT_EQ(option(c, "--a")->values, (std::vector<std::string>{"yes"}));
-  EXPECT_EQ(option(c, "--b")->values, (std::vector<std::string>{"no"}));
+  EXPECT_EQ(values(c, "--a"), (Values{"yes"}));
+  EXPECT_EQ(values(c, "--b"), (Values{"no"}));
   EXPECT_NE(option(c, "--bf16"), nullptr);
   EXPECT_EQ(option(c, "--fp16"), nullptr);
-  EXPECT_EQ(option(c, "--tp")->values, (std::vector<std::string>{"2"}));
-  EXPECT_EQ(option(c, "--up")->values, (std::vector<std::string>{"70B"}));
+  EXPECT_EQ(values(c, "--tp"), (Values{"2"}));
+  EXPECT_EQ(values(c, "--up"), (Values{"70B"}));
   EXPECT_TRUE(c.notes.empty());
   // eval re-reads its words; an undecidable if and a case are read in full, with notes.
   const LaunchScript e = read_launch_script(
@@ -206,9 +217,9 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
       "if [ -f /etc/hosts ]; then TP=8; else TP=1; fi\n"
       "case $MODEL in\n  8b) NL=32 ;;\n  70b) NL=80 ;;\nesac\n"
       "python pretrain_gpt.py --tp $TP --nl $NL\n");
-  EXPECT_EQ(option(e, "--moe-layer-freq")->values, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(values(e, "--moe-layer-freq"), (Values{"1"}));
   EXPECT_EQ(option(e, "--moe-layer-freq")->program, "pretrain_gpt.py");
-  EXPECT_EQ(option(e, "--tp")->values, (std::vector<std::string>{"1"}));
+  EXPECT_EQ(values(e, "--tp"), (Values{"1"}));
   ASSERT_EQ(e.notes.size(), 2u);
   EXPECT_NE(e.notes[0].find("line 4: calisim cannot decide this condition"), std::string::npos) << e.notes[0];
   EXPECT_NE(e.notes[1].find("line 5: calisim cannot decide this case"), std::string::npos) << e.notes[1];
@@ -221,28 +232,28 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
       "  *) NL=1 ;;\n"
       "esac\n"
       "case x in y) A=1;; esac; python pretrain_gpt.py --num-layers $NL --hidden-size $HS --a ${A:-none}\n");
-  EXPECT_EQ(option(k, "--num-layers")->values, (std::vector<std::string>{"80"}));
-  EXPECT_EQ(option(k, "--hidden-size")->values, (std::vector<std::string>{"8192"}));
-  EXPECT_EQ(option(k, "--a")->values, (std::vector<std::string>{"none"}));
+  EXPECT_EQ(values(k, "--num-layers"), (Values{"80"}));
+  EXPECT_EQ(values(k, "--hidden-size"), (Values{"8192"}));
+  EXPECT_EQ(values(k, "--a"), (Values{"none"}));
   EXPECT_TRUE(k.notes.empty());
   // CRLF line endings, continuations included.
   const LaunchScript w = read_launch_script("torchrun --nproc_per_node 8 \\\r\n  pretrain_gpt.py --cp-comm-type p2p\r\n");
   EXPECT_EQ(option(w, "--nproc_per_node")->program, "torchrun");
-  EXPECT_EQ(option(w, "--cp-comm-type")->values, (std::vector<std::string>{"p2p"}));
+  EXPECT_EQ(values(w, "--cp-comm-type"), (Values{"p2p"}));
   // "A=1 cmd" sets A for cmd's environment only; "export A=1" and a line of assignments stay.
   const LaunchScript env = read_launch_script(
       "TP=2\nTP=8 python other.py --x $TP\nexport PP=4\nCP=1 EP=2\n"
       "python pretrain_gpt.py --tp $TP --pp $PP --cp $CP --ep $EP\n");
-  EXPECT_EQ(option(env, "--x")->values, (std::vector<std::string>{"2"}));
-  EXPECT_EQ(option(env, "--tp")->values, (std::vector<std::string>{"2"}));
-  EXPECT_EQ(option(env, "--pp")->values, (std::vector<std::string>{"4"}));
-  EXPECT_EQ(option(env, "--cp")->values, (std::vector<std::string>{"1"}));
-  EXPECT_EQ(option(env, "--ep")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(values(env, "--x"), (Values{"2"}));
+  EXPECT_EQ(values(env, "--tp"), (Values{"2"}));
+  EXPECT_EQ(values(env, "--pp"), (Values{"4"}));
+  EXPECT_EQ(values(env, "--cp"), (Values{"1"}));
+  EXPECT_EQ(values(env, "--ep"), (Values{"2"}));
   // A sourced file is not read, and a note says so.
   const LaunchScript src = read_launch_script("source ./cluster.sh\npython pretrain_gpt.py --num-layers $NL\n");
   ASSERT_EQ(src.notes.size(), 1u);
   EXPECT_EQ(src.notes[0].rfind("line 1: source ./cluster.sh is not followed", 0), 0u) << src.notes[0];
-  EXPECT_EQ(option(src, "--num-layers")->values, (std::vector<std::string>{"$NL"}));
+  EXPECT_EQ(values(src, "--num-layers"), (Values{"$NL"}));
   // With a reader, a sourced file sets variables and passes flags, each flag marked with its file.
   const SourceReader files = [](const std::string& path) -> std::optional<std::string> {
     if (path == "./cluster.sh") return "NL=32\r\n# layers and width\r\nMODEL_ARGS=(--hidden-size 4096)\r\n";
@@ -250,7 +261,7 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
   };
   const LaunchScript followed = read_launch_script(
       "source ./cluster.sh\n. missing.sh\npython pretrain_gpt.py --num-layers $NL \"${MODEL_ARGS[@]}\"\n", {}, files);
-  EXPECT_EQ(option(followed, "--num-layers")->values, (std::vector<std::string>{"32"}));
+  EXPECT_EQ(values(followed, "--num-layers"), (Values{"32"}));
   EXPECT_EQ(option(followed, "--num-layers")->file, "");
   EXPECT_EQ(option(followed, "--num-layers")->line, 3);
   EXPECT_EQ(option(followed, "--hidden-size")->file, "./cluster.sh");
@@ -260,8 +271,8 @@ TEST(LaunchScript, ShellEdgesFromTheReview) {
       << followed.notes[0];
   // A substitution left as written stays one word when a variable holding it is split.
   const LaunchScript u = read_launch_script("G=`nproc --all`\nARGS=\"--nproc_per_node $G --nnodes 2\"\ntorchrun $ARGS x.py\n");
-  EXPECT_EQ(option(u, "--nproc_per_node")->values, (std::vector<std::string>{"`nproc --all`"}));
-  EXPECT_EQ(option(u, "--nnodes")->values, (std::vector<std::string>{"2"}));
+  EXPECT_EQ(values(u, "--nproc_per_node"), (Values{"`nproc --all`"}));
+  EXPECT_EQ(values(u, "--nnodes"), (Values{"2"}));
 }
 
 }  // namespace
