@@ -153,7 +153,9 @@ TEST(ValidateCli, MeasuredH200KernelsPriceTheH100Rows) {
   const double mape_after = after["h100-sxm"]["mape"].get<double>();
   EXPECT_LT(mape_after, mape_before - 0.01) << "measured kernels should bring the H100 rows closer";
   for (const auto& [gpu, g] : before) {
-    if (gpu != "h100-sxm") EXPECT_DOUBLE_EQ(after[gpu]["mape"].get<double>(), g["mape"].get<double>()) << gpu;
+    if (gpu != "h100-sxm") {
+      EXPECT_DOUBLE_EQ(after[gpu]["mape"].get<double>(), g["mape"].get<double>()) << gpu;
+    }
   }
   const auto& k = c["kernels_per_source_by_gpu"]["h100-sxm"];
   const double scaled = k["scaled"].get<double>(), roofline = k["roofline"].get<double>();
