@@ -1,6 +1,9 @@
 // `calisim simulate`: one training iteration of a model / strategy / system.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -13,6 +16,9 @@
 #include "cli/efficiency_source.h"
 #include "cli/table.h"
 #include "cli/accuracy_report.h"
+#include "calibration/trace_comparison.h"
+#include "db/efficiency_db.h"
+#include "db/trace_store.h"
 #include "core/error.h"
 #include "simulator/collective_table.h"
 #include "simulator/rank_placement.h"
@@ -32,7 +38,95 @@ struct SimulateArgs {
   // --accuracy / --accuracy-runs: compare with the validated runs of the same class.
   bool accuracy = false;
   std::vector<std::string> accuracy_runs;
+  // --compare-trace: a traced step (trace run of a database) against this simulation.
+  std::string compare_trace;
+  std::int64_t trace_run = 0;  // 0: the newest trace run in the file
+  int trace_stage = 0;
+  int trace_steps = 0;         // steps in a trace without ProfilerStep ranges
 };
+
+struct TraceComparison {
+  std::string db, device, notes;
+  std::int64_t run = 0;
+  std::vector<std::int64_t> other_runs;
+  calibration::TraceStepStats traced;
+  calibration::SimulatedStepClasses simulated;
+  std::vector<calibration::ComparisonRow> rows;
+};
+
+TraceComparison compare_with_trace(const SimulateArgs& a, const SimulationResult& r) {
+  namespace cdb = calisim::db;
+  if (!std::filesystem::exists(a.compare_trace)) {
+    throw InputError(a.compare_trace, "--compare-trace", "no such database file");
+  }
+  auto db = cdb::EfficiencyDb::open(a.compare_trace, cdb::OpenMode::read_only);
+  const std::vector<std::int64_t> runs = cdb::runs_with_trace_kernels(db);
+  if (runs.empty()) {
+    throw InputError(a.compare_trace, "--compare-trace",
+                     "holds no trace run: import a PyTorch profiler trace (calisim db import FILE --kineto "
+                     "trace.json) or record one with libcalisim_trace.so (docs/profiling.md)");
+  }
+  TraceComparison c;
+  c.db = a.compare_trace;
+  c.run = a.trace_run > 0 ? a.trace_run : runs.back();
+  if (std::find(runs.begin(), runs.end(), c.run) == runs.end()) {
+    throw InputError(a.compare_trace, "--trace-run",
+                     fmt::format("run {} holds no trace records; trace runs: {}", c.run, fmt::join(runs, ", ")));
+  }
+  for (std::int64_t id : runs) {
+    if (id != c.run) c.other_runs.push_back(id);
+  }
+  for (const cdb::RunBatch& b : db.load_runs()) {
+    if (b.run.id == c.run) c.device = b.run.device, c.notes = b.run.notes;
+  }
+  c.traced = calibration::trace_step_stats(cdb::load_trace_kernels(db, c.run), a.trace_steps);
+  c.simulated = calibration::simulated_step_classes(r, a.trace_stage);
+  c.rows = calibration::compare_trace(c.traced, c.simulated);
+  return c;
+}
+
+std::string trace_comparison_text(const TraceComparison& c) {
+  std::string out = fmt::format("trace comparison: trace run {} of '{}' in {}, {}; simulated stage {}\n", c.run,
+                                c.device, c.db, c.traced.steps_text, c.simulated.stage);
+  if (!c.notes.empty()) out += "  trace: " + c.notes + "\n";
+  Table t({"per step", "traced ms", "simulated ms", "simulated / traced"});
+  for (const calibration::ComparisonRow& row : c.rows) {
+    t.add_row({row.quantity, fmt::format("{:.3f}", row.traced_s * 1e3),
+               row.has_simulated ? fmt::format("{:.3f}", row.simulated_s * 1e3) : "-",
+               row.ratio() > 0 ? fmt::format("{:.3f}", row.ratio()) : "-"});
+  }
+  out += t.render();
+  out += "  (traced: summed kernel time per class, unions for busy / exposed / idle; simulated: the stage's ops, "
+         "optimizer and exposed communication; docs/profiling.md \"Comparing a trace with its simulation\")\n";
+  if (std::abs(c.simulated.class_split_scale - 1) > 0.01) {
+    out += fmt::format("  simulated classes: the op table's split scaled by {:.3f} to the stage's compute (its "
+                       "instance counts differ from the stage's: MoE, windowed attention, MTP or full recompute)\n",
+                       c.simulated.class_split_scale);
+  }
+  if (c.traced.outside_steps > 0) {
+    out += fmt::format("  {} trace record(s) outside the steps were left out\n", c.traced.outside_steps);
+  }
+  if (!c.other_runs.empty()) {
+    out += fmt::format("  other trace runs in the file (--trace-run): {}\n", fmt::join(c.other_runs, ", "));
+  }
+  return out;
+}
+
+nlohmann::json trace_comparison_json(const TraceComparison& c) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (const calibration::ComparisonRow& row : c.rows) {
+    nlohmann::json j = {{"quantity", row.quantity}, {"traced_s", row.traced_s}};
+    j["simulated_s"] = row.has_simulated ? nlohmann::json(row.simulated_s) : nlohmann::json(nullptr);
+    j["simulated_over_traced"] = row.ratio() > 0 ? nlohmann::json(row.ratio()) : nlohmann::json(nullptr);
+    rows.push_back(j);
+  }
+  return {{"database", c.db},       {"run", c.run},
+          {"device", c.device},     {"notes", c.notes},
+          {"steps", c.traced.steps}, {"steps_text", c.traced.steps_text},
+          {"outside_steps", c.traced.outside_steps}, {"stage", c.simulated.stage},
+          {"class_split_scale", c.simulated.class_split_scale},
+          {"other_runs", c.other_runs}, {"rows", rows}};
+}
 
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -178,15 +272,19 @@ void run(const SimulateArgs& a) {
     if (!out) throw InputError(a.trace_file, "--trace", "cannot write the trace file");
     out << chrome_trace(r).dump() << "\n";
   }
+  std::optional<TraceComparison> cmp;
+  if (!a.compare_trace.empty()) cmp = compare_with_trace(a, r);
   std::optional<AccuracyReport> acc;
   if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s);
   if (a.json) {
     nlohmann::json doc = to_json(r);
     if (acc) doc["accuracy"] = accuracy_json(*acc);
+    if (cmp) doc["trace_comparison"] = trace_comparison_json(*cmp);
     fmt::print("{}\n", doc.dump(2));
   } else {
     fmt::print("{}", render(r, rc, !a.no_ops));
     if (acc) fmt::print("{}", accuracy_text(*acc));
+    if (cmp) fmt::print("\n{}", trace_comparison_text(*cmp));
     if (!a.trace_file.empty()) fmt::print("trace written to {} (open in ui.perfetto.dev)\n", a.trace_file);
   }
 }
@@ -208,6 +306,21 @@ void register_simulate(CLI::App& app) {
                   "efficiency database (SQLite) to take measured efficiencies from; default: the system file's "
                   "efficiency_db, if any");
   add_accuracy_options(sub, args->accuracy, args->accuracy_runs, "this configuration");
+  CLI::Option* cmp = sub->add_option(
+      "--compare-trace", args->compare_trace,
+      "database holding a trace of this configuration's training step (a PyTorch profiler trace imported with "
+      "`db import --kineto`, or libcalisim_trace.so's): compare it by kernel class");
+  sub->add_option("--trace-run", args->trace_run, "with --compare-trace: the trace run (default: the newest)")
+      ->check(CLI::PositiveNumber)
+      ->needs(cmp);
+  sub->add_option("--trace-stage", args->trace_stage,
+                  "with --compare-trace: the pipeline stage the traced rank ran (default 0)")
+      ->check(CLI::NonNegativeNumber)
+      ->needs(cmp);
+  sub->add_option("--trace-steps", args->trace_steps,
+                  "with --compare-trace: training steps in a trace that has no ProfilerStep ranges")
+      ->check(CLI::PositiveNumber)
+      ->needs(cmp);
   sub->callback([args] { run(*args); });
 }
 

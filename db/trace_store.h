@@ -49,6 +49,11 @@ struct TraceKernel {
   bool operator==(const TraceKernel&) const = default;
 };
 
+// The range name PyTorch's profiler gives each training step ("ProfilerStep#N"): a record whose
+// nvtx_range starts with it belongs to that step (profiler/kineto_trace.h sets it on import;
+// calibration/trace_comparison.h measures steps by it).
+inline constexpr std::string_view kProfilerStepPrefix = "ProfilerStep#";
+
 // The classes trace_kernels accepts (the schema's CHECK constraint lists the same).
 const std::vector<std::string_view>& trace_classes();
 bool is_trace_class(std::string_view c);

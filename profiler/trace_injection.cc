@@ -327,7 +327,8 @@ void write_at_exit() {
                  t.over_cap, t.max_kernels);
   }
   try {
-    const auto r = calisim::profiler::store_trace(t.db_path, std::move(kernels), names, notes, t.started_at);
+    const auto r = calisim::profiler::store_trace(t.db_path, std::move(kernels), names,
+                                                  {notes, t.started_at});
     for (const auto& w : r.warnings) std::fprintf(stderr, "calisim_trace: %s\n", w.c_str());
     for (const auto& [device, run] : r.run_by_device) {
       std::fprintf(stderr, "calisim_trace: CUDA device %d: trace run %lld in %s (calisim db show %s DEVICE)\n", device,

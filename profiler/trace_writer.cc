@@ -48,8 +48,7 @@ void finish_trace_kernel(db::TraceKernel& k) {
 }
 
 TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
-                             const std::map<int, std::string>& device_names, const std::string& notes,
-                             const std::string& started_at) {
+                             const std::map<int, std::string>& device_names, const TraceRunInfo& info) {
   std::map<int, std::vector<db::TraceKernel>> by_device;
   for (auto& k : kernels) by_device[k.device].push_back(std::move(k));
   TraceWriteResult result;
@@ -73,14 +72,14 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
     db::RunRecord run;
     run.device = device;
     run.source = db::Source::trace;
-    run.tool_version = "libcalisim_trace";
-    run.host = hostname();
-    run.started_at = started_at;
-    run.ended_at = utc_now_iso();
+    run.tool_version = info.tool;
+    run.host = info.host.empty() ? hostname() : info.host;
+    run.started_at = info.started_at;
+    run.ended_at = info.ended_at ? *info.ended_at : utc_now_iso();
     const auto copies = std::count_if(list.begin(), list.end(), [](const db::TraceKernel& k) {
       return k.kernel_class == "memcpy" || k.kernel_class == "memset";
     });
-    run.notes = fmt::format("{}; CUDA device {} ({}); {} kernels, {} copies / memsets", notes, ordinal, cuda_name,
+    run.notes = fmt::format("{}; CUDA device {} ({}); {} kernels, {} copies / memsets", info.notes, ordinal, cuda_name,
                             static_cast<std::ptrdiff_t>(list.size()) - copies, copies);
     result.run_by_device[ordinal] = db::write_trace_run(db, run, list);
   }

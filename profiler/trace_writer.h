@@ -14,8 +14,10 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "db/trace_store.h"
@@ -30,10 +32,21 @@ struct TraceWriteResult {
   std::vector<std::string> warnings;
 };
 
-// `started_at`: when tracing began (ISO 8601 UTC, utc_now_iso()); the runs end now.
+// Provenance of the runs store_trace() writes.
+struct TraceRunInfo {
+  TraceRunInfo() = default;
+  TraceRunInfo(std::string notes_text, std::string started)
+      : notes(std::move(notes_text)), started_at(std::move(started)) {}
+  std::string notes;
+  std::string started_at;               // when tracing began (ISO 8601 UTC, utc_now_iso()), or ""
+  // nullopt = now (the trace library stores as the program exits); an import passes what it knows.
+  std::optional<std::string> ended_at;
+  std::string tool = "libcalisim_trace";  // the runs' tool_version
+  std::string host;                     // "" = this machine's name
+};
+
 TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
-                             const std::map<int, std::string>& device_names, const std::string& notes,
-                             const std::string& started_at);
+                             const std::map<int, std::string>& device_names, const TraceRunInfo& info);
 
 // The current time as ISO 8601 UTC ("2026-11-21T12:00:00Z").
 std::string utc_now_iso();

@@ -84,7 +84,8 @@ TEST(ProfileCli, DbShowSummarisesATraceRunByClass) {
   ks[2].name = "_ZN5flash16flash_fwd_kernelILi128EEEvv";
   ks[2].start_ns = 3000, ks[2].end_ns = 4000;
   for (auto& k : ks) calisim::profiler::finish_trace_kernel(k);
-  calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "cli test", "2026-01-01T00:00:00Z");
+  calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}},
+                                 {"cli test", "2026-01-01T00:00:00Z"});
   const CmdResult r = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(r.code, 0) << r.out;
   EXPECT_NE(r.out.find("trace run 1: 3 kernels"), std::string::npos) << r.out;
@@ -112,7 +113,8 @@ TEST(ProfileCli, TraceCopiesAreShownAndTravelThroughJsonExport) {
   const std::vector<calisim::db::TraceKernel> ks = {
       calisim::profiler::copy_record({1, 2'000'000, 0, 1000, 0, 7, -1, -1}), gemm,
       calisim::profiler::memset_record({3, 1'000'000, 4000, 5000, 0, 7})};
-  calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "cli test", "2026-01-01T00:00:00Z");
+  calisim::profiler::store_trace(db, ks, {{0, "NVIDIA H100 80GB HBM3"}},
+                                 {"cli test", "2026-01-01T00:00:00Z"});
   const CmdResult show = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(show.code, 0) << show.out;
   EXPECT_NE(show.out.find("trace run 1: 1 kernels, 2 copies / memsets"), std::string::npos) << show.out;
@@ -141,6 +143,63 @@ TEST(ProfileCli, TraceCopiesAreShownAndTravelThroughJsonExport) {
 TEST(ProfileCli, RunNeedsExactlyOnePlanSource) {
   const CmdResult r = run_calisim("profile run --db x.db");
   EXPECT_EQ(r.code, 2) << r.out;
+}
+
+// A PyTorch profiler trace through the command line: `db import --kineto` stores it as a trace
+// run (once: a second import of the same trace is refused), `db show` summarises it, and
+// `simulate --compare-trace` sets it beside a simulation by kernel class. The fixture's figures
+// per step are worked by hand in tests/calibration/trace_comparison_test.cc.
+TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
+  const std::string trace = std::string(CALISIM_TEST_DATA_DIR) + "/kineto/two_steps.json";
+  const std::string db = ::testing::TempDir() + "cli_kineto.db";
+  const std::string empty_db = ::testing::TempDir() + "cli_kineto_empty.db";
+  for (const auto& f : {db, empty_db}) std::remove(f.c_str());
+  const CmdResult imp = run_calisim("db import " + db + " --kineto " + trace);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  EXPECT_NE(imp.out.find("13 kernels, 4 copies / memsets"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("2 step(s) ProfilerStep#2 .. ProfilerStep#3 by gpu annotations"), std::string::npos)
+      << imp.out;
+  EXPECT_NE(imp.out.find("1 record(s) outside them"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("trace run 1"), std::string::npos) << imp.out;
+  const CmdResult again = run_calisim("db import " + db + " --kineto " + trace);
+  EXPECT_EQ(again.code, 2) << again.out;
+  EXPECT_NE(again.out.find("already imported"), std::string::npos) << again.out;
+
+  const CmdResult show = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(show.code, 0) << show.out;
+  EXPECT_NE(show.out.find("rank 3 of 8"), std::string::npos) << show.out;
+  EXPECT_NE(show.out.find("trace run 1: 13 kernels, 4 copies / memsets"), std::string::npos) << show.out;
+
+  const std::string sim = "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm --no-ops ";
+  const CmdResult cmp = run_calisim(sim + "--compare-trace " + db);
+  ASSERT_EQ(cmp.code, 0) << cmp.out;
+  EXPECT_NE(cmp.out.find("trace comparison: trace run 1 of 'NVIDIA H100 80GB HBM3'"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("ProfilerStep#2 .. ProfilerStep#3 (2 steps)"), std::string::npos) << cmp.out;
+  for (const char* row : {"GEMM kernels", "0.370", "attention kernels", "0.090", "NCCL kernels", "0.200",
+                          "communication only (exposed)", "0.010", "idle (nothing on the GPU", "0.088"}) {
+    EXPECT_NE(cmp.out.find(row), std::string::npos) << row << "\n" << cmp.out;
+  }
+  const CmdResult js = run_calisim(sim + "--json --compare-trace " + db);
+  ASSERT_EQ(js.code, 0) << js.out;
+  EXPECT_NE(js.out.find("\"trace_comparison\""), std::string::npos) << js.out;
+  EXPECT_NE(js.out.find("\"simulated_over_traced\""), std::string::npos) << js.out;
+
+  // What the user can get wrong: a database with no trace, a run that is not a trace, a stage the
+  // layout lacks, trace options without --compare-trace, a missing trace file.
+  ASSERT_EQ(run_calisim("db init " + empty_db).code, 0);
+  const CmdResult none = run_calisim(sim + "--compare-trace " + empty_db);
+  EXPECT_EQ(none.code, 2) << none.out;
+  EXPECT_NE(none.out.find("holds no trace run"), std::string::npos) << none.out;
+  const CmdResult run7 = run_calisim(sim + "--compare-trace " + db + " --trace-run 7");
+  EXPECT_EQ(run7.code, 2) << run7.out;
+  EXPECT_NE(run7.out.find("run 7 holds no trace records; trace runs: 1"), std::string::npos) << run7.out;
+  const CmdResult stage = run_calisim(sim + "--compare-trace " + db + " --trace-stage 1");
+  EXPECT_EQ(stage.code, 2) << stage.out;
+  EXPECT_NE(stage.out.find("expected a pipeline stage from 0 to 0"), std::string::npos) << stage.out;
+  EXPECT_NE(run_calisim(sim + "--trace-steps 2").code, 0);
+  const CmdResult missing = run_calisim("db import " + db + " --kineto /nonexistent/trace.json");
+  EXPECT_EQ(missing.code, 2) << missing.out;
+  EXPECT_NE(missing.out.find("cannot open the trace file"), std::string::npos) << missing.out;
 }
 
 }  // namespace

@@ -87,8 +87,8 @@ TEST(TraceCopies, StoredWithKernelsAndSummarisedByKind) {
       memset_record({3, 8'000'000, 6000, 8000, 0, 7}),           // memset 8 MB in 2 us
       copy_record({2, 500, 8000, 8500, 0, 7, -1, -1}),           // DtoH
   };
-  const auto written = store_trace(p.string(), records, {{0, "NVIDIA H100 80GB HBM3"}}, "copies test",
-                                   "2026-01-01T00:00:00Z");
+  const auto written = store_trace(p.string(), records, {{0, "NVIDIA H100 80GB HBM3"}},
+                                   {"copies test", "2026-01-01T00:00:00Z"});
   ASSERT_EQ(written.run_by_device.size(), 1u);
   auto db = db::EfficiencyDb::open(p.string(), db::OpenMode::read_only);
   const std::int64_t run = written.run_by_device.at(0);

@@ -58,7 +58,7 @@ TEST(TraceWriter, StoresOneRunPerDeviceAndSummarisesByClass) {
       raw("nvjet_tst_256x128_64x4_1x2_h_bz_coopB_NNT", 1, 500, 2500),                  // device 1
   };
   for (auto& k : ks) finish_trace_kernel(k);
-  const auto r = store_trace(path, ks, {{0, "NVIDIA H100 80GB HBM3"}, {1, "NVIDIA H100 80GB HBM3"}}, "test", "t0");
+  const auto r = store_trace(path, ks, {{0, "NVIDIA H100 80GB HBM3"}, {1, "NVIDIA H100 80GB HBM3"}}, {"test", "t0"});
   ASSERT_EQ(r.run_by_device.size(), 2u);
   EXPECT_EQ(r.warnings.size(), 1u) << "the device is added once, with a warning";
 
@@ -103,7 +103,7 @@ TEST(TraceWriter, AKnownDeviceOrAliasIsReusedAndDeletingTheRunDropsItsKernels) {
   }
   std::vector<db::TraceKernel> ks = {raw("gemm_kernel", 0, 0, 10)};
   for (auto& k : ks) finish_trace_kernel(k);
-  const auto r = store_trace(path, ks, {{0, "NVIDIA H100 80GB HBM3"}}, "test", "t0");
+  const auto r = store_trace(path, ks, {{0, "NVIDIA H100 80GB HBM3"}}, {"test", "t0"});
   EXPECT_TRUE(r.warnings.empty());
   auto database = db::EfficiencyDb::open(path, db::OpenMode::read_write);
   ASSERT_EQ(database.runs("H100-SXM").size(), 1u);

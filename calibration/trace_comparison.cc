@@ -1,0 +1,196 @@
+#include "calibration/trace_comparison.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <string_view>
+#include <utility>
+
+#include "core/error.h"
+
+namespace calisim::calibration {
+namespace {
+
+using Interval = std::pair<std::uint64_t, std::uint64_t>;
+
+// Total length of the union of intervals (ns).
+std::uint64_t union_ns(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::uint64_t total = 0, cur_start = 0, cur_end = 0;
+  bool open = false;
+  for (const auto& [s, e] : v) {
+    if (!open || s > cur_end) {
+      if (open) total += cur_end - cur_start;
+      cur_start = s, cur_end = e, open = true;
+    } else {
+      cur_end = std::max(cur_end, e);
+    }
+  }
+  if (open) total += cur_end - cur_start;
+  return total;
+}
+
+bool is_compute(std::string_view c) { return c == "gemm" || c == "attention" || c == "elementwise" || c == "other"; }
+bool is_copy(std::string_view c) { return c == "memcpy" || c == "memset"; }
+
+// One step's figures (seconds), not yet averaged.
+TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
+  TraceStepStats s;
+  if (recs.empty()) return s;
+  std::uint64_t first = recs.front()->start_ns, last = recs.front()->end_ns;
+  std::vector<Interval> compute, compute_comm, all;
+  for (const db::TraceKernel* k : recs) {
+    first = std::min(first, k->start_ns);
+    last = std::max(last, k->end_ns);
+    const double d = k->duration_s();
+    const std::string& c = k->kernel_class;
+    if (c == "gemm") s.gemm_s += d;
+    else if (c == "attention") s.attention_s += d;
+    else if (c == "elementwise") s.elementwise_s += d;
+    else if (c == "nccl") s.nccl_s += d;
+    else if (is_copy(c)) s.copy_s += d;
+    else s.other_s += d;
+    const Interval iv{k->start_ns, k->end_ns};
+    all.push_back(iv);
+    if (is_compute(c)) compute.push_back(iv);
+    if (is_compute(c) || c == "nccl") compute_comm.push_back(iv);
+  }
+  const std::uint64_t u_compute = union_ns(compute), u_cc = union_ns(compute_comm), u_all = union_ns(all);
+  s.span_s = static_cast<double>(last - first) * 1e-9;
+  s.compute_busy_s = static_cast<double>(u_compute) * 1e-9;
+  s.comm_only_s = static_cast<double>(u_cc - u_compute) * 1e-9;
+  s.copy_only_s = static_cast<double>(u_all - u_cc) * 1e-9;
+  s.idle_s = static_cast<double>(last - first - u_all) * 1e-9;
+  return s;
+}
+
+void accumulate(TraceStepStats& sum, const TraceStepStats& x, double w) {
+  sum.span_s += w * x.span_s;
+  sum.gemm_s += w * x.gemm_s;
+  sum.attention_s += w * x.attention_s;
+  sum.elementwise_s += w * x.elementwise_s;
+  sum.other_s += w * x.other_s;
+  sum.nccl_s += w * x.nccl_s;
+  sum.copy_s += w * x.copy_s;
+  sum.compute_busy_s += w * x.compute_busy_s;
+  sum.comm_only_s += w * x.comm_only_s;
+  sum.copy_only_s += w * x.copy_only_s;
+  sum.idle_s += w * x.idle_s;
+}
+
+
+}  // namespace
+
+TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int steps_if_unnamed) {
+  std::map<std::string, std::vector<const db::TraceKernel*>> steps;
+  std::int64_t outside = 0;
+  for (const db::TraceKernel& k : records) {
+    if (std::string_view(k.nvtx_range).substr(0, db::kProfilerStepPrefix.size()) == db::kProfilerStepPrefix) {
+      steps[k.nvtx_range].push_back(&k);
+    } else {
+      ++outside;
+    }
+  }
+  TraceStepStats out;
+  if (!steps.empty()) {
+    // Steps in time order (names sort "#10" before "#9").
+    struct Step {
+      std::uint64_t start;
+      const std::string* name;
+      const std::vector<const db::TraceKernel*>* recs;
+    };
+    std::vector<Step> order;
+    for (const auto& [name, recs] : steps) order.push_back({recs.front()->start_ns, &name, &recs});
+    std::sort(order.begin(), order.end(), [](const Step& a, const Step& b) { return a.start < b.start; });
+    for (const Step& st : order) accumulate(out, measure(*st.recs), 1.0 / static_cast<double>(order.size()));
+    out.steps = static_cast<int>(order.size());
+    out.steps_text = order.size() == 1 ? *order.front().name
+                                       : fmt::format("{} .. {} ({} steps)", *order.front().name,
+                                                     *order.back().name, out.steps);
+    out.outside_steps = outside;
+    return out;
+  }
+  if (steps_if_unnamed < 1) {
+    throw InputError("<command line>", "--trace-steps",
+                     "the trace has no ProfilerStep ranges: say how many training steps it holds (N >= 1)");
+  }
+  std::vector<const db::TraceKernel*> all;
+  all.reserve(records.size());
+  for (const db::TraceKernel& k : records) all.push_back(&k);
+  accumulate(out, measure(all), 1.0 / steps_if_unnamed);
+  out.steps = steps_if_unnamed;
+  out.steps_text = fmt::format("whole trace as {} step{}", steps_if_unnamed, steps_if_unnamed > 1 ? "s" : "");
+  return out;
+}
+
+SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage) {
+  if (stage < 0 || stage >= static_cast<int>(r.stages.size())) {
+    throw InputError("<command line>", "--trace-stage",
+                     fmt::format("expected a pipeline stage from 0 to {}, got {}", r.stages.size() - 1, stage));
+  }
+  if (r.ops.empty()) throw std::invalid_argument("simulated_step_classes: the result has no op table");
+  const StageReport& s = r.stages[stage];
+  const double m = static_cast<double>(r.micro_batch_num);
+  SimulatedStepClasses out;
+  out.stage = stage;
+  out.step_s = r.duration_time_per_iter_s;
+  const double dense_layers = s.layers - s.moe_layers;
+  // Recomputed layers, split between dense and MoE layers in proportion (the op table has one
+  // instance of each block; which layers recompute is per chunk).
+  const double rc_share = s.layers > 0 ? static_cast<double>(s.recomputed_layers) / s.layers : 0.0;
+  double gemm = 0, attention = 0, memory = 0;
+  for (const OpReport& o : r.ops) {
+    double n = 0;
+    if (o.scope == "layer") n = dense_layers;
+    else if (o.scope == "moe_layer") n = s.moe_layers;
+    else if (o.scope == "embedding") n = s.has_embedding ? 1 : 0;
+    else if (o.scope == "head") n = s.has_head ? 1 : 0;
+    else if (o.scope == "mtp") n = s.mtp_layers;
+    const bool in_layer = o.scope == "layer" || o.scope == "moe_layer";
+    const double rc = o.recomputed && in_layer ? n * rc_share * o.fwd_s : 0.0;
+    const double t = n * (o.fwd_s + o.bwd_s) + rc;
+    if (o.kind == "gemm") gemm += t;
+    else if (o.kind == "attention") attention += t;
+    else memory += t;
+  }
+  // The stage's own compute per micro-batch (what its schedule ran): forward and backward with
+  // recompute, less what they include that is not a kernel of this rank's compute stream.
+  const double stage_compute = s.fwd_s_per_micro_batch + s.bwd_s_per_micro_batch - s.tp_comm_s_per_micro_batch -
+                               s.cp_comm_s_per_micro_batch - s.ep_comm_s_per_micro_batch -
+                               s.dp_comm_s_per_micro_batch - s.offload_s_per_micro_batch -
+                               s.p2p_blocking_s_per_micro_batch - s.host_exposed_s_per_micro_batch;
+  // The op table lists one instance of each op; where a stage's instances differ from that
+  // (windowed and full attention layers, MTP depths, full recompute of every op) the split by
+  // class is kept and its total set to the stage's.
+  const double ops_total = gemm + attention + memory;
+  out.class_split_scale = ops_total > 0 ? std::max(0.0, stage_compute) / ops_total : 1.0;
+  out.gemm_s = m * gemm * out.class_split_scale;
+  out.attention_s = m * attention * out.class_split_scale;
+  out.memory_s = m * memory * out.class_split_scale;
+  out.optimizer_s = s.optimizer_s;
+  out.compute_busy_s = out.gemm_s + out.attention_s + out.memory_s + out.optimizer_s;
+  out.comm_exposed_s = m * (s.tp_comm_s_per_micro_batch + s.cp_comm_s_per_micro_batch + s.ep_comm_s_per_micro_batch +
+                            s.dp_comm_s_per_micro_batch + s.p2p_blocking_s_per_micro_batch) +
+                       s.dp_comm_s;
+  out.idle_s = std::max(0.0, out.step_s - out.compute_busy_s - out.comm_exposed_s);
+  return out;
+}
+
+std::vector<ComparisonRow> compare_trace(const TraceStepStats& t, const SimulatedStepClasses& s) {
+  std::vector<ComparisonRow> rows;
+  rows.push_back({"step (GPU span)", t.span_s, s.step_s});
+  rows.push_back({"GEMM kernels", t.gemm_s, s.gemm_s});
+  rows.push_back({"attention kernels", t.attention_s, s.attention_s});
+  rows.push_back({"memory-bound kernels (elementwise + other; optimizer)", t.elementwise_s + t.other_s,
+                  s.memory_s + s.optimizer_s});
+  rows.push_back({"copies / memsets", t.copy_s, 0.0, false});
+  rows.push_back({"NCCL kernels (summed, overlapped or not)", t.nccl_s, 0.0, false});
+  rows.push_back({"compute busy (union of compute kernels)", t.compute_busy_s, s.compute_busy_s});
+  rows.push_back({"communication only (exposed)", t.comm_only_s, s.comm_exposed_s});
+  rows.push_back({"copies only", t.copy_only_s, 0.0, false});
+  rows.push_back({"idle (nothing on the GPU: bubble, host, waits)", t.idle_s, s.idle_s});
+  return rows;
+}
+
+}  // namespace calisim::calibration

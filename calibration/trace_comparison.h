@@ -1,0 +1,72 @@
+// A traced training step against its simulation, by kernel class: where the real step spends
+// its GPU time that the simulation does not (the question the public runs' remaining bias asks,
+// docs/validation.md), answered from a trace of one rank (libcalisim_trace.so or a PyTorch
+// profiler trace imported with `calisim db import --kineto`).
+//
+// Contract (pure functions):
+//   - trace_step_stats() takes one device's records (a trace run). When records carry
+//     "ProfilerStep#N" ranges (nvtx_range), each such step is measured on its own and the
+//     figures are the mean over the steps; records in no step are left out (counted). Without
+//     steps the whole trace is `steps_if_unnamed` steps (InputError when that is < 1). Per step:
+//     span (first record start to last record end), summed time per class (records on several
+//     streams overlap, so sums can exceed the span), the union of compute kernels (gemm,
+//     attention, elementwise, other), the time NCCL kernels run with no compute kernel beside
+//     them, the time only copies / memsets run, and idle time (nothing running).
+//   - simulated_step_classes() splits one pipeline stage's simulated compute per step by class:
+//     the stage's own compute (forward and backward with recompute, per micro-batch, less exposed
+//     communication, blocking sends and host waits, times the micro-batches) divided between GEMM,
+//     attention and memory-bound work as the per-op table divides it (fwd and bwd of every op times
+//     its instances on the stage; recomputed ops' forward again in recomputed layers;
+//     `class_split_scale` says how far the table's total was from the stage's), plus the optimizer
+//     step as memory-bound work, the stage's exposed communication, and the rest of the step
+//     (pipeline bubble, host dispatch, waits) as idle. Needs the result's op table.
+//   - compare_trace() pairs the two: a row per quantity with traced and simulated seconds per
+//     step and their ratio (simulated / traced; 0 when either is 0).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "db/trace_store.h"
+#include "simulator/result.h"
+
+namespace calisim::calibration {
+
+struct TraceStepStats {
+  int steps = 0;                 // steps averaged over
+  std::string steps_text;        // "ProfilerStep#2 .. ProfilerStep#4 (3 steps)" or "whole trace as 2 steps"
+  std::int64_t outside_steps = 0;  // records in no step (left out)
+  double span_s = 0;
+  double gemm_s = 0, attention_s = 0, elementwise_s = 0, other_s = 0, nccl_s = 0, copy_s = 0;  // summed
+  double compute_busy_s = 0;     // union of compute kernels
+  double comm_only_s = 0;        // NCCL running, no compute kernel
+  double copy_only_s = 0;        // only copies / memsets running
+  double idle_s = 0;             // nothing running
+};
+
+TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int steps_if_unnamed);
+
+struct SimulatedStepClasses {
+  int stage = 0;
+  double step_s = 0;
+  double gemm_s = 0, attention_s = 0, memory_s = 0, optimizer_s = 0;
+  double compute_busy_s = 0;     // the sum of the above
+  double class_split_scale = 1;  // stage compute / op-table sum (1 where the op table's instances are the stage's)
+  double comm_exposed_s = 0;     // TP, CP, EP, ZeRO, blocking P2P and DP communication not hidden
+  double idle_s = 0;             // step - busy - exposed communication
+};
+
+SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage);
+
+struct ComparisonRow {
+  std::string quantity;
+  double traced_s = 0, simulated_s = 0;
+  bool has_simulated = true;     // false where the simulation has no counterpart
+  double ratio() const { return traced_s > 0 && simulated_s > 0 ? simulated_s / traced_s : 0.0; }
+};
+
+std::vector<ComparisonRow> compare_trace(const TraceStepStats& traced, const SimulatedStepClasses& sim);
+
+}  // namespace calisim::calibration

@@ -1,0 +1,376 @@
+#include "profiler/kineto_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <fstream>
+#include <functional>
+#include <stdexcept>
+#include <nlohmann/json.hpp>
+#include <set>
+#include <string_view>
+#include <unordered_map>
+
+#include "core/error.h"
+#include "profiler/trace_writer.h"
+
+namespace calisim::profiler {
+namespace {
+
+using nlohmann::json;
+
+bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
+
+class EventReader {
+ public:
+  EventReader(const std::string& path, const json& e, long long index)
+      : path_(path), e_(e), where_(fmt::format("traceEvents[{}]", index)) {}
+  const std::string& where() const { return where_; }
+
+  [[noreturn]] void fail(const std::string& field, const std::string& what) const {
+    throw InputError(path_, field.empty() ? where_ : where_ + "." + field, what);
+  }
+  std::string str(const char* field) const {
+    const auto it = e_.find(field);
+    if (it == e_.end() || !it->is_string()) fail(field, "expected a string");
+    return it->get<std::string>();
+  }
+  // ts / dur: microseconds, as Kineto writes them (three decimals carry nanoseconds).
+  double micros(const char* field) const {
+    const auto it = e_.find(field);
+    if (it == e_.end() || !it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0) {
+      fail(field, "expected a non-negative number of microseconds");
+    }
+    return it->get<double>();
+  }
+  const json* arg(const char* field) const {
+    const auto a = e_.find("args");
+    if (a == e_.end()) return nullptr;
+    if (!a->is_object()) fail("args", "expected an object");
+    const auto it = a->find(field);
+    return it == a->end() || it->is_null() ? nullptr : &*it;
+  }
+  std::int64_t int_arg(const char* field, std::int64_t fallback) const {
+    const json* v = arg(field);
+    if (!v) return fallback;
+    if (!v->is_number_integer()) fail(std::string("args.") + field, "expected an integer");
+    return v->get<std::int64_t>();
+  }
+  // args.grid / args.block: [x, y, z].
+  void dims(const char* field, int& x, int& y, int& z) const {
+    const json* v = arg(field);
+    if (!v) return;
+    if (!v->is_array() || v->size() != 3 || !std::all_of(v->begin(), v->end(), [](const json& d) {
+          return d.is_number_integer() && d.get<std::int64_t>() >= 0;
+        })) {
+      fail(std::string("args.") + field, "expected [x, y, z], three non-negative integers");
+    }
+    x = (*v)[0].get<int>();
+    y = (*v)[1].get<int>();
+    z = (*v)[2].get<int>();
+  }
+  // The GPU of a device record: args.device, else the event's pid (Kineto's GPU rows are one
+  // "process" per device).
+  int device() const {
+    const std::int64_t d = int_arg("device", -1);
+    if (d >= 0) return static_cast<int>(d);
+    const auto pid = e_.find("pid");
+    if (pid != e_.end() && pid->is_number_integer() && pid->get<std::int64_t>() >= 0) return pid->get<int>();
+    fail("args.device", "expected the GPU's ordinal (args.device or an integer pid)");
+  }
+  std::int64_t stream() const {
+    const auto tid = e_.find("tid");
+    const std::int64_t fallback =
+        tid != e_.end() && tid->is_number_integer() ? tid->get<std::int64_t>() : std::int64_t{0};
+    return int_arg("stream", fallback);
+  }
+
+ private:
+  const std::string& path_;
+  const json& e_;
+  std::string where_;
+};
+
+std::uint64_t to_ns(double micros) { return static_cast<std::uint64_t>(std::llround(micros * 1e3)); }
+
+// "Memcpy HtoD (Pageable -> Device)" -> "HtoD"; anything unexpected -> "unknown".
+std::string memcpy_direction(std::string_view name) {
+  static const std::set<std::string_view> known = {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "HtoA",
+                                                   "AtoH", "AtoA", "AtoD", "DtoA"};
+  if (!starts_with(name, "Memcpy ")) return "unknown";
+  std::string_view rest = name.substr(7);
+  const std::string_view dir = rest.substr(0, rest.find(' '));
+  return known.count(dir) ? std::string(dir) : "unknown";
+}
+
+// "Memset (Device)" -> "device".
+std::string memset_kind(std::string_view name) {
+  const auto open = name.find('('), close = name.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close <= open + 1) return "unknown";
+  std::string kind(name.substr(open + 1, close - open - 1));
+  std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
+  return kind;
+}
+
+struct Range {
+  std::uint64_t start_ns, end_ns;
+  std::string name;
+};
+
+// The range of `ranges` (sorted by start, not overlapping) that holds t, or nullptr.
+const Range* range_at(const std::vector<Range>& ranges, std::uint64_t t) {
+  auto it = std::upper_bound(ranges.begin(), ranges.end(), t, [](std::uint64_t v, const Range& r) {
+    return v < r.start_ns;
+  });
+  if (it == ranges.begin()) return nullptr;
+  --it;
+  return t < it->end_ns ? &*it : nullptr;
+}
+
+// Streams the file: each element of the top-level "traceEvents" array is built as a small JSON
+// value, handed to `on_event` and dropped, so memory does not grow with the trace's CPU events
+// (most of a trace); the other top-level members are kept whole in `top`. (nlohmann's filtering
+// parse callback rescans the kept array on every discarded element: quadratic on large traces.)
+class StreamingTrace final : public json::json_sax_t {
+ public:
+  using EventFn = std::function<void(const json&, long long)>;
+  explicit StreamingTrace(EventFn on_event) : on_event_(std::move(on_event)) {}
+
+  json top = json::object();   // top-level members other than the traceEvents array
+  bool top_is_object = false;
+  bool saw_event_array = false;
+
+  bool null() override { return put(json(nullptr)); }
+  bool boolean(bool v) override { return put(json(v)); }
+  bool number_integer(number_integer_t v) override { return put(json(v)); }
+  bool number_unsigned(number_unsigned_t v) override { return put(json(v)); }
+  bool number_float(number_float_t v, const string_t&) override { return put(json(v)); }
+  bool string(string_t& v) override { return put(json(std::move(v))); }
+  bool binary(binary_t&) override { return put(json(nullptr)); }
+  bool start_object(std::size_t) override { return open(json::object()); }
+  bool start_array(std::size_t) override { return open(json::array()); }
+  bool key(string_t& k) override {
+    if (depth_ == 1 && stack_.empty()) top_key_ = k;
+    key_ = std::move(k);
+    return true;
+  }
+  bool end_object() override { return close(); }
+  bool end_array() override { return close(); }
+  bool parse_error(std::size_t, const std::string&, const nlohmann::detail::exception& e) override {
+    throw std::runtime_error(e.what());
+  }
+
+ private:
+  // depth_: containers open in the file. Depth 1: inside the top-level object; depth 2 with
+  // in_events_: inside the traceEvents array, where each value is one event.
+  json* add(json&& v) {
+    json& parent = *stack_.back();
+    if (parent.is_array()) {
+      parent.push_back(std::move(v));
+      return &parent.back();
+    }
+    return &(parent[key_] = std::move(v));
+  }
+  bool put(json&& v) {
+    if (!stack_.empty()) add(std::move(v));
+    else if (depth_ == 1 && top_is_object) top[top_key_] = std::move(v);
+    else if (depth_ == 2 && in_events_) on_event_(v, index_++);  // a scalar event: the reader reports it
+    return true;
+  }
+  bool open(json&& empty) {
+    if (!stack_.empty()) {
+      stack_.push_back(add(std::move(empty)));
+    } else if (depth_ == 0) {
+      top_is_object = empty.is_object();
+    } else if (depth_ == 1 && top_is_object) {
+      if (top_key_ == "traceEvents" && empty.is_array()) {
+        in_events_ = saw_event_array = true;
+      } else {
+        json& member = top[top_key_] = std::move(empty);
+        stack_.push_back(&member);
+      }
+    } else if (depth_ == 2 && in_events_) {
+      event_ = std::move(empty);
+      stack_.push_back(&event_);
+    }
+    ++depth_;
+    return true;
+  }
+  bool close() {
+    --depth_;
+    if (!stack_.empty()) {
+      stack_.pop_back();
+      if (stack_.empty() && depth_ == 2 && in_events_) {
+        on_event_(event_, index_++);
+        event_ = json();
+      }
+    } else if (depth_ == 1 && in_events_) {
+      in_events_ = false;
+    }
+    return true;
+  }
+
+  EventFn on_event_;
+  std::vector<json*> stack_;
+  json event_;
+  std::string key_, top_key_;
+  int depth_ = 0;
+  bool in_events_ = false;
+  long long index_ = 0;
+};
+
+}  // namespace
+
+KinetoTrace read_kineto_trace(const std::string& path, const std::string& device_name_override) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw InputError(path, "", "cannot open the trace file");
+  const int b0 = in.get(), b1 = in.get();
+  if (b0 == 0x1f && b1 == 0x8b) {
+    throw InputError(path, "", "gzip-compressed trace: gunzip it first (calisim reads the .json)");
+  }
+  in.clear();
+  in.seekg(0);
+
+  KinetoTrace t;
+  std::vector<std::uint64_t> record_launch;   // per record: the correlation id, 0 when none
+  std::unordered_map<std::int64_t, std::uint64_t> launch_ns;  // correlation -> CPU launch time
+  std::map<int, std::vector<Range>> gpu_steps;                 // device -> GPU-side step ranges
+  std::vector<Range> cpu_steps;
+  std::map<std::string, std::uint64_t> step_start;             // step name -> earliest start
+  const auto consume = [&](const json& e, long long index) {
+    const EventReader r(path, e, index);
+    if (!e.is_object()) r.fail("", "expected an object (a trace event)");
+    const auto ph = e.find("ph");
+    if (ph != e.end() && (!ph->is_string() || ph->get_ref<const std::string&>() != "X")) return;  // not a span
+    const auto cat_it = e.find("cat");
+    const std::string cat = cat_it != e.end() && cat_it->is_string() ? cat_it->get<std::string>() : "";
+    if (cat == "cuda_runtime" || cat == "cuda_driver") {
+      const std::int64_t corr = r.int_arg("correlation", -1);
+      if (corr >= 0) launch_ns[corr] = to_ns(r.micros("ts"));
+      return;
+    }
+    const bool gpu_record = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
+    if (!gpu_record) {
+      // A step range: GPU-side (gpu_user_annotation) or the CPU's record_function range.
+      const auto name_it = e.find("name");
+      if (name_it == e.end() || !name_it->is_string()) return;
+      const std::string& name = name_it->get_ref<const std::string&>();
+      if (!starts_with(name, db::kProfilerStepPrefix)) return;
+      const double ts = r.micros("ts"), dur = r.micros("dur");
+      Range step{to_ns(ts), to_ns(ts + dur), name};
+      if (cat == "gpu_user_annotation") gpu_steps[r.device()].push_back(step);
+      else cpu_steps.push_back(step);
+      auto [it, fresh] = step_start.emplace(name, step.start_ns);
+      if (!fresh) it->second = std::min(it->second, step.start_ns);
+      return;
+    }
+    const std::string name = r.str("name");
+    db::TraceKernel k;
+    const double ts = r.micros("ts"), dur = r.micros("dur");
+    k.start_ns = to_ns(ts);
+    k.end_ns = std::max(k.start_ns, to_ns(ts + dur));
+    k.device = r.device();
+    k.stream = r.stream();
+    if (cat == "kernel") {
+      k.name = name;
+      r.dims("grid", k.grid_x, k.grid_y, k.grid_z);
+      r.dims("block", k.block_x, k.block_y, k.block_z);
+      finish_trace_kernel(k);
+      ++t.kernels;
+    } else {
+      const std::int64_t bytes = r.int_arg("bytes", 0);
+      if (bytes < 0) r.fail("args.bytes", "expected a non-negative integer");
+      k.bytes = bytes;
+      k.grid_x = k.grid_y = k.grid_z = k.block_x = k.block_y = k.block_z = 0;
+      if (cat == "gpu_memcpy") {
+        k.kernel_class = "memcpy";
+        k.copy_kind = memcpy_direction(name);
+        k.name = "[CUDA memcpy " + k.copy_kind + "]";
+      } else {
+        k.kernel_class = "memset";
+        k.copy_kind = memset_kind(name);
+        k.name = "[CUDA memset " + k.copy_kind + "]";
+      }
+      ++t.copies;
+    }
+    t.records.push_back(std::move(k));
+    record_launch.push_back(static_cast<std::uint64_t>(std::max<std::int64_t>(r.int_arg("correlation", 0), 0)));
+  };
+
+  StreamingTrace reader(consume);
+  try {
+    json::sax_parse(in, &reader);
+  } catch (const InputError&) {
+    throw;
+  } catch (const std::exception& e) {
+    throw InputError(path, "", fmt::format("not a JSON trace ({})", e.what()));
+  }
+  if (!reader.top_is_object) throw InputError(path, "", "expected a JSON object with \"traceEvents\"");
+  if (!reader.saw_event_array) {
+    throw InputError(path, "traceEvents", "expected an array of trace events (a PyTorch profiler trace)");
+  }
+  const json& doc = reader.top;
+  if (const auto props = doc.find("deviceProperties"); props != doc.end()) {
+    if (!props->is_array()) throw InputError(path, "deviceProperties", "expected an array");
+    for (std::size_t i = 0; i < props->size(); ++i) {
+      const json& p = (*props)[i];
+      const auto id = p.find("id");
+      const auto name = p.find("name");
+      if (!p.is_object() || id == p.end() || !id->is_number_integer() || name == p.end() || !name->is_string()) {
+        throw InputError(path, fmt::format("deviceProperties[{}]", i), "expected an object with integer id and name");
+      }
+      t.device_names[id->get<int>()] = name->get<std::string>();
+    }
+  }
+  if (const auto dist = doc.find("distributedInfo"); dist != doc.end() && dist->is_object()) {
+    const auto rank = dist->find("rank");
+    const auto world = dist->find("world_size");
+    if (rank != dist->end() && rank->is_number_integer()) t.rank = rank->get<int>();
+    if (world != dist->end() && world->is_number_integer()) t.world_size = world->get<int>();
+  }
+  if (t.kernels == 0) {
+    throw InputError(path, "traceEvents",
+                     "no GPU kernel events (cat \"kernel\"): was the profiler run with ProfilerActivity.CUDA?");
+  }
+  for (const db::TraceKernel& k : t.records) {
+    if (t.device_names.count(k.device)) continue;
+    if (device_name_override.empty()) {
+      throw InputError(path, "deviceProperties",
+                       fmt::format("names no CUDA device {}: pass --device NAME (the GPU the trace ran on)", k.device));
+    }
+  }
+  if (!device_name_override.empty()) {
+    for (const db::TraceKernel& k : t.records) t.device_names[k.device] = device_name_override;
+  }
+
+  std::vector<std::pair<std::uint64_t, std::string>> order;
+  for (const auto& [name, start] : step_start) order.emplace_back(start, name);
+  std::sort(order.begin(), order.end());
+  for (auto& [start, name] : order) t.steps.push_back(std::move(name));
+
+  // Steps: GPU-side ranges when the trace has them, else the CPU range of each record's launch.
+  auto by_start = [](const Range& a, const Range& b) { return a.start_ns < b.start_ns; };
+  for (auto& [dev, ranges] : gpu_steps) std::sort(ranges.begin(), ranges.end(), by_start);
+  std::sort(cpu_steps.begin(), cpu_steps.end(), by_start);
+  if (!gpu_steps.empty()) t.step_source = "gpu annotations";
+  else if (!cpu_steps.empty()) t.step_source = "cpu ranges and launch correlation";
+  for (std::size_t i = 0; i < t.records.size(); ++i) {
+    db::TraceKernel& k = t.records[i];
+    const Range* step = nullptr;
+    if (!gpu_steps.empty()) {
+      const auto it = gpu_steps.find(k.device);
+      if (it != gpu_steps.end()) step = range_at(it->second, k.start_ns);
+    } else if (!cpu_steps.empty() && record_launch[i] > 0) {
+      const auto l = launch_ns.find(static_cast<std::int64_t>(record_launch[i]));
+      if (l != launch_ns.end()) step = range_at(cpu_steps, l->second);
+    }
+    if (step) k.nvtx_range = step->name;
+    else if (!t.step_source.empty()) ++t.outside_steps;
+  }
+  std::stable_sort(t.records.begin(), t.records.end(),
+                   [](const db::TraceKernel& a, const db::TraceKernel& b) { return a.start_ns < b.start_ns; });
+  return t;
+}
+
+}  // namespace calisim::profiler

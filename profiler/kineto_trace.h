@@ -1,0 +1,49 @@
+// Reading a PyTorch profiler trace (Kineto's Chrome-trace JSON, what torch.profiler's
+// export_chrome_trace / tensorboard_trace_handler write) into trace records, so that a training
+// step someone already profiled can be compared with its simulation (calibration/trace_comparison.h)
+// without libcalisim_trace.so.
+//
+// Contract:
+//   - read_kineto_trace() reads one rank's trace file: a JSON object whose "traceEvents" array
+//     holds complete events ("ph": "X"). It keeps the GPU records — "kernel" (name, device,
+//     stream, grid, block), "gpu_memcpy" and "gpu_memset" (bytes; the direction or memory kind
+//     parsed from Kineto's name, "Memcpy HtoD (Pageable -> Device)" -> HtoD, "Memset (Device)" ->
+//     device) — with ts / dur (microseconds) turned into nanoseconds, each kernel demangled and
+//     classified by profiler/kernel_class.h, copies named as libcalisim_trace.so names them.
+//     CPU events are dropped while parsing (a trace of many steps is mostly CPU events).
+//   - Steps: each record's `nvtx_range` is set to the "ProfilerStep#N" range it belongs to —
+//     by the GPU-side "gpu_user_annotation" ranges of that name on its device when the trace has
+//     them, else by the CPU-side "ProfilerStep#N" range that holds the launch of the record
+//     (matched through args.correlation to its "cuda_runtime" / "cuda_driver" event); records
+//     that fall in no step keep an empty range and are counted in `outside_steps`.
+//   - Devices: "deviceProperties" (id -> name); a device the trace does not name maps to
+//     `device_name_override` when given, else the trace is refused with what to pass. A given
+//     override names every device of the trace. "distributedInfo" gives rank and world size.
+//   - Errors are InputError naming the file and the field (e.g. "traceEvents[12].dur: expected a
+//     non-negative number of microseconds"): a file that is not JSON, gzip-compressed input
+//     (gunzip it first), no "traceEvents", a kept event with a malformed field, a trace with no
+//     GPU kernel at all (profiled without ProfilerActivity.CUDA).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "db/trace_store.h"
+
+namespace calisim::profiler {
+
+struct KinetoTrace {
+  std::vector<db::TraceKernel> records;  // kernels, copies and memsets, start order
+  std::map<int, std::string> device_names;  // CUDA ordinal -> name
+  int rank = -1, world_size = 0;            // from distributedInfo; -1 / 0 when absent
+  std::vector<std::string> steps;           // ProfilerStep names, in order of first appearance
+  std::string step_source;                  // "gpu annotations", "cpu ranges and launch correlation" or ""
+  std::int64_t outside_steps = 0;           // records in no step (when there are steps)
+  std::int64_t kernels = 0, copies = 0;     // of `records`
+};
+
+KinetoTrace read_kineto_trace(const std::string& path, const std::string& device_name_override = "");
+
+}  // namespace calisim::profiler

@@ -1,0 +1,143 @@
+// calibration/trace_comparison: a traced step's figures by class, a simulated stage's, and the
+// rows that pair them.
+#include "calibration/trace_comparison.h"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "core/error.h"
+#include "profiler/kineto_trace.h"
+#include "simulator/default_efficiency.h"
+#include "simulator/simulate.h"
+#include "tests/simulator/test_support.h"
+
+namespace {
+
+using namespace calisim;
+using calibration::TraceStepStats;
+
+db::TraceKernel rec(const std::string& cls, double start_us, double end_us, const std::string& step) {
+  db::TraceKernel k;
+  k.name = cls;
+  k.kernel_class = cls;
+  k.start_ns = static_cast<std::uint64_t>(start_us * 1e3);
+  k.end_ns = static_cast<std::uint64_t>(end_us * 1e3);
+  k.nvtx_range = step;
+  return k;
+}
+
+// One step of the fixture tests/data/kineto/two_steps.json, shifted by `off` us: GEMM 1000-1200,
+// attention 1210-1300, elementwise 1300-1320, NCCL 1250-1450 (another stream), GEMM 1330-1500,
+// memcpy 1500-1510, memset 1510-1512, elementwise 1590-1600.
+std::vector<db::TraceKernel> step(double off, const std::string& name) {
+  return {rec("gemm", 1000 + off, 1200 + off, name),      rec("attention", 1210 + off, 1300 + off, name),
+          rec("elementwise", 1300 + off, 1320 + off, name), rec("nccl", 1250 + off, 1450 + off, name),
+          rec("gemm", 1330 + off, 1500 + off, name),      rec("memcpy", 1500 + off, 1510 + off, name),
+          rec("memset", 1510 + off, 1512 + off, name),    rec("elementwise", 1590 + off, 1600 + off, name)};
+}
+
+// The figures of one such step, worked by hand: span 600 us; sums GEMM 370, attention 90,
+// elementwise 30, NCCL 200, copies 12; compute runs over [1000,1200] [1210,1320] [1330,1500]
+// [1590,1600] = 490; NCCL alone at 1320-1330 = 10; copies alone 1500-1512 = 12; idle 88.
+void expect_fixture_step(const TraceStepStats& s) {
+  EXPECT_NEAR(s.span_s, 600e-6, 1e-12);
+  EXPECT_NEAR(s.gemm_s, 370e-6, 1e-12);
+  EXPECT_NEAR(s.attention_s, 90e-6, 1e-12);
+  EXPECT_NEAR(s.elementwise_s, 30e-6, 1e-12);
+  EXPECT_NEAR(s.nccl_s, 200e-6, 1e-12);
+  EXPECT_NEAR(s.copy_s, 12e-6, 1e-12);
+  EXPECT_NEAR(s.other_s, 0, 1e-12);
+  EXPECT_NEAR(s.compute_busy_s, 490e-6, 1e-12);
+  EXPECT_NEAR(s.comm_only_s, 10e-6, 1e-12);
+  EXPECT_NEAR(s.copy_only_s, 12e-6, 1e-12);
+  EXPECT_NEAR(s.idle_s, 88e-6, 1e-12);
+}
+
+TEST(TraceComparison, StepFiguresByClassAndUnion) {
+  std::vector<db::TraceKernel> recs = {rec("elementwise", 500, 510, "")};  // warm-up, in no step
+  for (const auto& k : step(0, "ProfilerStep#2")) recs.push_back(k);
+  for (const auto& k : step(1000, "ProfilerStep#3")) recs.push_back(k);
+  const TraceStepStats s = calibration::trace_step_stats(recs, 0);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_EQ(s.steps_text, "ProfilerStep#2 .. ProfilerStep#3 (2 steps)");
+  EXPECT_EQ(s.outside_steps, 1);
+  expect_fixture_step(s);
+}
+
+// The same figures from the Kineto fixture itself, through the reader.
+TEST(TraceComparison, KinetoFixtureGivesTheHandWorkedFigures) {
+  const auto t = profiler::read_kineto_trace(std::string(CALISIM_TEST_DATA_DIR) + "/kineto/two_steps.json");
+  expect_fixture_step(calibration::trace_step_stats(t.records, 0));
+}
+
+// Steps are averaged and ordered in time, not by name ("#10" sorts before "#9").
+TEST(TraceComparison, StepsAreAveragedInTimeOrder) {
+  std::vector<db::TraceKernel> recs = {rec("gemm", 0, 100, "ProfilerStep#9"), rec("gemm", 200, 500, "ProfilerStep#10")};
+  const TraceStepStats s = calibration::trace_step_stats(recs, 0);
+  EXPECT_EQ(s.steps_text, "ProfilerStep#9 .. ProfilerStep#10 (2 steps)");
+  EXPECT_NEAR(s.span_s, 200e-6, 1e-12);
+  EXPECT_NEAR(s.gemm_s, 200e-6, 1e-12);
+  EXPECT_NEAR(s.idle_s, 0, 1e-12);
+}
+
+TEST(TraceComparison, UnnamedTraceNeedsAStepCount) {
+  std::vector<db::TraceKernel> recs = step(0, "");
+  EXPECT_THROW(calibration::trace_step_stats(recs, 0), InputError);
+  const TraceStepStats s = calibration::trace_step_stats(recs, 2);
+  EXPECT_EQ(s.steps, 2);
+  EXPECT_EQ(s.steps_text, "whole trace as 2 steps");
+  EXPECT_NEAR(s.span_s, 300e-6, 1e-12);
+  EXPECT_NEAR(s.gemm_s, 185e-6, 1e-12);
+}
+
+// The simulated side of a dense model: the classes add up to the stage's compute, recompute and
+// optimizer (the breakdown's), GEMMs dominate, and the idle rest is the step less busy and
+// exposed communication.
+TEST(TraceComparison, SimulatedClassesAddUpToTheStage) {
+  const ModelConfig model = testing_support::shipped_model("llama3-8b");
+  const SystemConfig sys = testing_support::shipped_system("h100-sxm");
+  const StrategyConfig st = testing_support::strategy_from_json(
+      R"({"tp_size": 2, "pp_size": 2, "world_size": 8, "micro_batch_size": 1, "micro_batch_num": 8,
+          "seq_len": 4096, "recompute_granularity": "selective"})",
+      model);
+  const DefaultEfficiencyModel eff(sys);
+  const SimulationResult r = simulate(model, st, sys, eff);
+  for (int stage = 0; stage < 2; ++stage) {
+    const auto c = calibration::simulated_step_classes(r, stage);
+    EXPECT_NEAR(c.class_split_scale, 1.0, 1e-9) << "a dense model's op table has the stage's instances";
+    EXPECT_GT(c.gemm_s, c.attention_s);
+    EXPECT_GT(c.attention_s, 0);
+    EXPECT_GT(c.memory_s, 0);
+    EXPECT_NEAR(c.compute_busy_s, c.gemm_s + c.attention_s + c.memory_s + c.optimizer_s, 1e-12);
+    EXPECT_NEAR(c.idle_s + c.compute_busy_s + c.comm_exposed_s, r.duration_time_per_iter_s, 1e-9);
+    if (stage == r.critical_rank) {
+      EXPECT_NEAR(c.compute_busy_s, r.compute_s + r.recompute_s + r.optimizer_s, 1e-6 * c.compute_busy_s);
+    }
+  }
+  EXPECT_THROW(calibration::simulated_step_classes(r, 2), InputError);
+}
+
+TEST(TraceComparison, RowsPairTracedAndSimulated) {
+  const TraceStepStats t = calibration::trace_step_stats(step(0, "ProfilerStep#1"), 0);
+  calibration::SimulatedStepClasses s;
+  s.step_s = 480e-6;
+  s.gemm_s = 296e-6;
+  s.attention_s = 90e-6;
+  s.memory_s = 20e-6;
+  s.optimizer_s = 4e-6;
+  s.compute_busy_s = 410e-6;
+  s.comm_exposed_s = 10e-6;
+  s.idle_s = 60e-6;
+  const auto rows = calibration::compare_trace(t, s);
+  ASSERT_EQ(rows.size(), 10u);
+  EXPECT_EQ(rows[0].quantity, "step (GPU span)");
+  EXPECT_NEAR(rows[0].ratio(), 0.8, 1e-9);
+  EXPECT_NEAR(rows[1].ratio(), 0.8, 1e-9);   // GEMM 296 / 370
+  EXPECT_NEAR(rows[3].ratio(), 24.0 / 30.0, 1e-9);  // memory-bound and optimizer against elementwise + other
+  EXPECT_FALSE(rows[5].has_simulated);        // NCCL kernels: no simulated sum
+  EXPECT_EQ(rows[5].ratio(), 0.0);
+}
+
+}  // namespace
