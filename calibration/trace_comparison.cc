@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <string_view>
 #include <utility>
@@ -29,6 +30,10 @@ std::uint64_t union_ns(std::vector<Interval> v) {
   }
   if (open) total += cur_end - cur_start;
   return total;
+}
+
+bool in_profiler_step(const db::TraceKernel& k) {
+  return std::string_view(k.nvtx_range).substr(0, db::kProfilerStepPrefix.size()) == db::kProfilerStepPrefix;
 }
 
 bool is_compute(std::string_view c) { return c == "gemm" || c == "attention" || c == "elementwise" || c == "other"; }
@@ -86,7 +91,7 @@ TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int
   std::map<std::string, std::vector<const db::TraceKernel*>> steps;
   std::int64_t outside = 0;
   for (const db::TraceKernel& k : records) {
-    if (std::string_view(k.nvtx_range).substr(0, db::kProfilerStepPrefix.size()) == db::kProfilerStepPrefix) {
+    if (in_profiler_step(k)) {
       steps[k.nvtx_range].push_back(&k);
     } else {
       ++outside;
@@ -174,6 +179,49 @@ SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage
                             s.dp_comm_s_per_micro_batch + s.p2p_blocking_s_per_micro_batch) +
                        s.dp_comm_s;
   out.idle_s = std::max(0.0, out.step_s - out.compute_busy_s - out.comm_exposed_s);
+  return out;
+}
+
+int pipeline_stage_of_rank(const SimulationResult& r, int rank) {
+  if (rank < 0 || rank >= r.world_size) {
+    throw InputError("<command line>", "--trace-rank",
+                     fmt::format("expected a rank from 0 to {} of this layout's {} GPUs, got {}", r.world_size - 1,
+                                 r.world_size, rank));
+  }
+  std::array<int, kParallelDimCount> size{};
+  size[static_cast<int>(ParallelDim::tp)] = r.tp;
+  size[static_cast<int>(ParallelDim::cp)] = r.cp;
+  size[static_cast<int>(ParallelDim::ep)] = 1;
+  size[static_cast<int>(ParallelDim::dp)] = r.dp;
+  size[static_cast<int>(ParallelDim::pp)] = r.pp;
+  int stride = 1;
+  for (ParallelDim d : r.rank_order) {
+    if (d == ParallelDim::pp) return (rank / stride) % r.pp;
+    stride *= size[static_cast<int>(d)];
+  }
+  return 0;
+}
+
+std::vector<TopKernel> top_kernels(const std::vector<db::TraceKernel>& records, const TraceStepStats& stats,
+                                   std::size_t n) {
+  // Without named steps the whole trace counts (trace_step_stats divided it into stats.steps).
+  const bool named = std::any_of(records.begin(), records.end(), in_profiler_step);
+  std::map<std::pair<std::string, std::string>, std::pair<double, std::int64_t>> by_name;
+  for (const db::TraceKernel& k : records) {
+    if (named && !in_profiler_step(k)) continue;
+    auto& [time, calls] = by_name[{k.name, k.kernel_class}];
+    time += k.duration_s();
+    ++calls;
+  }
+  std::vector<TopKernel> out;
+  const double steps = std::max(1, stats.steps);
+  for (const auto& [key, v] : by_name) {
+    out.push_back({key.first, key.second, v.first / steps, static_cast<double>(v.second) / steps});
+  }
+  std::sort(out.begin(), out.end(), [](const TopKernel& a, const TopKernel& b) {
+    return a.per_step_s != b.per_step_s ? a.per_step_s > b.per_step_s : a.name < b.name;
+  });
+  if (out.size() > n) out.resize(n);
   return out;
 }
 

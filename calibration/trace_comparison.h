@@ -60,6 +60,22 @@ struct SimulatedStepClasses {
 
 SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage);
 
+// The pipeline stage global rank `rank` runs: its pp coordinate when ranks are numbered in mixed
+// radix over the result's rank order with the dense sizes (tp, cp, ep = 1, dp, pp), fastest
+// dimension first, as Megatron numbers them (simulator/rank_placement.h). InputError when the rank
+// is outside the world.
+int pipeline_stage_of_rank(const SimulationResult& r, int rank);
+
+// The kernels that took the most time per step, by name (records of the steps only, as
+// trace_step_stats counts them): at most `n`, largest first.
+struct TopKernel {
+  std::string name, kernel_class;
+  double per_step_s = 0;
+  double calls_per_step = 0;
+};
+std::vector<TopKernel> top_kernels(const std::vector<db::TraceKernel>& records, const TraceStepStats& stats,
+                                   std::size_t n);
+
 struct ComparisonRow {
   std::string quantity;
   double traced_s = 0, simulated_s = 0;

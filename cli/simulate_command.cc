@@ -41,7 +41,8 @@ struct SimulateArgs {
   // --compare-trace: a traced step (trace run of a database) against this simulation.
   std::string compare_trace;
   std::int64_t trace_run = 0;  // 0: the newest trace run in the file
-  int trace_stage = 0;
+  int trace_stage = -1;        // -1: from the traced rank, else 0
+  int trace_rank = -1;         // -1: from the trace run's notes ("rank R of W"), when they say
   int trace_steps = 0;         // steps in a trace without ProfilerStep ranges
 };
 
@@ -52,7 +53,21 @@ struct TraceComparison {
   calibration::TraceStepStats traced;
   calibration::SimulatedStepClasses simulated;
   std::vector<calibration::ComparisonRow> rows;
+  std::vector<calibration::TopKernel> top;
+  std::string stage_why;         // how the stage was chosen
+  std::vector<std::string> warnings;
 };
+
+// "rank R of W" in a trace run's notes (what `db import --kineto` writes from distributedInfo).
+std::optional<std::pair<int, int>> rank_in_notes(const std::string& notes) {
+  const auto at = notes.find("rank ");
+  if (at == std::string::npos) return std::nullopt;
+  int rank = -1, world = 0;
+  if (std::sscanf(notes.c_str() + at, "rank %d of %d", &rank, &world) != 2 || rank < 0 || world <= 0) {
+    return std::nullopt;
+  }
+  return std::pair{rank, world};
+}
 
 TraceComparison compare_with_trace(const SimulateArgs& a, const SimulationResult& r) {
   namespace cdb = calisim::db;
@@ -79,15 +94,40 @@ TraceComparison compare_with_trace(const SimulateArgs& a, const SimulationResult
   for (const cdb::RunBatch& b : db.load_runs()) {
     if (b.run.id == c.run) c.device = b.run.device, c.notes = b.run.notes;
   }
-  c.traced = calibration::trace_step_stats(cdb::load_trace_kernels(db, c.run), a.trace_steps);
-  c.simulated = calibration::simulated_step_classes(r, a.trace_stage);
+  const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
+  c.traced = calibration::trace_step_stats(records, a.trace_steps);
+  c.top = calibration::top_kernels(records, c.traced, 10);
+  // The stage: as given, else the traced rank's (given, or from the notes when the trace's world
+  // is this layout's), else the first.
+  const auto noted = rank_in_notes(c.notes);
+  if (noted && noted->second != r.world_size) {
+    c.warnings.push_back(fmt::format("the trace is of a {}-GPU run; this simulation has {} GPUs", noted->second,
+                                     r.world_size));
+  }
+  int stage = 0;
+  if (a.trace_stage >= 0) {
+    stage = a.trace_stage;
+    c.stage_why = "--trace-stage";
+  } else if (a.trace_rank >= 0) {
+    stage = calibration::pipeline_stage_of_rank(r, a.trace_rank);
+    c.stage_why = fmt::format("--trace-rank {}, order {}", a.trace_rank, to_string(r.rank_order));
+  } else if (noted && noted->second == r.world_size) {
+    stage = calibration::pipeline_stage_of_rank(r, noted->first);
+    c.stage_why = fmt::format("the trace's rank {} of {}, order {}", noted->first, noted->second,
+                              to_string(r.rank_order));
+  } else {
+    c.stage_why = r.pp > 1 ? "the first: the traced rank is not known (--trace-rank R or --trace-stage S)"
+                           : "the only one";
+  }
+  c.simulated = calibration::simulated_step_classes(r, stage);
   c.rows = calibration::compare_trace(c.traced, c.simulated);
   return c;
 }
 
 std::string trace_comparison_text(const TraceComparison& c) {
-  std::string out = fmt::format("trace comparison: trace run {} of '{}' in {}, {}; simulated stage {}\n", c.run,
-                                c.device, c.db, c.traced.steps_text, c.simulated.stage);
+  std::string out = fmt::format("trace comparison: trace run {} of '{}' in {}, {}; simulated stage {} ({})\n",
+                                c.run, c.device, c.db, c.traced.steps_text, c.simulated.stage, c.stage_why);
+  for (const auto& w : c.warnings) out += "  warning: " + w + "\n";
   if (!c.notes.empty()) out += "  trace: " + c.notes + "\n";
   Table t({"per step", "traced ms", "simulated ms", "simulated / traced"});
   for (const calibration::ComparisonRow& row : c.rows) {
@@ -109,6 +149,14 @@ std::string trace_comparison_text(const TraceComparison& c) {
   if (!c.other_runs.empty()) {
     out += fmt::format("  other trace runs in the file (--trace-run): {}\n", fmt::join(c.other_runs, ", "));
   }
+  if (!c.top.empty()) {
+    Table k({"traced kernels with the most time per step", "class", "calls", "ms"});
+    for (const calibration::TopKernel& t : c.top) {
+      const std::string name = t.name.size() > 72 ? t.name.substr(0, 69) + "..." : t.name;
+      k.add_row({name, t.kernel_class, fmt::format("{:.4g}", t.calls_per_step), fmt::format("{:.3f}", t.per_step_s * 1e3)});
+    }
+    out += "\n" + k.render();
+  }
   return out;
 }
 
@@ -120,7 +168,13 @@ nlohmann::json trace_comparison_json(const TraceComparison& c) {
     j["simulated_over_traced"] = row.ratio() > 0 ? nlohmann::json(row.ratio()) : nlohmann::json(nullptr);
     rows.push_back(j);
   }
+  nlohmann::json top = nlohmann::json::array();
+  for (const calibration::TopKernel& t : c.top) {
+    top.push_back({{"name", t.name}, {"class", t.kernel_class}, {"calls_per_step", t.calls_per_step},
+                   {"per_step_s", t.per_step_s}});
+  }
   return {{"database", c.db},       {"run", c.run},
+          {"stage_from", c.stage_why}, {"warnings", c.warnings}, {"top_kernels", top},
           {"device", c.device},     {"notes", c.notes},
           {"steps", c.traced.steps}, {"steps_text", c.traced.steps_text},
           {"outside_steps", c.traced.outside_steps}, {"stage", c.simulated.stage},
@@ -313,10 +367,17 @@ void register_simulate(CLI::App& app) {
   sub->add_option("--trace-run", args->trace_run, "with --compare-trace: the trace run (default: the newest)")
       ->check(CLI::PositiveNumber)
       ->needs(cmp);
-  sub->add_option("--trace-stage", args->trace_stage,
-                  "with --compare-trace: the pipeline stage the traced rank ran (default 0)")
+  CLI::Option* stage = sub->add_option("--trace-stage", args->trace_stage,
+                                       "with --compare-trace: the pipeline stage the traced rank ran (default: the "
+                                       "traced rank's, else 0)")
+                           ->check(CLI::NonNegativeNumber)
+                           ->needs(cmp);
+  sub->add_option("--trace-rank", args->trace_rank,
+                  "with --compare-trace: the global rank the trace is of, for its stage (default: the trace's "
+                  "own, when it names one)")
       ->check(CLI::NonNegativeNumber)
-      ->needs(cmp);
+      ->needs(cmp)
+      ->excludes(stage);
   sub->add_option("--trace-steps", args->trace_steps,
                   "with --compare-trace: training steps in a trace that has no ProfilerStep ranges")
       ->check(CLI::PositiveNumber)

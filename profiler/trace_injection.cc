@@ -316,6 +316,9 @@ void write_at_exit() {
     kernels.push_back(std::move(k));
   }
   std::string notes = fmt::format("trace of `{}`", program_name());
+  if (const auto rank = calisim::profiler::launcher_rank([](const char* v) { return std::getenv(v); })) {
+    notes += fmt::format("; rank {} of {}", rank->first, rank->second);
+  }
   if (t.dropped > 0) notes += fmt::format("; CUPTI dropped {} activity records (buffers full)", t.dropped.load());
   if (!t.nvtx_seen) notes += "; no NVTX ranges seen";
   if (!t.missing_kinds.empty()) notes += fmt::format("; not traced (CUPTI refused): {}", t.missing_kinds);

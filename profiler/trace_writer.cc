@@ -86,4 +86,25 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
   return result;
 }
 
+std::optional<std::pair<int, int>> launcher_rank(const std::function<const char*(const char*)>& env) {
+  static constexpr std::pair<const char*, const char*> kPairs[] = {{"RANK", "WORLD_SIZE"},
+                                                                   {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE"},
+                                                                   {"SLURM_PROCID", "SLURM_NTASKS"},
+                                                                   {"PMI_RANK", "PMI_SIZE"}};
+  auto number = [](const char* text) -> std::optional<long> {
+    if (!text || !*text) return std::nullopt;
+    char* end = nullptr;
+    const long v = std::strtol(text, &end, 10);
+    return *end == '\0' ? std::optional<long>(v) : std::nullopt;
+  };
+  for (const auto& [rank_var, size_var] : kPairs) {
+    const auto rank = number(env(rank_var));
+    const auto size = number(env(size_var));
+    if (rank && size && *rank >= 0 && *rank < *size && *size <= 1'000'000'000L) {
+      return std::pair{static_cast<int>(*rank), static_cast<int>(*size)};
+    }
+  }
+  return std::nullopt;
+}
+
 }  // namespace calisim::profiler

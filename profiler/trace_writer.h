@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -47,6 +48,13 @@ struct TraceRunInfo {
 
 TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
                              const std::map<int, std::string>& device_names, const TraceRunInfo& info);
+
+// The rank and world size a launcher gave this process, from `env` (getenv's contract): torchrun's
+// RANK / WORLD_SIZE, then Open MPI's OMPI_COMM_WORLD_RANK / _SIZE, Slurm's SLURM_PROCID /
+// SLURM_NTASKS, PMI's PMI_RANK / PMI_SIZE; the first pair that parses as 0 <= rank < size.
+// The trace library writes it into a run's notes as "rank R of W", the form `simulate
+// --compare-trace` reads to find the traced rank's pipeline stage.
+std::optional<std::pair<int, int>> launcher_rank(const std::function<const char*(const char*)>& env);
 
 // The current time as ISO 8601 UTC ("2026-11-21T12:00:00Z").
 std::string utc_now_iso();

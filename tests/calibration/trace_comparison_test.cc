@@ -140,4 +140,41 @@ TEST(TraceComparison, RowsPairTracedAndSimulated) {
   EXPECT_EQ(rows[5].ratio(), 0.0);
 }
 
+// Megatron numbers ranks fastest dimension first: with tp 2, cp 1, dp 2, pp 2 in the default
+// order tp-cp-ep-dp-pp a stage holds 4 consecutive ranks; with pp right after tp, stages alternate
+// every 2 ranks.
+TEST(TraceComparison, PipelineStageOfARank) {
+  SimulationResult r;
+  r.world_size = 8;
+  r.tp = 2, r.cp = 1, r.dp = 2, r.pp = 2;
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 0), 0);
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 3), 0);
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 4), 1);
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 7), 1);
+  r.rank_order = {ParallelDim::tp, ParallelDim::pp, ParallelDim::cp, ParallelDim::ep, ParallelDim::dp};
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 1), 0);
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 2), 1);
+  EXPECT_EQ(calibration::pipeline_stage_of_rank(r, 5), 0);
+  EXPECT_THROW(calibration::pipeline_stage_of_rank(r, 8), InputError);
+}
+
+// Kernels by summed time per step, in the steps only; calls counted per step.
+TEST(TraceComparison, TopKernelsPerStep) {
+  std::vector<db::TraceKernel> recs = {rec("elementwise", 500, 900, "")};  // outside: not counted
+  for (const auto& k : step(0, "ProfilerStep#2")) recs.push_back(k);
+  for (const auto& k : step(1000, "ProfilerStep#3")) recs.push_back(k);
+  const TraceStepStats s = calibration::trace_step_stats(recs, 0);
+  const auto top = calibration::top_kernels(recs, s, 3);
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0].name, "gemm");
+  EXPECT_NEAR(top[0].per_step_s, 370e-6, 1e-12);
+  EXPECT_DOUBLE_EQ(top[0].calls_per_step, 2.0);
+  EXPECT_EQ(top[1].name, "nccl");
+  EXPECT_EQ(top[2].name, "attention");
+  // Without steps, the whole trace over the given count.
+  const auto unnamed = step(0, "");
+  const auto whole = calibration::top_kernels(unnamed, calibration::trace_step_stats(unnamed, 2), 1);
+  EXPECT_NEAR(whole[0].per_step_s, 185e-6, 1e-12);
+}
+
 }  // namespace

@@ -179,10 +179,29 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
                           "communication only (exposed)", "0.010", "idle (nothing on the GPU", "0.088"}) {
     EXPECT_NE(cmp.out.find(row), std::string::npos) << row << "\n" << cmp.out;
   }
+  EXPECT_NE(cmp.out.find("the trace's rank 3 of 8"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("traced kernels with the most time per step"), std::string::npos) << cmp.out;
+  // The trace's rank 3 of 8 runs stage 0 of tp 2 · pp 2 · dp 2 (4 ranks per stage); rank 6 stage 1.
+  const std::string pp2 = "simulate --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system h100-sxm --no-ops ";
+  const CmdResult s0 = run_calisim(pp2 + "--compare-trace " + db);
+  ASSERT_EQ(s0.code, 0) << s0.out;
+  EXPECT_NE(s0.out.find("simulated stage 0 (the trace's rank 3 of 8, order tp-cp-ep-dp-pp)"), std::string::npos)
+      << s0.out;
+  const CmdResult s1 = run_calisim(pp2 + "--compare-trace " + db + " --trace-rank 6");
+  ASSERT_EQ(s1.code, 0) << s1.out;
+  EXPECT_NE(s1.out.find("simulated stage 1 (--trace-rank 6"), std::string::npos) << s1.out;
+  EXPECT_NE(run_calisim(pp2 + "--compare-trace " + db + " --trace-rank 6 --trace-stage 1").code, 0);
+  // A trace of another world size is compared, with a warning.
+  const CmdResult other = run_calisim(
+      "simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --no-ops --compare-trace " + db);
+  ASSERT_EQ(other.code, 0) << other.out;
+  EXPECT_NE(other.out.find("warning: the trace is of a 8-GPU run; this simulation has 64 GPUs"), std::string::npos)
+      << other.out;
   const CmdResult js = run_calisim(sim + "--json --compare-trace " + db);
   ASSERT_EQ(js.code, 0) << js.out;
   EXPECT_NE(js.out.find("\"trace_comparison\""), std::string::npos) << js.out;
   EXPECT_NE(js.out.find("\"simulated_over_traced\""), std::string::npos) << js.out;
+  EXPECT_NE(js.out.find("\"top_kernels\""), std::string::npos) << js.out;
 
   // What the user can get wrong: a database with no trace, a run that is not a trace, a stage the
   // layout lacks, trace options without --compare-trace, a missing trace file.

@@ -3,6 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <utility>
 #include <stdexcept>
 
 #include "db/trace_store.h"
@@ -124,6 +128,26 @@ TEST(TraceStore, RejectsWrongSourceAndBackwardsTimes) {
   run.source = db::Source::trace;
   EXPECT_THROW(db::write_trace_run(database, run, {raw("k", 0, 10, 5)}), std::invalid_argument);
   EXPECT_TRUE(database.runs().empty()) << "nothing is written when a kernel is rejected";
+}
+
+// The traced process's rank, from whichever launcher started it; torchrun's variables first.
+TEST(TraceStore, LauncherRankFromTheEnvironment) {
+  auto env_of = [](std::map<std::string, std::string> vars) {
+    return [vars = std::move(vars)](const char* name) -> const char* {
+      const auto it = vars.find(name);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  };
+  EXPECT_EQ(launcher_rank(env_of({})), std::nullopt);
+  EXPECT_EQ(launcher_rank(env_of({{"RANK", "5"}, {"WORLD_SIZE", "16"}})), (std::pair{5, 16}));
+  EXPECT_EQ(launcher_rank(env_of({{"OMPI_COMM_WORLD_RANK", "3"}, {"OMPI_COMM_WORLD_SIZE", "8"}})), (std::pair{3, 8}));
+  EXPECT_EQ(launcher_rank(env_of({{"SLURM_PROCID", "1"}, {"SLURM_NTASKS", "2"}, {"PMI_RANK", "0"}, {"PMI_SIZE", "4"}})),
+            (std::pair{1, 2}));
+  // Unusable pairs are skipped: a rank outside the world, text that is not a number, half a pair.
+  EXPECT_EQ(launcher_rank(env_of({{"RANK", "8"}, {"WORLD_SIZE", "8"}, {"PMI_RANK", "2"}, {"PMI_SIZE", "4"}})),
+            (std::pair{2, 4}));
+  EXPECT_EQ(launcher_rank(env_of({{"RANK", "x"}, {"WORLD_SIZE", "8"}})), std::nullopt);
+  EXPECT_EQ(launcher_rank(env_of({{"RANK", "1"}})), std::nullopt);
 }
 
 }  // namespace
