@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <fstream>
 #include <functional>
@@ -91,6 +92,16 @@ class EventReader {
   const json& e_;
   std::string where_;
 };
+
+// Today's category names; the first Kineto traces (PyTorch 1.8, 1.9) said "Kernel", "Memcpy",
+// "Memset" and "Runtime".
+std::string category(std::string cat) {
+  std::transform(cat.begin(), cat.end(), cat.begin(), [](unsigned char c) { return std::tolower(c); });
+  if (cat == "memcpy") return "gpu_memcpy";
+  if (cat == "memset") return "gpu_memset";
+  if (cat == "runtime") return "cuda_runtime";
+  return cat;
+}
 
 std::uint64_t to_ns(double micros) { return static_cast<std::uint64_t>(std::llround(micros * 1e3)); }
 
@@ -244,7 +255,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
     const auto ph = e.find("ph");
     if (ph != e.end() && (!ph->is_string() || ph->get_ref<const std::string&>() != "X")) return;  // not a span
     const auto cat_it = e.find("cat");
-    const std::string cat = cat_it != e.end() && cat_it->is_string() ? cat_it->get<std::string>() : "";
+    const std::string cat = category(cat_it != e.end() && cat_it->is_string() ? cat_it->get<std::string>() : "");
     if (cat == "cuda_runtime" || cat == "cuda_driver") {
       const std::int64_t corr = r.int_arg("correlation", -1);
       if (corr >= 0) launch_ns[corr] = to_ns(r.micros("ts"));

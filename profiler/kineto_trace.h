@@ -10,7 +10,8 @@
 //     parsed from Kineto's name, "Memcpy HtoD (Pageable -> Device)" -> HtoD, "Memset (Device)" ->
 //     device) — with ts / dur (microseconds) turned into nanoseconds, each kernel demangled and
 //     classified by profiler/kernel_class.h, copies named as libcalisim_trace.so names them.
-//     CPU events are dropped while parsing (a trace of many steps is mostly CPU events).
+//     CPU events are dropped while parsing (a trace of many steps is mostly CPU events). The first
+//     Kineto traces' category names ("Kernel", "Memcpy", "Memset", "Runtime") are read as today's.
 //   - Steps: each record's `nvtx_range` is set to the "ProfilerStep#N" range it belongs to —
 //     by the GPU-side "gpu_user_annotation" ranges of that name on its device when the trace has
 //     them, else by the CPU-side "ProfilerStep#N" range that holds the launch of the record

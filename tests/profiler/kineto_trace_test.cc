@@ -183,4 +183,25 @@ TEST(KinetoTrace, MalformedInputNamesTheFileAndTheField) {
   EXPECT_NE(error_of(cpu_only).find("ProfilerActivity.CUDA"), std::string::npos) << error_of(cpu_only);
 }
 
+// PyTorch 1.8 / 1.9 traces: capitalised categories and "stream 7" thread ids; the same records.
+TEST(KinetoTrace, FirstKinetoCategoryNamesAreRead) {
+  const std::string path = edited("kineto_legacy.json", [](json& doc) {
+    for (json& e : doc["traceEvents"]) {
+      const std::string cat = e.value("cat", "");
+      if (cat == "kernel") e["cat"] = "Kernel";
+      if (cat == "gpu_memcpy") e["cat"] = "Memcpy";
+      if (cat == "gpu_memset") e["cat"] = "Memset";
+      if (cat == "cuda_runtime") e["cat"] = "Runtime";
+      if (e.contains("tid") && e["tid"].is_number_integer() && e.value("pid", -1) == 0) {
+        e["tid"] = "stream " + std::to_string(e["tid"].get<int>());
+      }
+    }
+  });
+  const KinetoTrace t = read_kineto_trace(path);
+  EXPECT_EQ(t.kernels, 13);
+  EXPECT_EQ(t.copies, 4);
+  EXPECT_EQ(t.outside_steps, 1);
+  EXPECT_EQ(t.records[1].stream, 7);  // from args.stream
+}
+
 }  // namespace
