@@ -123,7 +123,7 @@ void run_search_command(const SearchArgs& a) {
     j["seq_len"] = base.seq_len;
     j["efficiency_db"] = eff.database.empty() ? nlohmann::json(nullptr) : nlohmann::json(eff.database);
     j["counts"] = {{"candidates", res.space_size}, {"illegal", res.illegal},     {"over_memory", res.too_big},
-                 {"equivalent_placement", res.equivalent},
+                 {"equivalent_placement", res.equivalent}, {"dominated_recompute", res.dominated},
                    {"feasible", res.feasible_count}, {"simulated", res.simulated}, {"pruned_by_bound", res.pruned}};
     j["elapsed_s"] = res.elapsed_s;
     j["candidates_per_s"] = rate;
@@ -147,10 +147,12 @@ void run_search_command(const SearchArgs& a) {
   fmt::print("calisim search: {} on {} x {} ({}), global batch {}, seq {}{}\n", model.model_name, space.world_size,
              system.device.name, system.name, space.global_batch_size, base.seq_len,
              eff.database.empty() ? "" : ", efficiencies from " + eff.database);
-  fmt::print("  {} candidates in {:.2f} s ({:.0f}/s{}): {} illegal, {} equivalent placements, {} over memory, {} "
-             "feasible ({} simulated, {} skipped by the schedule bound)\n\n",
+  fmt::print("  {} candidates in {:.2f} s ({:.0f}/s{}): {} illegal, {} equivalent placements, {} over memory, {}"
+             "{} feasible ({} simulated, {} skipped by the schedule bound)\n\n",
              res.space_size, res.elapsed_s, rate, mpi.size() > 1 ? fmt::format(", {} MPI ranks", mpi.size()) : "",
-             res.illegal, res.equivalent, res.too_big, res.feasible_count, res.simulated, res.pruned);
+             res.illegal, res.equivalent, res.too_big,
+             res.dominated > 0 ? fmt::format("{} recomputing for no memory saved, ", res.dominated) : "",
+             res.feasible_count, res.simulated, res.pruned);
   if (!res.explanation.empty()) throw InputError("search", "", res.explanation);
   fmt::print("{}", top_table(res.top, opt.objective == SearchObjective::tokens));
   fmt::print("  peak memory per GPU {} (device {:.0f} GB{}); m = micro-batches per iteration\n",

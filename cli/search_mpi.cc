@@ -79,16 +79,17 @@ std::vector<CandidateResult> MpiContext::gather_top(const std::vector<CandidateR
 
 void MpiContext::sum_counts(SearchResult& r) {
 #ifdef CALISIM_HAVE_MPI
-  unsigned long long mine[7] = {r.space_size, r.illegal, r.too_big, r.simulated, r.pruned, r.feasible_count,
-                                r.equivalent};
-  unsigned long long sum[7] = {0, 0, 0, 0, 0, 0, 0};
-  MPI_Reduce(mine, sum, 7, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
+  unsigned long long mine[8] = {r.space_size, r.illegal, r.too_big, r.simulated, r.pruned, r.feasible_count,
+                                r.equivalent, r.dominated};
+  unsigned long long sum[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  MPI_Reduce(mine, sum, 8, MPI_UNSIGNED_LONG_LONG, MPI_SUM, 0, MPI_COMM_WORLD);
   double elapsed = 0;
   MPI_Reduce(&r.elapsed_s, &elapsed, 1, MPI_DOUBLE, MPI_MAX, 0, MPI_COMM_WORLD);
   if (rank_ == 0) {
     r.space_size = sum[0], r.illegal = sum[1], r.too_big = sum[2], r.simulated = sum[3], r.pruned = sum[4];
     r.feasible_count = sum[5];
     r.equivalent = sum[6];
+    r.dominated = sum[7];
     r.elapsed_s = elapsed;
     if (r.feasible_count > 0) r.explanation.clear();
   }

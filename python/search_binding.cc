@@ -190,7 +190,7 @@ json run_search_request(const SearchRequest& q) {
   j["seq_len"] = base.seq_len;
   j["efficiency_db"] = eff.database.empty() ? json(nullptr) : json(eff.database);
   j["counts"] = {{"candidates", res.space_size}, {"illegal", res.illegal},     {"over_memory", res.too_big},
-                 {"equivalent_placement", res.equivalent},
+                 {"equivalent_placement", res.equivalent}, {"dominated_recompute", res.dominated},
                  {"feasible", res.feasible_count}, {"simulated", res.simulated}, {"pruned_by_bound", res.pruned}};
   j["elapsed_s"] = res.elapsed_s;
   j["candidates_per_s"] = res.elapsed_s > 0 ? res.space_size / res.elapsed_s : 0.0;

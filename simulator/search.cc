@@ -8,6 +8,8 @@
 #include <limits>
 #include <mutex>
 #include <thread>
+#include <tuple>
+#include <unordered_map>
 #include <utility>
 
 #include "core/error.h"
@@ -165,6 +167,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
   struct Bound {
     double step_lb_s;
     std::uint64_t index;
+    double max_peak_gb;
   };
   std::vector<std::vector<Bound>> bounds(threads);
   std::atomic<std::uint64_t> done{0};
@@ -207,7 +210,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
         ++w.too_big;
       } else {
         ++w.feasible_count;
-        bounds[me].push_back({r.duration_time_per_iter_s, index});
+        bounds[me].push_back({r.duration_time_per_iter_s, index, cr.max_peak_gb});
       }
     }
     const std::uint64_t d = done.fetch_add(1) + 1;
@@ -215,10 +218,55 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
     return true;
   });
 
-  // Phase B, feasible candidates in order of their bound: simulate exactly until the next bound
-  // cannot beat the K-th best found (every later one is worse still). keep_all simulates all.
   std::vector<Bound> order;
   for (auto& b : bounds) order.insert(order.end(), b.begin(), b.end());
+
+  // Dominated recompute choices: recompute only adds work, so a candidate that recomputes while
+  // its twin without recompute (the same layout otherwise) fits in no more memory is slower for
+  // nothing — selective recompute of the core attention under FlashAttention-style kernels keeps
+  // the same tensors. Such candidates are dropped before the exact phase (`dominated`). The twin
+  // is looked up among this shard's feasible candidates, or costed here when another shard holds it.
+  const auto none_at = std::find(space.recompute.begin(), space.recompute.end(), RecomputeChoice::none);
+  if (none_at != space.recompute.end() && space.recompute.size() > 1) {
+    const std::uint64_t none_pos = static_cast<std::uint64_t>(none_at - space.recompute.begin());
+    const std::uint64_t rc_stride = space.orders.size() * space.zero.size();  // candidate_at's radix
+    std::unordered_map<std::uint64_t, std::pair<double, double>> feasible_none;  // index -> (peak GB, bound s)
+    for (const Bound& b : order) {
+      if ((b.index / rc_stride) % space.recompute.size() == none_pos) {
+        feasible_none.emplace(b.index, std::pair{b.max_peak_gb, b.step_lb_s});
+      }
+    }
+    StrategyConfig twin_st;
+    auto dominated = [&](const Bound& b) {
+      const std::uint64_t pos = (b.index / rc_stride) % space.recompute.size();
+      if (pos == none_pos) return false;
+      const std::uint64_t twin = b.index - pos * rc_stride + none_pos * rc_stride;
+      double twin_peak = 0, twin_lb = 0;
+      if (const auto it = feasible_none.find(twin); it != feasible_none.end()) {
+        std::tie(twin_peak, twin_lb) = it->second;
+      } else if (twin >= first && (twin - first) % step == 0) {
+        return false;  // in this shard and not feasible (or not legal)
+      } else {
+        const Candidate c = candidate_at(space, twin);
+        if (!make_strategy(base, model, space, c, twin_st, nullptr)) return false;
+        SimulateOptions so;
+        so.details = false;
+        so.pipeline_cutoff_s = 0;
+        const SimulationResult r = assemble(model, twin_st, sys, eff, cache.get(twin_st), so);
+        const CandidateResult cr = summarize(r, c, twin, opt.use_reserved_memory);
+        if (cr.max_peak_gb > capacity_gb) return false;
+        twin_peak = cr.max_peak_gb;
+        twin_lb = r.duration_time_per_iter_s;
+      }
+      return twin_peak <= b.max_peak_gb && twin_lb <= b.step_lb_s;
+    };
+    const auto kept = std::remove_if(order.begin(), order.end(), dominated);
+    res.dominated = static_cast<std::uint64_t>(order.end() - kept);
+    order.erase(kept, order.end());
+  }
+
+  // Phase B, feasible candidates in order of their bound: simulate exactly until the next bound
+  // cannot beat the K-th best found (every later one is worse still). keep_all simulates all.
   std::sort(order.begin(), order.end(), [](const Bound& a, const Bound& b) {
     return a.step_lb_s != b.step_lb_s ? a.step_lb_s < b.step_lb_s : a.index < b.index;
   });
@@ -275,6 +323,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
     }
   }
   res.top = merge_top(std::move(tops), opt.top_k);
+  res.feasible_count -= res.dominated;
   res.pruned = res.feasible_count - res.simulated;
   std::sort(res.feasible.begin(), res.feasible.end(), better);
   if (res.feasible_count == 0) {

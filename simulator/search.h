@@ -64,7 +64,10 @@ struct SearchResult {
   std::uint64_t equivalent = 0;           // legal, but an earlier order places every group the same way
   std::uint64_t simulated = 0;            // full event simulation
   std::uint64_t pruned = 0;               // skipped by the lower bound
-  std::uint64_t feasible_count = 0;
+  std::uint64_t feasible_count = 0;         // fit in memory and not dominated
+  // Feasible, but recomputing without saving memory: the same layout without recompute fits in no
+  // more memory and is faster (its bound no higher). Not simulated, not in top / feasible.
+  std::uint64_t dominated = 0;
   double elapsed_s = 0;
   // The legal layout that needs the least memory, for "nothing fits" explanations.
   bool have_smallest = false;

@@ -12,7 +12,12 @@ RankedCandidates brute_force_feasible(const ModelConfig& model, const StrategyCo
                                       const SystemConfig& system, const EfficiencyModel& eff,
                                       const SearchSpace& space,
                                       const std::function<void(const Candidate&, const StrategyConfig&)>& check) {
-  RankedCandidates out;
+  struct Feasible {
+    Candidate c;
+    double step_s, peak_gb;
+    std::uint64_t index;
+  };
+  std::vector<Feasible> all;
   StrategyConfig st;
   for (std::uint64_t i = 0; i < space_size(space); ++i) {
     const Candidate c = candidate_at(space, i);
@@ -22,7 +27,24 @@ RankedCandidates brute_force_feasible(const ModelConfig& model, const StrategyCo
     double peak_gb = 0;
     for (const auto& s : r.stages) peak_gb = std::max(peak_gb, s.peak_mem_with_reserved_bytes / 1e9);
     if (peak_gb > system.device.memory_gb) continue;
-    out.push_back({r.duration_time_per_iter_s, i});
+    all.push_back({c, r.duration_time_per_iter_s, peak_gb, i});
+  }
+  // The search drops a recomputing candidate whose twin without recompute (every other field
+  // equal) is feasible in no more memory; found here by comparing candidates field by field.
+  auto same_but_recompute = [](const Candidate& a, const Candidate& b) {
+    Candidate x = a;
+    x.recompute = b.recompute;
+    return x.tp == b.tp && x.pp == b.pp && x.vpp == b.vpp && x.cp == b.cp && x.ep == b.ep && x.zero == b.zero &&
+           x.mbs == b.mbs && x.order == b.order && x.tp_2d_rows == b.tp_2d_rows && x.cp_2d_rows == b.cp_2d_rows &&
+           x.etp == b.etp && x.cp_comm == b.cp_comm && x.dispatcher == b.dispatcher;
+  };
+  RankedCandidates out;
+  for (const Feasible& f : all) {
+    const bool dominated =
+        f.c.recompute != RecomputeChoice::none && std::any_of(all.begin(), all.end(), [&](const Feasible& g) {
+          return g.c.recompute == RecomputeChoice::none && same_but_recompute(f.c, g.c) && g.peak_gb <= f.peak_gb;
+        });
+    if (!dominated) out.push_back({f.step_s, f.index});
   }
   std::sort(out.begin(), out.end());
   return out;

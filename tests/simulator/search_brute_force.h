@@ -17,7 +17,8 @@
 namespace calisim::testing_support {
 
 // (step time s, candidate index) of every legal candidate whose peak memory (with the allocator
-// reserve) fits the device, fastest first. `check` (optional) sees every legal candidate and
+// reserve) fits the device, fastest first, less those that recompute while their twin without
+// recompute fits in no more memory (the search's `dominated`). `check` (optional) sees every legal candidate and
 // the strategy made from it.
 using RankedCandidates = std::vector<std::pair<double, std::uint64_t>>;
 RankedCandidates brute_force_feasible(

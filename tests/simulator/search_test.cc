@@ -12,6 +12,7 @@
 #include "simulator/default_efficiency.h"
 #include "simulator/pipeline_schedule.h"
 #include "simulator/simulate.h"
+#include "search_brute_force.h"
 #include "test_support.h"
 
 namespace calisim {
@@ -76,8 +77,9 @@ TEST(Search, TopKEqualsBruteForce) {
     }
     EXPECT_EQ(r.feasible_count, reference.size());
     EXPECT_EQ(r.simulated + r.pruned, r.feasible_count);
-    EXPECT_EQ(r.illegal + r.equivalent + r.too_big + r.feasible_count, r.space_size);
+    EXPECT_EQ(r.illegal + r.equivalent + r.too_big + r.dominated + r.feasible_count, r.space_size);
     EXPECT_EQ(r.equivalent, 0u);  // one order: nothing to be equivalent to
+    EXPECT_EQ(r.dominated, 0u);   // attn+mlp and full recompute save memory in every layout here
   }
 }
 
@@ -119,6 +121,58 @@ TEST(Search, ShardsCoverTheSpaceExactlyOnceAndMergeToTheSameTop) {
     ASSERT_EQ(merged.size(), whole.top.size());
     for (std::size_t i = 0; i < merged.size(); ++i) EXPECT_EQ(merged[i].index, whole.top[i].index);
   }
+}
+
+// Selective recompute (the core attention) under the default fused attention keeps the same
+// tensors as no recompute: every such candidate is slower for nothing, and the search drops it
+// as dominated — also when the twin without recompute lies in another shard — while full
+// recompute, which saves memory, stays. The answer matches a brute force applying the rule.
+TEST(Search, RecomputeThatSavesNoMemoryIsDominated) {
+  Fixture f;
+  f.space.recompute = {RecomputeChoice::none, RecomputeChoice::selective, RecomputeChoice::full};
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.top_k = 1000;
+  o.keep_all = true;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  EXPECT_GT(r.dominated, 0u);
+  EXPECT_EQ(r.illegal + r.equivalent + r.too_big + r.dominated + r.feasible_count, r.space_size);
+  std::uint64_t selective = 0, full = 0;
+  for (const auto& c : r.feasible) {
+    selective += c.candidate.recompute == RecomputeChoice::selective;
+    full += c.candidate.recompute == RecomputeChoice::full;
+    if (c.candidate.recompute != RecomputeChoice::selective) continue;
+    for (const auto& twin : r.feasible) {
+      Candidate t = twin.candidate;
+      t.recompute = RecomputeChoice::selective;
+      const bool same = t.tp == c.candidate.tp && t.pp == c.candidate.pp && t.vpp == c.candidate.vpp &&
+                        t.mbs == c.candidate.mbs && t.zero == c.candidate.zero;
+      EXPECT_FALSE(same && twin.candidate.recompute == RecomputeChoice::none && twin.max_peak_gb <= c.max_peak_gb)
+          << "a dominated selective candidate was kept: index " << c.index;
+    }
+  }
+  EXPECT_GT(full, 0u);
+  EXPECT_EQ(selective, 0u) << "selective recompute saves no memory with fused attention";
+  testing_support::expect_search_equals_brute_force(
+      f.model, f.base, f.system, eff, f.space,
+      testing_support::brute_force_feasible(f.model, f.base, f.system, eff, f.space));
+
+  // Shards: a twin in another shard is costed where it is needed; together the same counts.
+  std::uint64_t dominated = 0, feasible = 0;
+  for (int i = 0; i < 3; ++i) {
+    SearchOptions so = o;
+    so.shard_index = i;
+    so.shard_count = 3;
+    const SearchResult part = run_search(f.model, f.base, f.system, eff, f.space, so);
+    dominated += part.dominated;
+    feasible += part.feasible_count;
+  }
+  EXPECT_EQ(dominated, r.dominated);
+  EXPECT_EQ(feasible, r.feasible_count);
+
+  // Without "none" in the space nothing is compared against, so nothing is dominated.
+  f.space.recompute = {RecomputeChoice::selective, RecomputeChoice::full};
+  EXPECT_EQ(run_search(f.model, f.base, f.system, eff, f.space, o).dominated, 0u);
 }
 
 TEST(Search, ExplainsWhenNothingFits) {
