@@ -1,9 +1,6 @@
 // `calisim simulate`: one training iteration of a model / strategy / system.
 #include <fmt/format.h>
-#include <fmt/ranges.h>
 
-#include <algorithm>
-#include <cmath>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
@@ -16,9 +13,7 @@
 #include "cli/efficiency_source.h"
 #include "cli/table.h"
 #include "cli/accuracy_report.h"
-#include "calibration/trace_comparison.h"
-#include "db/efficiency_db.h"
-#include "db/trace_store.h"
+#include "cli/trace_compare.h"
 #include "core/error.h"
 #include "simulator/collective_table.h"
 #include "simulator/rank_placement.h"
@@ -38,149 +33,8 @@ struct SimulateArgs {
   // --accuracy / --accuracy-runs: compare with the validated runs of the same class.
   bool accuracy = false;
   std::vector<std::string> accuracy_runs;
-  // --compare-trace: a traced step (trace run of a database) against this simulation.
-  std::string compare_trace;
-  std::int64_t trace_run = 0;  // 0: the newest trace run in the file
-  int trace_stage = -1;        // -1: from the traced rank, else 0
-  int trace_rank = -1;         // -1: from the trace run's notes ("rank R of W"), when they say
-  int trace_steps = 0;         // steps in a trace without ProfilerStep ranges
+  TraceCompareRequest compare;  // --compare-trace and its options
 };
-
-struct TraceComparison {
-  std::string db, device, notes;
-  std::int64_t run = 0;
-  std::vector<std::int64_t> other_runs;
-  calibration::TraceStepStats traced;
-  calibration::SimulatedStepClasses simulated;
-  std::vector<calibration::ComparisonRow> rows;
-  std::vector<calibration::TopKernel> top;
-  std::string stage_why;         // how the stage was chosen
-  std::vector<std::string> warnings;
-};
-
-// "rank R of W" in a trace run's notes (what `db import --kineto` writes from distributedInfo).
-std::optional<std::pair<int, int>> rank_in_notes(const std::string& notes) {
-  const auto at = notes.find("rank ");
-  if (at == std::string::npos) return std::nullopt;
-  int rank = -1, world = 0;
-  if (std::sscanf(notes.c_str() + at, "rank %d of %d", &rank, &world) != 2 || rank < 0 || world <= 0) {
-    return std::nullopt;
-  }
-  return std::pair{rank, world};
-}
-
-TraceComparison compare_with_trace(const SimulateArgs& a, const SimulationResult& r) {
-  namespace cdb = calisim::db;
-  if (!std::filesystem::exists(a.compare_trace)) {
-    throw InputError(a.compare_trace, "--compare-trace", "no such database file");
-  }
-  auto db = cdb::EfficiencyDb::open(a.compare_trace, cdb::OpenMode::read_only);
-  const std::vector<std::int64_t> runs = cdb::runs_with_trace_kernels(db);
-  if (runs.empty()) {
-    throw InputError(a.compare_trace, "--compare-trace",
-                     "holds no trace run: import a PyTorch profiler trace (calisim db import FILE --kineto "
-                     "trace.json) or record one with libcalisim_trace.so (docs/profiling.md)");
-  }
-  TraceComparison c;
-  c.db = a.compare_trace;
-  c.run = a.trace_run > 0 ? a.trace_run : runs.back();
-  if (std::find(runs.begin(), runs.end(), c.run) == runs.end()) {
-    throw InputError(a.compare_trace, "--trace-run",
-                     fmt::format("run {} holds no trace records; trace runs: {}", c.run, fmt::join(runs, ", ")));
-  }
-  for (std::int64_t id : runs) {
-    if (id != c.run) c.other_runs.push_back(id);
-  }
-  for (const cdb::RunBatch& b : db.load_runs()) {
-    if (b.run.id == c.run) c.device = b.run.device, c.notes = b.run.notes;
-  }
-  const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
-  c.traced = calibration::trace_step_stats(records, a.trace_steps);
-  c.top = calibration::top_kernels(records, c.traced, 10);
-  // The stage: as given, else the traced rank's (given, or from the notes when the trace's world
-  // is this layout's), else the first.
-  const auto noted = rank_in_notes(c.notes);
-  if (noted && noted->second != r.world_size) {
-    c.warnings.push_back(fmt::format("the trace is of a {}-GPU run; this simulation has {} GPUs", noted->second,
-                                     r.world_size));
-  }
-  int stage = 0;
-  if (a.trace_stage >= 0) {
-    stage = a.trace_stage;
-    c.stage_why = "--trace-stage";
-  } else if (a.trace_rank >= 0) {
-    stage = calibration::pipeline_stage_of_rank(r, a.trace_rank);
-    c.stage_why = fmt::format("--trace-rank {}, order {}", a.trace_rank, to_string(r.rank_order));
-  } else if (noted && noted->second == r.world_size) {
-    stage = calibration::pipeline_stage_of_rank(r, noted->first);
-    c.stage_why = fmt::format("the trace's rank {} of {}, order {}", noted->first, noted->second,
-                              to_string(r.rank_order));
-  } else {
-    c.stage_why = r.pp > 1 ? "the first: the traced rank is not known (--trace-rank R or --trace-stage S)"
-                           : "the only one";
-  }
-  c.simulated = calibration::simulated_step_classes(r, stage);
-  c.rows = calibration::compare_trace(c.traced, c.simulated);
-  return c;
-}
-
-std::string trace_comparison_text(const TraceComparison& c) {
-  std::string out = fmt::format("trace comparison: trace run {} of '{}' in {}, {}; simulated stage {} ({})\n",
-                                c.run, c.device, c.db, c.traced.steps_text, c.simulated.stage, c.stage_why);
-  for (const auto& w : c.warnings) out += "  warning: " + w + "\n";
-  if (!c.notes.empty()) out += "  trace: " + c.notes + "\n";
-  Table t({"per step", "traced ms", "simulated ms", "simulated / traced"});
-  for (const calibration::ComparisonRow& row : c.rows) {
-    t.add_row({row.quantity, fmt::format("{:.3f}", row.traced_s * 1e3),
-               row.has_simulated ? fmt::format("{:.3f}", row.simulated_s * 1e3) : "-",
-               row.ratio() > 0 ? fmt::format("{:.3f}", row.ratio()) : "-"});
-  }
-  out += t.render();
-  out += "  (traced: summed kernel time per class, unions for busy / exposed / idle; simulated: the stage's ops, "
-         "optimizer and exposed communication; docs/profiling.md \"Comparing a trace with its simulation\")\n";
-  if (std::abs(c.simulated.class_split_scale - 1) > 0.01) {
-    out += fmt::format("  simulated classes: the op table's split scaled by {:.3f} to the stage's compute (its "
-                       "instance counts differ from the stage's: MoE, windowed attention, MTP or full recompute)\n",
-                       c.simulated.class_split_scale);
-  }
-  if (c.traced.outside_steps > 0) {
-    out += fmt::format("  {} trace record(s) outside the steps were left out\n", c.traced.outside_steps);
-  }
-  if (!c.other_runs.empty()) {
-    out += fmt::format("  other trace runs in the file (--trace-run): {}\n", fmt::join(c.other_runs, ", "));
-  }
-  if (!c.top.empty()) {
-    Table k({"traced kernels with the most time per step", "class", "calls", "ms"});
-    for (const calibration::TopKernel& t : c.top) {
-      const std::string name = t.name.size() > 72 ? t.name.substr(0, 69) + "..." : t.name;
-      k.add_row({name, t.kernel_class, fmt::format("{:.4g}", t.calls_per_step), fmt::format("{:.3f}", t.per_step_s * 1e3)});
-    }
-    out += "\n" + k.render();
-  }
-  return out;
-}
-
-nlohmann::json trace_comparison_json(const TraceComparison& c) {
-  nlohmann::json rows = nlohmann::json::array();
-  for (const calibration::ComparisonRow& row : c.rows) {
-    nlohmann::json j = {{"quantity", row.quantity}, {"traced_s", row.traced_s}};
-    j["simulated_s"] = row.has_simulated ? nlohmann::json(row.simulated_s) : nlohmann::json(nullptr);
-    j["simulated_over_traced"] = row.ratio() > 0 ? nlohmann::json(row.ratio()) : nlohmann::json(nullptr);
-    rows.push_back(j);
-  }
-  nlohmann::json top = nlohmann::json::array();
-  for (const calibration::TopKernel& t : c.top) {
-    top.push_back({{"name", t.name}, {"class", t.kernel_class}, {"calls_per_step", t.calls_per_step},
-                   {"per_step_s", t.per_step_s}});
-  }
-  return {{"database", c.db},       {"run", c.run},
-          {"stage_from", c.stage_why}, {"warnings", c.warnings}, {"top_kernels", top},
-          {"device", c.device},     {"notes", c.notes},
-          {"steps", c.traced.steps}, {"steps_text", c.traced.steps_text},
-          {"outside_steps", c.traced.outside_steps}, {"stage", c.simulated.stage},
-          {"class_split_scale", c.simulated.class_split_scale},
-          {"other_runs", c.other_runs}, {"rows", rows}};
-}
 
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -327,7 +181,7 @@ void run(const SimulateArgs& a) {
     out << chrome_trace(r).dump() << "\n";
   }
   std::optional<TraceComparison> cmp;
-  if (!a.compare_trace.empty()) cmp = compare_with_trace(a, r);
+  if (!a.compare.db.empty()) cmp = compare_with_trace(a.compare, r);
   std::optional<AccuracyReport> acc;
   if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s);
   if (a.json) {
@@ -361,24 +215,24 @@ void register_simulate(CLI::App& app) {
                   "efficiency_db, if any");
   add_accuracy_options(sub, args->accuracy, args->accuracy_runs, "this configuration");
   CLI::Option* cmp = sub->add_option(
-      "--compare-trace", args->compare_trace,
+      "--compare-trace", args->compare.db,
       "database holding a trace of this configuration's training step (a PyTorch profiler trace imported with "
       "`db import --kineto`, or libcalisim_trace.so's): compare it by kernel class");
-  sub->add_option("--trace-run", args->trace_run, "with --compare-trace: the trace run (default: the newest)")
+  sub->add_option("--trace-run", args->compare.run, "with --compare-trace: the trace run (default: the newest)")
       ->check(CLI::PositiveNumber)
       ->needs(cmp);
-  CLI::Option* stage = sub->add_option("--trace-stage", args->trace_stage,
+  CLI::Option* stage = sub->add_option("--trace-stage", args->compare.stage,
                                        "with --compare-trace: the pipeline stage the traced rank ran (default: the "
                                        "traced rank's, else 0)")
                            ->check(CLI::NonNegativeNumber)
                            ->needs(cmp);
-  sub->add_option("--trace-rank", args->trace_rank,
+  sub->add_option("--trace-rank", args->compare.rank,
                   "with --compare-trace: the global rank the trace is of, for its stage (default: the trace's "
                   "own, when it names one)")
       ->check(CLI::NonNegativeNumber)
       ->needs(cmp)
       ->excludes(stage);
-  sub->add_option("--trace-steps", args->trace_steps,
+  sub->add_option("--trace-steps", args->compare.steps,
                   "with --compare-trace: training steps in a trace that has no ProfilerStep ranges")
       ->check(CLI::PositiveNumber)
       ->needs(cmp);

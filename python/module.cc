@@ -26,6 +26,8 @@
 #include "simulator/config_loader.h"
 #include "simulator/result_json.h"
 #include "cli/accuracy_report.h"
+#include "cli/kineto_import.h"
+#include "cli/trace_compare.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
 
@@ -89,8 +91,11 @@ std::string resolve_run(const RunInputs& in) {
 
 // What `calisim simulate --json [--trace]` computes, from documents.
 // accuracy: add "accuracy" (simulate --accuracy; accuracy_runs empty = the shipped runs files).
+// compare: `--compare-trace` and its options as JSON text ({"db", "run", "stage", "rank", "steps"}),
+// or "" for none: adds "trace_comparison".
 std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std::string& db, bool details,
-                                                 bool trace, bool accuracy, const std::vector<std::string>& accuracy_runs) {
+                                                 bool trace, bool accuracy, const std::vector<std::string>& accuracy_runs,
+                                                 const std::string& compare) {
   const cli::RunConfigs rc = load_run_docs(in.model, in.strategy, in.system, in.overrides);
   const cli::EfficiencyChoice source = cli::make_efficiency_source(rc.system, rc.system_file, db);
   SimulateOptions opt;
@@ -104,6 +109,16 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
   if (details) r.collectives = simulation_collectives(rc.model, rc.strategy, rc.system, *source.model);
   json doc = to_json(r);
   if (accuracy) doc["accuracy"] = cli::accuracy_json(cli::accuracy_report(accuracy_runs, db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s));
+  if (!compare.empty()) {
+    const json c = parse_doc(compare, "<compare_trace>");
+    cli::TraceCompareRequest q;
+    q.db = c.at("db").get<std::string>();
+    q.run = c.value("run", std::int64_t{0});
+    q.stage = c.value("stage", -1);
+    q.rank = c.value("rank", -1);
+    q.steps = c.value("steps", 0);
+    doc["trace_comparison"] = cli::trace_comparison_json(cli::compare_with_trace(q, r));
+  }
   return {doc.dump(), trace ? chrome_trace(r).dump() : std::string()};
 }
 
@@ -150,13 +165,14 @@ PYBIND11_MODULE(_core, m) {
       "simulate",
       [](const std::vector<std::string>& docs, const std::vector<std::string>& files,
          std::vector<std::string> overrides, const std::string& db, bool details, bool trace, bool accuracy,
-         const std::vector<std::string>& accuracy_runs) {
+         const std::vector<std::string>& accuracy_runs, const std::string& compare) {
         const RunInputs in = run_inputs(docs, files, std::move(overrides));
         py::gil_scoped_release release;
-        return simulate_run(in, db, details, trace, accuracy, accuracy_runs);
+        return simulate_run(in, db, details, trace, accuracy, accuracy_runs, compare);
       },
       py::arg("docs"), py::arg("files"), py::arg("overrides"), py::arg("db"), py::arg("details"), py::arg("trace"),
       py::arg("accuracy") = false, py::arg("accuracy_runs") = std::vector<std::string>{},
+      py::arg("compare") = std::string(),
       "(result JSON as `calisim simulate --json` prints it, Chrome trace JSON or '')");
   m.def(
       "search",
@@ -207,6 +223,13 @@ PYBIND11_MODULE(_core, m) {
       py::arg("script"), py::arg("world_size"), py::arg("vocab_size"), py::arg("vars"),
       "`calisim configs import-megatron --json` as a function (JSON text)");
   m.def("database_devices", &database_devices, py::arg("path"));
+  m.def(
+      "import_kineto",
+      [](const std::string& db, const std::string& file, const std::string& device) {
+        py::gil_scoped_release release;
+        return cli::import_kineto_trace(db, file, device).doc.dump();
+      },
+      py::arg("db"), py::arg("file"), py::arg("device"), "`calisim db import DB --kineto FILE --json` as a function");
   m.def(
       "query_database",
       [](const std::string& path, const std::string& device, const std::string& key, int nearest) {

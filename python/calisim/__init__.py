@@ -2,11 +2,11 @@
 
 SimuMax's interface (PerfLLM, ModelConfig, StrategyConfig, SystemConfig; also importable as
 calisim.core.perf_llm / calisim.core.config) and calisim's functions: simulate, search, validate,
-Database, predict. Bad input raises ConfigError (a ValueError) with the CLI's message.
+Database, predict, import_megatron, import_kineto. Bad input raises ConfigError (a ValueError) with the CLI's message.
 See docs/python.md.
 """
 from ._native import ConfigError, config_root, list_configs, resolve_config
-from .api import NoFeasibleLayout, import_megatron, search, simulate, validate
+from .api import NoFeasibleLayout, import_kineto, import_megatron, search, simulate, validate
 from .configs import ModelConfig, StrategyConfig, SystemConfig
 from .database import Database, predict
 from .perf_llm import PerfLLM
@@ -16,4 +16,4 @@ __version__ = "0.1.0"
 
 __all__ = ["ConfigError", "Database", "ModelConfig", "NoFeasibleLayout", "PerfLLM", "Record", "Result",
            "SearchResult", "SimulationResult", "StrategyConfig", "SystemConfig", "ValidationResult", "config_root",
-           "import_megatron", "list_configs", "predict", "resolve_config", "search", "simulate", "validate"]
+           "import_kineto", "import_megatron", "list_configs", "predict", "resolve_config", "search", "simulate", "validate"]

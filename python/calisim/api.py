@@ -39,20 +39,59 @@ def override_list(configs, overrides=None, fields=None):
     return out
 
 
+def _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_steps):
+    """The --compare-trace request as JSON text ("" for none), its arguments checked as the CLI's."""
+    given = {"trace_run": trace_run, "trace_stage": trace_stage, "trace_rank": trace_rank,
+             "trace_steps": trace_steps}
+    if compare_trace is None:
+        extra = [k for k, v in given.items() if v is not None]
+        if extra:
+            raise ConfigError(f"<simulate>: {extra[0]}: needs compare_trace (a database holding a trace run)")
+        return ""
+    if trace_stage is not None and trace_rank is not None:
+        raise ConfigError("<simulate>: trace_stage: give trace_stage or trace_rank, not both")
+    minimum = {"trace_run": 1, "trace_stage": 0, "trace_rank": 0, "trace_steps": 1}
+    for key, value in given.items():
+        if value is None:
+            continue
+        if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum[key]:
+            raise ConfigError(f"<simulate>: {key}: expected a whole number >= {minimum[key]}, got {value!r}")
+    request = {"db": os.fspath(compare_trace)}
+    for key, value in given.items():
+        if value is not None:
+            request[key[len("trace_"):]] = int(value)
+    return json.dumps(request)
+
+
 def run_simulation(model, strategy, system, db=None, overrides=(), details=True, trace=False, accuracy=False,
-                   accuracy_runs=None):
+                   accuracy_runs=None, compare_trace=None, trace_run=None, trace_stage=None, trace_rank=None,
+                   trace_steps=None):
     """SimulationResult of three config objects (no name resolution), as `calisim simulate`."""
+    compare = _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_steps)
     docs = [_native.dumps(c.to_dict()) for c in (model, strategy, system)]
     files = [c.file for c in (model, strategy, system)]
     runs = [os.fspath(r) for r in ([accuracy_runs] if isinstance(accuracy_runs, (str, os.PathLike))
                                    else (accuracy_runs or []))]
-    text, trace_text = _core.simulate(docs, files, list(overrides), os.fspath(db or ""), details, trace,
-                                      bool(accuracy or runs), runs)
+    # The comparison reads the per-op table, so it is computed even when details=False.
+    text, trace_text = _core.simulate(docs, files, list(overrides), os.fspath(db or ""), details or bool(compare),
+                                      trace, bool(accuracy or runs), runs, compare)
     return SimulationResult(json.loads(text), json.loads(trace_text) if trace_text else None)
 
 
+def import_kineto(trace, db, device=None):
+    """Stores one rank's PyTorch profiler trace (Kineto's Chrome-trace JSON) in the efficiency
+    database db (created when missing) as trace runs, as `calisim db import DB --kineto TRACE`
+    (docs/profiling.md). device names the GPU when the trace's deviceProperties do not. Returns
+    the command's --json document: "kernels", "copies", "steps", "step_source", "outside_steps",
+    "rank", "world_size", "runs" (one per GPU: "device_ordinal", "device", "run"), "warnings".
+    Raises ConfigError naming the file and field for a malformed trace, and for a trace already
+    imported into db."""
+    return json.loads(_core.import_kineto(os.fspath(db), os.fspath(trace), device or ""))
+
+
 def simulate(model, strategy, system, db=None, overrides=None, details=True, trace=False, accuracy=False,
-             accuracy_runs=None, **fields):
+             accuracy_runs=None, compare_trace=None, trace_run=None, trace_stage=None, trace_rank=None,
+             trace_steps=None, **fields):
     """Simulates one training iteration.
 
     model, strategy, system: shipped names, paths, dicts or config objects.
@@ -63,13 +102,16 @@ def simulate(model, strategy, system, db=None, overrides=None, details=True, tra
     accuracy: also validate the shipped measured runs (or accuracy_runs: one path or a list) with
     the same efficiencies and give ``result.accuracy``: the step-time errors of the runs of this
     configuration's class and the step time they imply (`calisim simulate --accuracy`).
+    compare_trace: a database holding a trace of this configuration's training step (see
+    import_kineto); gives ``result.trace_comparison`` as `calisim simulate --compare-trace` (with
+    trace_run, trace_stage or trace_rank, trace_steps as its --trace-* options).
     Raises ConfigError (a ValueError) with the CLI's message on bad input.
     """
     configs = {"model": ModelConfig.load(model), "strategy": StrategyConfig.load(strategy),
                "system": SystemConfig.load(system)}
     sets = override_list(configs, overrides, fields)
     return run_simulation(configs["model"], configs["strategy"], configs["system"], db, sets, details, trace,
-                          accuracy, accuracy_runs)
+                          accuracy, accuracy_runs, compare_trace, trace_run, trace_stage, trace_rank, trace_steps)
 
 
 class NoFeasibleLayout(ConfigError):

@@ -1,0 +1,47 @@
+// `calisim simulate --compare-trace` (and the Python API's simulate(compare_trace=...)): a trace
+// run of a database set beside a simulation result, by kernel class (calibration/trace_comparison.h
+// does the arithmetic; this is the I/O around it: choosing the run and the stage, text and JSON).
+//
+// Contract: compare_with_trace() opens request.db read-only and takes trace run request.run (0: the
+// newest); InputError names the file and option for a missing file, a database without trace runs,
+// a run that is not one, a stage or rank the layout lacks, or an unnamed trace without a step count.
+// The stage is request.stage when >= 0, else the pipeline stage of request.rank when >= 0, else that
+// of the "rank R of W" the run's notes give when W is the result's world size, else 0; a trace of
+// another world size adds a warning.
+#pragma once
+
+#include <cstdint>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "calibration/trace_comparison.h"
+#include "simulator/result.h"
+
+namespace calisim::cli {
+
+struct TraceCompareRequest {
+  std::string db;            // empty: no comparison
+  std::int64_t run = 0;      // 0: the newest trace run in the file
+  int stage = -1;            // -1: from the traced rank, else 0
+  int rank = -1;             // -1: from the trace run's notes ("rank R of W"), when they say
+  int steps = 0;             // steps in a trace without ProfilerStep ranges
+};
+
+struct TraceComparison {
+  std::string db, device, notes;
+  std::int64_t run = 0;
+  std::vector<std::int64_t> other_runs;
+  calibration::TraceStepStats traced;
+  calibration::SimulatedStepClasses simulated;
+  std::vector<calibration::ComparisonRow> rows;
+  std::vector<calibration::TopKernel> top;
+  std::string stage_why;         // how the stage was chosen
+  std::vector<std::string> warnings;
+};
+
+TraceComparison compare_with_trace(const TraceCompareRequest& request, const SimulationResult& r);
+std::string trace_comparison_text(const TraceComparison& c);
+nlohmann::json trace_comparison_json(const TraceComparison& c);
+
+}  // namespace calisim::cli

@@ -1,0 +1,56 @@
+"""calisim.import_kineto and simulate(compare_trace=...) give `calisim db import --kineto` and
+`calisim simulate --compare-trace`'s results (fixture: tests/data/kineto/two_steps.json)."""
+import os
+
+import pytest
+
+import calisim
+from conftest import REPO, cli_json, run_cli
+
+TRACE = os.path.join(REPO, "tests", "data", "kineto", "two_steps.json")
+CONFIG = ("llama3-8b", "tp2_pp2_dp2_mbs1", "h100-sxm")
+
+
+def test_import_and_comparison_equal_the_cli(tmp_path):
+    py_db, cli_db = tmp_path / "py.db", tmp_path / "cli.db"
+    imported = calisim.import_kineto(TRACE, py_db)
+    assert imported["kernels"] == 13 and imported["copies"] == 4
+    assert imported["steps"] == ["ProfilerStep#2", "ProfilerStep#3"]
+    assert imported["rank"] == 3 and imported["world_size"] == 8
+    assert imported["runs"] == [{"device_ordinal": 0, "device": "NVIDIA H100 80GB HBM3", "run": 1}]
+    assert cli_json("db", "import", str(cli_db), "--kineto", TRACE, "--json")["runs"] == imported["runs"]
+    with pytest.raises(calisim.ConfigError, match="already imported"):
+        calisim.import_kineto(TRACE, py_db)
+
+    r = calisim.simulate(*CONFIG, compare_trace=py_db)
+    cli = cli_json("simulate", "--model", CONFIG[0], "--strategy", CONFIG[1], "--system", CONFIG[2], "--json",
+                   "--compare-trace", str(cli_db))
+    py = r.to_dict()["trace_comparison"]
+    want = cli["trace_comparison"]
+    assert py["rows"] == want["rows"] and py["top_kernels"] == want["top_kernels"]
+    assert py["stage"] == want["stage"] == 0
+    assert py["stage_from"] == want["stage_from"] == "the trace's rank 3 of 8, order tp-cp-ep-dp-pp"
+    gemm = next(row for row in py["rows"] if row["quantity"] == "GEMM kernels")
+    assert gemm["traced_s"] == pytest.approx(370e-6)
+    # The traced rank given: rank 6 runs stage 1 of tp 2 · pp 2 · dp 2.
+    assert calisim.simulate(*CONFIG, compare_trace=py_db, trace_rank=6).trace_comparison.stage == 1
+    # The comparison needs the per-op table, so it is there even with details=False.
+    assert calisim.simulate(*CONFIG, details=False, compare_trace=py_db).trace_comparison.rows
+
+
+def test_bad_trace_arguments_are_refused(tmp_path):
+    db = tmp_path / "t.db"
+    calisim.import_kineto(TRACE, db)
+    with pytest.raises(calisim.ConfigError, match="trace_run: needs compare_trace"):
+        calisim.simulate(*CONFIG, trace_run=1)
+    with pytest.raises(calisim.ConfigError, match="not both"):
+        calisim.simulate(*CONFIG, compare_trace=db, trace_stage=0, trace_rank=1)
+    with pytest.raises(calisim.ConfigError, match="trace_steps: expected a whole number >= 1"):
+        calisim.simulate(*CONFIG, compare_trace=db, trace_steps=0)
+    with pytest.raises(calisim.ConfigError, match="run 7 holds no trace records"):
+        calisim.simulate(*CONFIG, compare_trace=db, trace_run=7)
+    with pytest.raises(calisim.ConfigError, match="cannot open the trace file"):
+        calisim.import_kineto(tmp_path / "missing.json", tmp_path / "other.db")
+    run_cli("db", "init", str(tmp_path / "empty.db"))
+    with pytest.raises(calisim.ConfigError, match="holds no trace run"):
+        calisim.simulate(*CONFIG, compare_trace=tmp_path / "empty.db")
