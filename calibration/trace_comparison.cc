@@ -15,26 +15,29 @@ namespace {
 
 using Interval = std::pair<std::uint64_t, std::uint64_t>;
 
+// The union of intervals as disjoint segments, in time order.
+std::vector<Interval> merged(std::vector<Interval> v) {
+  std::sort(v.begin(), v.end());
+  std::vector<Interval> out;
+  for (const auto& iv : v) {
+    if (out.empty() || iv.first > out.back().second) out.push_back(iv);
+    else out.back().second = std::max(out.back().second, iv.second);
+  }
+  return out;
+}
+
 // Total length of the union of intervals (ns).
 std::uint64_t union_ns(std::vector<Interval> v) {
-  std::sort(v.begin(), v.end());
-  std::uint64_t total = 0, cur_start = 0, cur_end = 0;
-  bool open = false;
-  for (const auto& [s, e] : v) {
-    if (!open || s > cur_end) {
-      if (open) total += cur_end - cur_start;
-      cur_start = s, cur_end = e, open = true;
-    } else {
-      cur_end = std::max(cur_end, e);
-    }
-  }
-  if (open) total += cur_end - cur_start;
+  std::uint64_t total = 0;
+  for (const auto& [s, e] : merged(std::move(v))) total += e - s;
   return total;
 }
 
 bool in_profiler_step(const db::TraceKernel& k) {
   return std::string_view(k.nvtx_range).substr(0, db::kProfilerStepPrefix.size()) == db::kProfilerStepPrefix;
 }
+
+constexpr std::uint64_t kShortGapNs = 20'000;  // TraceStepStats::short_gap_s
 
 bool is_compute(std::string_view c) { return c == "gemm" || c == "attention" || c == "elementwise" || c == "other"; }
 bool is_copy(std::string_view c) { return c == "memcpy" || c == "memset"; }
@@ -62,11 +65,22 @@ TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
     if (is_compute(c) || c == "nccl") compute_comm.push_back(iv);
   }
   const std::uint64_t u_compute = union_ns(compute), u_cc = union_ns(compute_comm), u_all = union_ns(all);
+  // Idle gaps between busy segments: short ones are the launch / dispatch gaps between kernels that
+  // follow each other, long ones the GPU waiting (bubble, host-bound phases, peers).
+  const std::vector<Interval> busy = merged(all);
+  for (std::size_t i = 1; i < busy.size(); ++i) {
+    const std::uint64_t gap = busy[i].first - busy[i - 1].second;
+    if (gap < kShortGapNs) {
+      s.short_gap_s += static_cast<double>(gap) * 1e-9;
+      s.short_gaps += 1;
+    }
+  }
   s.span_s = static_cast<double>(last - first) * 1e-9;
   s.compute_busy_s = static_cast<double>(u_compute) * 1e-9;
   s.comm_only_s = static_cast<double>(u_cc - u_compute) * 1e-9;
   s.copy_only_s = static_cast<double>(u_all - u_cc) * 1e-9;
   s.idle_s = static_cast<double>(last - first - u_all) * 1e-9;
+  s.long_idle_s = std::max(0.0, s.idle_s - s.short_gap_s);
   return s;
 }
 
@@ -82,6 +96,9 @@ void accumulate(TraceStepStats& sum, const TraceStepStats& x, double w) {
   sum.comm_only_s += w * x.comm_only_s;
   sum.copy_only_s += w * x.copy_only_s;
   sum.idle_s += w * x.idle_s;
+  sum.short_gap_s += w * x.short_gap_s;
+  sum.short_gaps += w * x.short_gaps;
+  sum.long_idle_s += w * x.long_idle_s;
 }
 
 
@@ -238,6 +255,11 @@ std::vector<ComparisonRow> compare_trace(const TraceStepStats& t, const Simulate
   rows.push_back({"communication only (exposed)", t.comm_only_s, s.comm_exposed_s});
   rows.push_back({"copies only", t.copy_only_s, 0.0, false});
   rows.push_back({"idle (nothing on the GPU: bubble, host, waits)", t.idle_s, s.idle_s});
+  const double mean_gap_us = t.short_gaps > 0 ? t.short_gap_s / t.short_gaps * 1e6 : 0.0;
+  rows.push_back({fmt::format("  of which gaps under 20 us ({:.0f} per step, {:.1f} us each)", t.short_gaps,
+                              mean_gap_us),
+                  t.short_gap_s, 0.0, false});
+  rows.push_back({"  of which longer waits", t.long_idle_s, 0.0, false});
   return rows;
 }
 

@@ -11,7 +11,8 @@
 //     span (first record start to last record end), summed time per class (records on several
 //     streams overlap, so sums can exceed the span), the union of compute kernels (gemm,
 //     attention, elementwise, other), the time NCCL kernels run with no compute kernel beside
-//     them, the time only copies / memsets run, and idle time (nothing running).
+//     them, the time only copies / memsets run, and idle time (nothing running), split into gaps
+//     under 20 us between busy segments (with their count) and longer waits.
 //   - simulated_step_classes() splits one pipeline stage's simulated compute per step by class:
 //     the stage's own compute (forward and backward with recompute, per micro-batch, less exposed
 //     communication, blocking sends and host waits, times the micro-batches) divided between GEMM,
@@ -44,6 +45,9 @@ struct TraceStepStats {
   double comm_only_s = 0;        // NCCL running, no compute kernel
   double copy_only_s = 0;        // only copies / memsets running
   double idle_s = 0;             // nothing running
+  // Of idle_s: the gaps under 20 us between busy segments (launch and dispatch gaps between kernels
+  // that follow each other), their number, and the rest (bubble, host-bound phases, waiting on peers).
+  double short_gap_s = 0, short_gaps = 0, long_idle_s = 0;
 };
 
 TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int steps_if_unnamed);

@@ -53,6 +53,10 @@ void expect_fixture_step(const TraceStepStats& s) {
   EXPECT_NEAR(s.comm_only_s, 10e-6, 1e-12);
   EXPECT_NEAR(s.copy_only_s, 12e-6, 1e-12);
   EXPECT_NEAR(s.idle_s, 88e-6, 1e-12);
+  // Busy [1000,1200] [1210,1512] [1590,1600]: a 10 us gap (short) and a 78 us one (long).
+  EXPECT_NEAR(s.short_gap_s, 10e-6, 1e-12);
+  EXPECT_NEAR(s.short_gaps, 1.0, 1e-12);
+  EXPECT_NEAR(s.long_idle_s, 78e-6, 1e-12);
 }
 
 TEST(TraceComparison, StepFiguresByClassAndUnion) {
@@ -131,7 +135,9 @@ TEST(TraceComparison, RowsPairTracedAndSimulated) {
   s.comm_exposed_s = 10e-6;
   s.idle_s = 60e-6;
   const auto rows = calibration::compare_trace(t, s);
-  ASSERT_EQ(rows.size(), 10u);
+  ASSERT_EQ(rows.size(), 12u);
+  EXPECT_EQ(rows[10].quantity, "  of which gaps under 20 us (1 per step, 10.0 us each)");
+  EXPECT_NEAR(rows[11].traced_s, 78e-6, 1e-12);
   EXPECT_EQ(rows[0].quantity, "step (GPU span)");
   EXPECT_NEAR(rows[0].ratio(), 0.8, 1e-9);
   EXPECT_NEAR(rows[1].ratio(), 0.8, 1e-9);   // GEMM 296 / 370
