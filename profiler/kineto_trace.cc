@@ -269,7 +269,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
       const std::string& name = name_it->get_ref<const std::string&>();
       if (!starts_with(name, db::kProfilerStepPrefix)) return;
       const double ts = r.micros("ts"), dur = r.micros("dur");
-      Range step{to_ns(ts), to_ns(ts + dur), name};
+      Range step{to_ns(ts), to_ns(ts) + to_ns(dur), name};
       if (cat == "gpu_user_annotation") gpu_steps[r.device()].push_back(step);
       else cpu_steps.push_back(step);
       auto [it, fresh] = step_start.emplace(name, step.start_ns);
@@ -279,8 +279,10 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
     const std::string name = r.str("name");
     db::TraceKernel k;
     const double ts = r.micros("ts"), dur = r.micros("dur");
+    // End = start + duration: older traces give ts in microseconds since the epoch (about 1.7e15),
+    // where a double keeps only about 0.25 us, while dur is small and exact to the nanosecond.
     k.start_ns = to_ns(ts);
-    k.end_ns = std::max(k.start_ns, to_ns(ts + dur));
+    k.end_ns = k.start_ns + to_ns(dur);
     k.device = r.device();
     k.stream = r.stream();
     if (cat == "kernel") {

@@ -204,4 +204,21 @@ TEST(KinetoTrace, FirstKinetoCategoryNamesAreRead) {
   EXPECT_EQ(t.records[1].stream, 7);  // from args.stream
 }
 
+// Epoch timestamps (older traces: microseconds since 1970, about 1.7e15, kept by a double to about
+// 0.25 us) still give durations exact to the nanosecond.
+TEST(KinetoTrace, EpochTimestampsKeepExactDurations) {
+  const std::string path = edited("kineto_epoch.json", [](json& doc) {
+    for (json& e : doc["traceEvents"]) {
+      if (e.contains("ts") && e["ts"].is_number()) e["ts"] = e["ts"].get<double>() + 1740461679470813.0;
+      if (e.value("cat", "") == "kernel" && e.value("dur", 0.0) == 200.0) e["dur"] = 1.234;
+    }
+  });
+  const KinetoTrace t = read_kineto_trace(path);
+  EXPECT_EQ(t.outside_steps, 1);
+  const auto gemm = std::find_if(t.records.begin(), t.records.end(),
+                                 [](const auto& k) { return k.kernel_class == "gemm"; });
+  ASSERT_NE(gemm, t.records.end());
+  EXPECT_EQ(gemm->end_ns - gemm->start_ns, 1234u);
+}
+
 }  // namespace
