@@ -184,12 +184,21 @@ class StreamingTrace final : public json::json_sax_t {
     return &(parent[key_] = std::move(v));
   }
   bool put(json&& v) {
-    if (!stack_.empty()) add(std::move(v));
+    if (skipping_) return true;
+    if (!stack_.empty()) {
+      add(std::move(v));
+      if (stack_.size() == 1 && (key_ == "cat" || key_ == "name")) decide_skip();
+      return true;
+    }
     else if (depth_ == 1 && top_is_object) top[top_key_] = std::move(v);
     else if (depth_ == 2 && in_events_) on_event_(v, index_++);  // a scalar event: the reader reports it
     return true;
   }
   bool open(json&& empty) {
+    if (skipping_) {
+      ++depth_;
+      return true;
+    }
     if (!stack_.empty()) {
       stack_.push_back(add(std::move(empty)));
     } else if (depth_ == 0) {
@@ -210,6 +219,15 @@ class StreamingTrace final : public json::json_sax_t {
   }
   bool close() {
     --depth_;
+    if (skipping_) {
+      if (depth_ == 2) {  // the skipped event's own object closed
+        skipping_ = false;
+        stack_.clear();
+        event_ = json();
+        ++index_;
+      }
+      return true;
+    }
     if (!stack_.empty()) {
       stack_.pop_back();
       if (stack_.empty() && depth_ == 2 && in_events_) {
@@ -222,12 +240,29 @@ class StreamingTrace final : public json::json_sax_t {
     return true;
   }
 
+  // Most of a trace is CPU events (operators with their input shapes, Python frames). Kineto writes
+  // "cat" and "name" before "args", so once both are known an event the reader has no use for —
+  // not a GPU record, a launch or a ProfilerStep range — is skipped without building the rest.
+  // (A file with another key order is read whole, only slower.)
+  void decide_skip() {
+    if (stack_.back() != &event_) return;
+    const auto cat = event_.find("cat");
+    const auto name = event_.find("name");
+    if (cat == event_.end() || name == event_.end() || !cat->is_string() || !name->is_string()) return;
+    if (starts_with(name->get_ref<const std::string&>(), db::kProfilerStepPrefix)) return;
+    const std::string c = category(cat->get<std::string>());
+    const bool used = c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "cuda_runtime" ||
+                      c == "cuda_driver";
+    skipping_ = !used;
+  }
+
   EventFn on_event_;
   std::vector<json*> stack_;
   json event_;
   std::string key_, top_key_;
   int depth_ = 0;
   bool in_events_ = false;
+  bool skipping_ = false;
   long long index_ = 0;
 };
 
