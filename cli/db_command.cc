@@ -10,7 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "cli/kineto_import.h"
+#include "cli/trace_import.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "db/efficiency_db.h"
@@ -33,7 +33,7 @@ struct DbArgs {
   std::string db;
   std::string device;
   std::string key;
-  std::string simumax, published, from, kineto;
+  std::string simumax, published, from, kineto, nsys;
   std::string out, format;
   std::vector<std::string> inputs;
   std::size_t nearest = 0;
@@ -260,19 +260,22 @@ std::vector<std::string> database_files(const std::string& path) {
   return {path, path + "-wal", path + "-shm", path + "-journal"};
 }
 
-// A PyTorch profiler trace as trace runs (cli/kineto_import.h).
-void import_kineto(const DbArgs& a) {
-  const KinetoImportReport r = import_kineto_trace(a.db, a.kineto, a.device);
+// A PyTorch profiler trace or an Nsight Systems report as trace runs (cli/trace_import.h).
+void import_trace(const DbArgs& a) {
+  const TraceImportReport r =
+      a.kineto.empty() ? import_nsys_trace(a.db, a.nsys, a.device) : import_kineto_trace(a.db, a.kineto, a.device);
   print(a, r.doc, r.text);
 }
 
 void run_import(const DbArgs& a) {
-  const int sources = !a.simumax.empty() + !a.published.empty() + !a.from.empty() + !a.kineto.empty();
+  const int sources =
+      !a.simumax.empty() + !a.published.empty() + !a.from.empty() + !a.kineto.empty() + !a.nsys.empty();
   if (sources != 1) {
-    throw InputError("<command line>", "db import", "give exactly one of --simumax, --published, --from or --kineto");
+    throw InputError("<command line>", "db import",
+                     "give exactly one of --simumax, --published, --from, --kineto or --nsys");
   }
-  if (!a.kineto.empty()) {
-    import_kineto(a);
+  if (!a.kineto.empty() || !a.nsys.empty()) {
+    import_trace(a);
     return;
   }
   if (!a.simumax.empty() && a.device.empty()) {
@@ -422,16 +425,19 @@ void register_db(CLI::App& app) {
   q->add_option("key", args->key, "canonical key, e.g. \"gemm m=4096 n=1536 k=5120 batch=1 dtype=bf16 layout=TN acc=0\"")
       ->required();
   q->add_option("--nearest", args->nearest, "list the N nearest rows in log-shape space instead");
-  CLI::App* imp = sub(db, args, "import", "Import a SimuMax system file, published figures, a calisim export or a PyTorch profiler trace",
+  CLI::App* imp = sub(db, args, "import", "Import a SimuMax system file, published figures, a calisim export or a profiler trace",
                       run_import);
   imp->add_option("--simumax", args->simumax, "SimuMax system JSON (needs --device)");
   imp->add_option("--device", args->device,
-                  "device the SimuMax file describes, e.g. \"NVIDIA A100 PCIe 80GB\" (with --kineto: the GPU the "
-                  "trace ran on, when its deviceProperties do not name it)");
+                  "device the SimuMax file describes, e.g. \"NVIDIA A100 PCIe 80GB\" (with --kineto / --nsys: the GPU "
+                  "the trace ran on, when the trace does not name it)");
   imp->add_option("--published", args->published, "CSV of published figures (device,key,tflops|gb_s|busbw_gb_s,...,source)");
   imp->add_option("--from", args->from, "a calisim export (.json, .csv) or another database file");
   imp->add_option("--kineto", args->kineto,
                   "a PyTorch profiler trace (Chrome-trace .json of one rank) to store as a trace run");
+  imp->add_option("--nsys", args->nsys,
+                  "an Nsight Systems report exported to SQLite (nsys export --type sqlite) to store as trace runs, "
+                  "one per GPU");
   CLI::App* exp = sub(db, args, "export", "Write the database as JSON or CSV (stable, diff-friendly)", run_export);
   exp->add_option("out", args->out, "output file, or - for stdout")->required();
   exp->add_option("--format", args->format, "json or csv (default: from the extension, else json)");

@@ -26,7 +26,7 @@
 #include "simulator/config_loader.h"
 #include "simulator/result_json.h"
 #include "cli/accuracy_report.h"
-#include "cli/kineto_import.h"
+#include "cli/trace_import.h"
 #include "cli/trace_compare.h"
 #include "simulator/simulate.h"
 #include "simulator/trace.h"
@@ -230,6 +230,13 @@ PYBIND11_MODULE(_core, m) {
         return cli::import_kineto_trace(db, file, device).doc.dump();
       },
       py::arg("db"), py::arg("file"), py::arg("device"), "`calisim db import DB --kineto FILE --json` as a function");
+  m.def(
+      "import_nsys",
+      [](const std::string& db, const std::string& file, const std::string& device) {
+        py::gil_scoped_release release;
+        return cli::import_nsys_trace(db, file, device).doc.dump();
+      },
+      py::arg("db"), py::arg("file"), py::arg("device"), "`calisim db import DB --nsys REPORT --json` as a function");
   m.def(
       "query_database",
       [](const std::string& path, const std::string& device, const std::string& key, int nearest) {

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "db/sqlite_handle.h"
 #include "profiler/profile_plan.h"
 #include "profiler/trace_copies.h"
 #include "profiler/trace_writer.h"
@@ -219,6 +220,44 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   const CmdResult missing = run_calisim("db import " + db + " --kineto /nonexistent/trace.json");
   EXPECT_EQ(missing.code, 2) << missing.out;
   EXPECT_NE(missing.out.find("cannot open the trace file"), std::string::npos) << missing.out;
+}
+
+// An Nsight Systems SQLite export through the command line: one trace run per GPU of the report,
+// compared with a simulation by the number of steps the capture holds (nsys has no ProfilerStep
+// ranges).
+TEST(ProfileCli, NsysReportImportAndComparison) {
+  const std::string report = ::testing::TempDir() + "cli_nsys.sqlite";
+  const std::string db = ::testing::TempDir() + "cli_nsys.db";
+  for (const auto& f : {report, db}) std::remove(f.c_str());
+  {
+    calisim::db::Connection c(report, calisim::db::OpenMode::create);
+    c.exec(R"sql(
+      CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO StringIds VALUES (1, 'nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNT'), (2, 'flash_fwd_kernel');
+      CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+        demangledName INTEGER, shortName INTEGER);
+      INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 300000, 0, 7, 1, 1), (310000, 400000, 0, 7, 2, 2),
+        (0, 100000, 1, 7, 1, 1);
+      CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
+      INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3'), (1, 'NVIDIA H100 80GB HBM3');
+    )sql");
+  }
+  const CmdResult imp = run_calisim("db import " + db + " --nsys " + report);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  EXPECT_NE(imp.out.find("3 kernels, 0 copies / memsets"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("CUDA device 0 (NVIDIA H100 80GB HBM3): trace run 1"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("CUDA device 1 (NVIDIA H100 80GB HBM3): trace run 2"), std::string::npos) << imp.out;
+  EXPECT_NE(run_calisim("db import " + db + " --nsys " + report).out.find("already imported"), std::string::npos);
+  const std::string sim = "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm --no-ops ";
+  const CmdResult unnamed = run_calisim(sim + "--compare-trace " + db + " --trace-run 1");
+  EXPECT_EQ(unnamed.code, 2) << unnamed.out;
+  EXPECT_NE(unnamed.out.find("--trace-steps"), std::string::npos) << unnamed.out;
+  const CmdResult cmp = run_calisim(sim + "--compare-trace " + db + " --trace-run 1 --trace-steps 2");
+  ASSERT_EQ(cmp.code, 0) << cmp.out;
+  EXPECT_NE(cmp.out.find("whole trace as 2 steps"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("0.150"), std::string::npos) << "300 us of GEMM over 2 steps: " << cmp.out;
+  EXPECT_NE(cmp.out.find("other trace runs in the file (--trace-run): 2"), std::string::npos) << cmp.out;
+  EXPECT_EQ(run_calisim("db import " + db + " --nsys " + report + " --kineto x.json").code, 2);
 }
 
 }  // namespace

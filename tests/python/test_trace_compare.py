@@ -1,6 +1,8 @@
-"""calisim.import_kineto and simulate(compare_trace=...) give `calisim db import --kineto` and
-`calisim simulate --compare-trace`'s results (fixture: tests/data/kineto/two_steps.json)."""
+"""calisim.import_kineto / import_nsys and simulate(compare_trace=...) give `calisim db import
+--kineto / --nsys` and `calisim simulate --compare-trace`'s results (fixture:
+tests/data/kineto/two_steps.json; an Nsight Systems SQLite export built here)."""
 import os
+import sqlite3
 
 import pytest
 
@@ -54,3 +56,25 @@ def test_bad_trace_arguments_are_refused(tmp_path):
     run_cli("db", "init", str(tmp_path / "empty.db"))
     with pytest.raises(calisim.ConfigError, match="holds no trace run"):
         calisim.simulate(*CONFIG, compare_trace=tmp_path / "empty.db")
+
+
+def test_nsys_report_import_equals_the_cli(tmp_path):
+    report = tmp_path / "report.sqlite"
+    con = sqlite3.connect(report)
+    con.executescript("""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO StringIds VALUES (1, 'nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNT');
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+                                                 demangledName INTEGER);
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (0, 300000, 0, 7, 1), (400000, 500000, 0, 7, 1);
+    """)
+    con.commit()
+    con.close()
+    with pytest.raises(calisim.ConfigError, match="--device"):
+        calisim.import_nsys(report, tmp_path / "a.db")
+    py = calisim.import_nsys(report, tmp_path / "py.db", device="NVIDIA H100 80GB HBM3")
+    cli = cli_json("db", "import", str(tmp_path / "cli.db"), "--nsys", str(report), "--device",
+                   "NVIDIA H100 80GB HBM3", "--json")
+    assert py["kernels"] == cli["kernels"] == 2 and py["runs"] == cli["runs"]
+    r = calisim.simulate(*CONFIG, compare_trace=tmp_path / "py.db", trace_steps=2)
+    assert r.trace_comparison.steps_text == "whole trace as 2 steps"

@@ -1,0 +1,134 @@
+#include "cli/trace_import.h"
+
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <map>
+#include <vector>
+#include <cstdio>
+#include <filesystem>
+#include <string_view>
+#include <system_error>
+
+#include "core/error.h"
+#include "db/efficiency_db.h"
+#include "db/trace_store.h"
+#include "profiler/kineto_trace.h"
+#include "profiler/nsys_trace.h"
+#include "profiler/trace_writer.h"
+
+namespace calisim::cli {
+namespace {
+using ordered_json = nlohmann::ordered_json;
+constexpr const char* kKinetoTool = "calisim db import --kineto";
+constexpr const char* kNsysTool = "calisim db import --nsys";
+
+// Announces a large input on stderr (reading runs at about 28 MB/s).
+bool announce_large(const std::string& file) {
+  std::error_code ec;
+  const auto bytes = std::filesystem::file_size(file, ec);
+  const bool large = !ec && bytes > (64u << 20);
+  if (large) fmt::print(stderr, "reading {} ({:.0f} MB) ...\n", file, static_cast<double>(bytes) / 1e6);
+  return large;
+}
+
+// Stores imported records as trace runs, once: `notes` gets a fingerprint of the records (FNV-1a
+// over names and times), and a trace run of the same tool with that fingerprint in the database
+// refuses the import (its kernels would count twice in every summary and comparison). The trace
+// carries no wall-clock dates calisim relies on, and no host. Returns the runs as JSON and text.
+void store_once(const std::string& db_path, const std::string& file, const char* tool, std::string notes,
+                const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& device_names,
+                ordered_json& runs, std::string& text, std::vector<std::string>& warnings) {
+  std::uint64_t fp = 1469598103934665603ull;
+  auto mix = [&fp](std::string_view bytes) {
+    for (unsigned char c : bytes) fp = (fp ^ c) * 1099511628211ull;
+  };
+  for (const db::TraceKernel& k : records) {
+    mix(k.name);
+    mix(fmt::format("{}:{}:{}", k.device, k.start_ns, k.end_ns));
+  }
+  const std::string fingerprint = fmt::format("fingerprint {:016x}", fp);
+  notes += "; " + fingerprint;
+  if (std::filesystem::exists(db_path)) {
+    auto existing = db::EfficiencyDb::open(db_path, db::OpenMode::read_only);
+    for (const db::RunBatch& b : existing.load_runs()) {
+      if (b.run.source == db::Source::trace && b.run.tool_version == tool &&
+          b.run.notes.find(fingerprint) != std::string::npos) {
+        throw InputError(file, tool, fmt::format("already imported into {} as trace run {}", db_path, b.run.id));
+      }
+    }
+  }
+  profiler::TraceRunInfo info(notes, "");
+  info.ended_at = std::string();
+  info.tool = tool;
+  info.host = "unknown";
+  const profiler::TraceWriteResult w = profiler::store_trace(db_path, records, device_names, info);
+  runs = ordered_json::array();
+  for (const auto& [ordinal, run] : w.run_by_device) {
+    const std::string& name = device_names.at(ordinal);
+    text += fmt::format("  CUDA device {} ({}): trace run {} in {}\n", ordinal, name, run, db_path);
+    runs.push_back({{"device_ordinal", ordinal}, {"device", name}, {"run", run}});
+  }
+  for (const auto& warning : w.warnings) text += "  warning: " + warning + "\n";
+  warnings = w.warnings;
+}
+
+}  // namespace
+
+// A PyTorch profiler trace becomes one trace run per GPU it shows (normally one: a trace is one
+// rank's). The file is read whole before the database is touched.
+TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& file,
+                                      const std::string& device) {
+  const bool large = announce_large(file);
+  const profiler::KinetoTrace t = profiler::read_kineto_trace(file, device);
+  if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
+  std::string notes =
+      fmt::format("PyTorch profiler (Kineto) trace {}", std::filesystem::path(file).filename().string());
+  if (t.rank >= 0) notes += fmt::format("; rank {} of {}", t.rank, t.world_size);
+  if (!t.steps.empty()) {
+    notes += fmt::format("; {} step(s) {} .. {} ({})", t.steps.size(), t.steps.front(), t.steps.back(), t.step_source);
+  } else {
+    notes += "; no ProfilerStep ranges";
+  }
+  if (t.outside_steps > 0) notes += fmt::format("; {} record(s) outside the steps", t.outside_steps);
+  std::string text = fmt::format("imported {}: {} kernels, {} copies / memsets", file, t.kernels, t.copies);
+  text += t.steps.empty() ? "; no ProfilerStep ranges (compare with --trace-steps N)\n"
+                          : fmt::format("; {} step(s) {} .. {} by {}{}\n", t.steps.size(), t.steps.front(),
+                                        t.steps.back(), t.step_source,
+                                        t.outside_steps > 0
+                                            ? fmt::format(", {} record(s) outside them", t.outside_steps)
+                                            : std::string());
+  ordered_json runs;
+  std::vector<std::string> warnings;
+  store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text, warnings);
+  ordered_json doc = {{"file", file},         {"kernels", t.kernels},
+                      {"copies", t.copies},       {"steps", t.steps},
+                      {"step_source", t.step_source}, {"outside_steps", t.outside_steps},
+                      {"rank", t.rank},           {"world_size", t.world_size},
+                      {"runs", runs},             {"warnings", warnings}};
+  return {doc, text};
+}
+
+// An Nsight Systems report (SQLite export) becomes one trace run per GPU it shows: one for a
+// rank's report, several for a node's.
+TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file,
+                                    const std::string& device) {
+  const bool large = announce_large(file);
+  const profiler::NsysTrace t = profiler::read_nsys_sqlite(file, device);
+  if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
+  std::string notes =
+      fmt::format("Nsight Systems report {}; no ProfilerStep ranges", std::filesystem::path(file).filename().string());
+  if (t.untimed > 0) notes += fmt::format("; {} untimed record(s) left out", t.untimed);
+  std::string text = fmt::format(
+      "imported {}: {} kernels, {} copies / memsets{}; no ProfilerStep ranges (compare with --trace-steps N: the "
+      "steps the capture holds)\n",
+      file, t.kernels, t.copies, t.untimed > 0 ? fmt::format(" ({} untimed left out)", t.untimed) : "");
+  ordered_json runs;
+  std::vector<std::string> warnings;
+  store_once(db_path, file, kNsysTool, notes, t.records, t.device_names, runs, text, warnings);
+  ordered_json doc = {{"file", file},   {"kernels", t.kernels}, {"copies", t.copies}, {"untimed", t.untimed},
+                      {"runs", runs},   {"warnings", warnings}};
+  return {doc, text};
+}
+
+}  // namespace calisim::cli

@@ -1,0 +1,28 @@
+// `calisim db import DB --kineto FILE | --nsys REPORT.sqlite [--device NAME]` (and the Python API's
+// import_kineto / import_nsys): a PyTorch profiler trace (profiler/kineto_trace.h) or an Nsight
+// Systems SQLite export (profiler/nsys_trace.h) stored as trace runs.
+//
+// Contract: the whole input is read before the database is touched (a malformed trace creates and
+// changes nothing); one trace run per GPU in the trace (profiler::store_trace), with tool
+// "calisim db import --kineto" / "--nsys", host "unknown", no dates, and notes naming the file
+// (Kineto: rank and steps), and a fingerprint of the records; a trace already imported into that
+// database by the same tool (same fingerprint) is refused with InputError. Inputs over 64 MB say
+// on stderr what is being read. Returns what was stored as a JSON document and as text.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace calisim::cli {
+
+struct TraceImportReport {
+  nlohmann::ordered_json doc;
+  std::string text;
+};
+
+TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& file,
+                                      const std::string& device = "");
+TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file,
+                                    const std::string& device = "");
+
+}  // namespace calisim::cli

@@ -1,0 +1,166 @@
+#include "profiler/nsys_trace.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <initializer_list>
+#include <filesystem>
+#include <set>
+#include <string_view>
+
+#include "core/error.h"
+#include "db/sqlite_handle.h"
+#include "profiler/trace_copies.h"
+#include "profiler/trace_writer.h"
+
+namespace calisim::profiler {
+namespace {
+
+bool has_table(db::Connection& c, std::string_view table) {
+  db::Statement st(c, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
+  st.bind(1, table);
+  return st.step() && st.int64(0) > 0;
+}
+
+std::set<std::string> columns(db::Connection& c, const std::string& table) {
+  std::set<std::string> out;
+  db::Statement st(c, "SELECT name FROM pragma_table_info(?)");
+  st.bind(1, std::string_view(table));
+  while (st.step()) out.insert(st.text(0));
+  return out;
+}
+
+// "x" when the table has the column, else the SQL literal `fallback`.
+std::string column_or(const std::set<std::string>& cols, const std::string& name, const std::string& fallback) {
+  return cols.count(name) ? name : fallback;
+}
+
+}  // namespace
+
+NsysTrace read_nsys_sqlite(const std::string& path, const std::string& device_name_override) {
+  if (!std::filesystem::is_regular_file(path)) throw InputError(path, "", "no such report file");
+  db::Connection c(path, db::OpenMode::read_only);
+  try {
+    c.query_int("SELECT count(*) FROM sqlite_master");
+  } catch (const std::exception&) {
+    throw InputError(path, "",
+                     "not an SQLite file (export the report with: nsys export --type sqlite REPORT.nsys-rep)");
+  }
+  if (!has_table(c, "StringIds")) {
+    throw InputError(path, "StringIds", "not an Nsight Systems SQLite export (nsys export --type sqlite)");
+  }
+  const std::string kernel_table = "CUPTI_ACTIVITY_KIND_KERNEL";
+  if (!has_table(c, kernel_table)) {
+    throw InputError(path, kernel_table, "no CUDA kernels in the report: profile with nsys --trace=cuda");
+  }
+  const std::set<std::string> kc = columns(c, kernel_table);
+  for (const char* need : {"start", "end", "deviceId", "streamId"}) {
+    if (!kc.count(need)) throw InputError(path, kernel_table, fmt::format("expected a column '{}'", need));
+  }
+  const std::string name_col = kc.count("demangledName") ? "demangledName" : kc.count("shortName") ? "shortName" : "";
+  if (name_col.empty()) {
+    throw InputError(path, kernel_table, "expected a kernel name column (demangledName or shortName)");
+  }
+
+  NsysTrace t;
+  auto timed = [&t](std::int64_t start, std::int64_t end) {
+    if (start == 0 && end == 0) {
+      ++t.untimed;
+      return false;
+    }
+    return true;
+  };
+  {
+    const std::string sql = fmt::format(
+        "SELECT k.start, k.end, k.deviceId, k.streamId, COALESCE(s.value, ''), {}, {}, {}, {}, {}, {} "
+        "FROM {} AS k LEFT JOIN StringIds AS s ON s.id = k.{}",
+        column_or(kc, "gridX", "1"), column_or(kc, "gridY", "1"), column_or(kc, "gridZ", "1"),
+        column_or(kc, "blockX", "1"), column_or(kc, "blockY", "1"), column_or(kc, "blockZ", "1"), kernel_table,
+        name_col);
+    db::Statement st(c, sql);
+    while (st.step()) {
+      if (!timed(st.int64(0), st.int64(1))) continue;
+      db::TraceKernel k;
+      k.start_ns = static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.int64(0)));
+      k.end_ns = std::max(k.start_ns, static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.int64(1))));
+      k.device = static_cast<int>(st.int64(2));
+      k.stream = st.int64(3);
+      k.name = st.text(4);
+      k.grid_x = static_cast<int>(st.int64(5)), k.grid_y = static_cast<int>(st.int64(6));
+      k.grid_z = static_cast<int>(st.int64(7));
+      k.block_x = static_cast<int>(st.int64(8)), k.block_y = static_cast<int>(st.int64(9));
+      k.block_z = static_cast<int>(st.int64(10));
+      finish_trace_kernel(k);
+      t.records.push_back(std::move(k));
+      ++t.kernels;
+    }
+  }
+  if (t.kernels == 0) throw InputError(path, kernel_table, "holds no timed kernel: profile with nsys --trace=cuda");
+
+  // Copies and memsets: the same six columns, their kind column named per table.
+  auto transfers = [&](const std::string& table, const std::string& kind_column, auto make_record) {
+    if (!has_table(c, table)) return;
+    const std::set<std::string> cols = columns(c, table);
+    const std::string sql =
+        fmt::format("SELECT start, end, deviceId, {}, {}, {} FROM {}", column_or(cols, "streamId", "0"),
+                    column_or(cols, "bytes", "0"), kind_column.empty() ? "0" : kind_column, table);
+    db::Statement st(c, sql);
+    while (st.step()) {
+      if (!timed(st.int64(0), st.int64(1))) continue;
+      auto u64 = [&st](int col) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.int64(col))); };
+      t.records.push_back(make_record(u64(0), u64(1), static_cast<int>(st.int64(2)), st.int64(3), u64(4),
+                                      static_cast<int>(st.int64(5))));
+      ++t.copies;
+    }
+  };
+  auto kind_column = [&](const std::string& table, std::initializer_list<const char*> names) -> std::string {
+    if (!has_table(c, table)) return "";
+    const std::set<std::string> cols = columns(c, table);
+    for (const char* n : names) {
+      if (cols.count(n)) return n;
+    }
+    return "";
+  };
+  transfers("CUPTI_ACTIVITY_KIND_MEMCPY", kind_column("CUPTI_ACTIVITY_KIND_MEMCPY", {"copyKind"}),
+            [](std::uint64_t start, std::uint64_t end, int device, std::int64_t stream, std::uint64_t bytes, int kind) {
+              CopyActivity a;
+              a.start_ns = start, a.end_ns = end, a.device = device, a.stream = stream, a.bytes = bytes;
+              a.copy_kind = kind;
+              return copy_record(a);
+            });
+  transfers("CUPTI_ACTIVITY_KIND_MEMSET", kind_column("CUPTI_ACTIVITY_KIND_MEMSET", {"memKind", "memoryKind"}),
+            [](std::uint64_t start, std::uint64_t end, int device, std::int64_t stream, std::uint64_t bytes, int kind) {
+              MemsetActivity a;
+              a.start_ns = start, a.end_ns = end, a.device = device, a.stream = stream, a.bytes = bytes;
+              a.memory_kind = kind;
+              return memset_record(a);
+            });
+
+  // Device names: nsys numbers GPUs its own way (TARGET_INFO_GPU.id); TARGET_INFO_CUDA_DEVICE maps
+  // them to the CUDA ordinals the activity records carry.
+  if (has_table(c, "TARGET_INFO_GPU")) {
+    const std::set<std::string> gc = columns(c, "TARGET_INFO_GPU");
+    const bool mapped = has_table(c, "TARGET_INFO_CUDA_DEVICE") &&
+                        columns(c, "TARGET_INFO_CUDA_DEVICE").count("cudaId") &&
+                        columns(c, "TARGET_INFO_CUDA_DEVICE").count("gpuId");
+    if (gc.count("id") && gc.count("name")) {
+      db::Statement st(c, mapped ? "SELECT DISTINCT d.cudaId, g.name FROM TARGET_INFO_CUDA_DEVICE AS d "
+                                   "JOIN TARGET_INFO_GPU AS g ON g.id = d.gpuId"
+                                 : "SELECT id, name FROM TARGET_INFO_GPU");
+      while (st.step()) t.device_names[static_cast<int>(st.int64(0))] = st.text(1);
+    }
+  }
+  for (const db::TraceKernel& k : t.records) {
+    if (!device_name_override.empty()) t.device_names[k.device] = device_name_override;
+    else if (!t.device_names.count(k.device)) {
+      throw InputError(
+          path, "TARGET_INFO_GPU",
+          fmt::format("names no CUDA device {}: pass --device NAME (the GPU the report ran on)", k.device));
+    }
+  }
+  std::stable_sort(t.records.begin(), t.records.end(),
+                   [](const db::TraceKernel& a, const db::TraceKernel& b) { return a.start_ns < b.start_ns; });
+  return t;
+}
+
+}  // namespace calisim::profiler
