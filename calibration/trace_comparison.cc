@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cctype>
 #include <array>
 #include <map>
 #include <string_view>
@@ -42,6 +43,34 @@ constexpr std::uint64_t kShortGapNs = 20'000;  // TraceStepStats::short_gap_s
 bool is_compute(std::string_view c) { return c == "gemm" || c == "attention" || c == "elementwise" || c == "other"; }
 bool is_copy(std::string_view c) { return c == "memcpy" || c == "memset"; }
 
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return out;
+}
+
+// FlashAttention "flash_bwd...", FA3 "FlashAttnBwd...", cuDNN "...sdpa..._bprop...", xformers /
+// TransformerEngine "fmha_cutlassB...".
+bool is_attention_backward(std::string_view name) {
+  const std::string n = lower(name);
+  return n.find("bwd") != std::string::npos || n.find("bprop") != std::string::npos ||
+         n.find("backward") != std::string::npos || n.find("cutlassb") != std::string::npos;
+}
+
+// NCCL's device kernels are named after the collective ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
+// "ncclKernel_AllGather_RING_LL_Sum_int8_t", "ncclDevKernel_SendRecv"); all-to-all runs as send/recv.
+double* nccl_bucket(TraceStepStats& s, std::string_view name) {
+  const std::string n = lower(name);
+  if (n.find("allreduce") != std::string::npos) return &s.nccl_all_reduce_s;
+  if (n.find("allgather") != std::string::npos) return &s.nccl_all_gather_s;
+  if (n.find("reducescatter") != std::string::npos) return &s.nccl_reduce_scatter_s;
+  if (n.find("sendrecv") != std::string::npos || n.find("send") != std::string::npos ||
+      n.find("recv") != std::string::npos || n.find("alltoall") != std::string::npos) {
+    return &s.nccl_send_recv_s;
+  }
+  return &s.nccl_other_s;
+}
+
 // One step's figures (seconds), not yet averaged.
 TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
   TraceStepStats s;
@@ -54,9 +83,15 @@ TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
     const double d = k->duration_s();
     const std::string& c = k->kernel_class;
     if (c == "gemm") s.gemm_s += d;
-    else if (c == "attention") s.attention_s += d;
+    else if (c == "attention") {
+      s.attention_s += d;
+      if (is_attention_backward(k->name)) s.attention_bwd_s += d;
+    }
     else if (c == "elementwise") s.elementwise_s += d;
-    else if (c == "nccl") s.nccl_s += d;
+    else if (c == "nccl") {
+      s.nccl_s += d;
+      *nccl_bucket(s, k->name) += d;
+    }
     else if (is_copy(c)) s.copy_s += d;
     else s.other_s += d;
     const Interval iv{k->start_ns, k->end_ns};
@@ -88,6 +123,12 @@ void accumulate(TraceStepStats& sum, const TraceStepStats& x, double w) {
   sum.span_s += w * x.span_s;
   sum.gemm_s += w * x.gemm_s;
   sum.attention_s += w * x.attention_s;
+  sum.attention_bwd_s += w * x.attention_bwd_s;
+  sum.nccl_all_reduce_s += w * x.nccl_all_reduce_s;
+  sum.nccl_all_gather_s += w * x.nccl_all_gather_s;
+  sum.nccl_reduce_scatter_s += w * x.nccl_reduce_scatter_s;
+  sum.nccl_send_recv_s += w * x.nccl_send_recv_s;
+  sum.nccl_other_s += w * x.nccl_other_s;
   sum.elementwise_s += w * x.elementwise_s;
   sum.other_s += w * x.other_s;
   sum.nccl_s += w * x.nccl_s;
@@ -161,7 +202,7 @@ SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage
   // Recomputed layers, split between dense and MoE layers in proportion (the op table has one
   // instance of each block; which layers recompute is per chunk).
   const double rc_share = s.layers > 0 ? static_cast<double>(s.recomputed_layers) / s.layers : 0.0;
-  double gemm = 0, attention = 0, memory = 0;
+  double gemm = 0, attention = 0, memory = 0, attention_bwd = 0;
   for (const OpReport& o : r.ops) {
     double n = 0;
     if (o.scope == "layer") n = dense_layers;
@@ -173,7 +214,10 @@ SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage
     const double rc = o.recomputed && in_layer ? n * rc_share * o.fwd_s : 0.0;
     const double t = n * (o.fwd_s + o.bwd_s) + rc;
     if (o.kind == "gemm") gemm += t;
-    else if (o.kind == "attention") attention += t;
+    else if (o.kind == "attention") {
+      attention += t;
+      attention_bwd += n * o.bwd_s;
+    }
     else memory += t;
   }
   // The stage's own compute per micro-batch (what its schedule ran): forward and backward with
@@ -189,6 +233,7 @@ SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage
   out.class_split_scale = ops_total > 0 ? std::max(0.0, stage_compute) / ops_total : 1.0;
   out.gemm_s = m * gemm * out.class_split_scale;
   out.attention_s = m * attention * out.class_split_scale;
+  out.attention_bwd_s = m * attention_bwd * out.class_split_scale;
   out.memory_s = m * memory * out.class_split_scale;
   out.optimizer_s = s.optimizer_s;
   out.compute_busy_s = out.gemm_s + out.attention_s + out.memory_s + out.optimizer_s;
@@ -247,10 +292,19 @@ std::vector<ComparisonRow> compare_trace(const TraceStepStats& t, const Simulate
   rows.push_back({"step (GPU span)", t.span_s, s.step_s});
   rows.push_back({"GEMM kernels", t.gemm_s, s.gemm_s});
   rows.push_back({"attention kernels", t.attention_s, s.attention_s});
+  rows.push_back({"  of which backward", t.attention_bwd_s, s.attention_bwd_s});
   rows.push_back({"memory-bound kernels (elementwise + other; optimizer)", t.elementwise_s + t.other_s,
                   s.memory_s + s.optimizer_s});
   rows.push_back({"copies / memsets", t.copy_s, 0.0, false});
   rows.push_back({"NCCL kernels (summed, overlapped or not)", t.nccl_s, 0.0, false});
+  const std::pair<const char*, double> collectives[] = {{"  all-reduce", t.nccl_all_reduce_s},
+                                                        {"  all-gather", t.nccl_all_gather_s},
+                                                        {"  reduce-scatter", t.nccl_reduce_scatter_s},
+                                                        {"  send / recv (pipeline, all-to-all)", t.nccl_send_recv_s},
+                                                        {"  other collectives", t.nccl_other_s}};
+  for (const auto& [label, traced] : collectives) {
+    if (traced > 0) rows.push_back({label, traced, 0.0, false});
+  }
   rows.push_back({"compute busy (union of compute kernels)", t.compute_busy_s, s.compute_busy_s});
   rows.push_back({"communication only (exposed)", t.comm_only_s, s.comm_exposed_s});
   rows.push_back({"copies only", t.copy_only_s, 0.0, false});

@@ -9,7 +9,8 @@
 //     figures are the mean over the steps; records in no step are left out (counted). Without
 //     steps the whole trace is `steps_if_unnamed` steps (InputError when that is < 1). Per step:
 //     span (first record start to last record end), summed time per class (records on several
-//     streams overlap, so sums can exceed the span), the union of compute kernels (gemm,
+//     streams overlap, so sums can exceed the span; attention split into backward and the rest,
+//     NCCL by collective, both by kernel name), the union of compute kernels (gemm,
 //     attention, elementwise, other), the time NCCL kernels run with no compute kernel beside
 //     them, the time only copies / memsets run, and idle time (nothing running), split into gaps
 //     under 20 us between busy segments (with their count) and longer waits.
@@ -41,6 +42,12 @@ struct TraceStepStats {
   std::int64_t outside_steps = 0;  // records in no step (left out)
   double span_s = 0;
   double gemm_s = 0, attention_s = 0, elementwise_s = 0, other_s = 0, nccl_s = 0, copy_s = 0;  // summed
+  // Of attention_s: backward kernels (names with "bwd", "bprop", "backward" or xformers' "cutlassB").
+  double attention_bwd_s = 0;
+  // Of nccl_s, by collective (NCCL's kernel names): all-reduce, all-gather, reduce-scatter,
+  // send/recv (pipeline transfers and all-to-all), the rest (broadcast, reduce, ...).
+  double nccl_all_reduce_s = 0, nccl_all_gather_s = 0, nccl_reduce_scatter_s = 0, nccl_send_recv_s = 0,
+         nccl_other_s = 0;
   double compute_busy_s = 0;     // union of compute kernels
   double comm_only_s = 0;        // NCCL running, no compute kernel
   double copy_only_s = 0;        // only copies / memsets running
@@ -56,6 +63,7 @@ struct SimulatedStepClasses {
   int stage = 0;
   double step_s = 0;
   double gemm_s = 0, attention_s = 0, memory_s = 0, optimizer_s = 0;
+  double attention_bwd_s = 0;    // of attention_s: backward (recomputed forwards count as forward)
   double compute_busy_s = 0;     // the sum of the above
   double class_split_scale = 1;  // stage compute / op-table sum (1 where the op table's instances are the stage's)
   double comm_exposed_s = 0;     // TP, CP, EP, ZeRO, blocking P2P and DP communication not hidden

@@ -115,6 +115,8 @@ TEST(TraceComparison, SimulatedClassesAddUpToTheStage) {
     EXPECT_GT(c.attention_s, 0);
     EXPECT_GT(c.memory_s, 0);
     EXPECT_NEAR(c.compute_busy_s, c.gemm_s + c.attention_s + c.memory_s + c.optimizer_s, 1e-12);
+    EXPECT_GT(c.attention_bwd_s, 0.5 * c.attention_s) << "backward is about 2.5x the forward's work";
+    EXPECT_LT(c.attention_bwd_s, c.attention_s);
     EXPECT_NEAR(c.idle_s + c.compute_busy_s + c.comm_exposed_s, r.duration_time_per_iter_s, 1e-9);
     if (stage == r.critical_rank) {
       EXPECT_NEAR(c.compute_busy_s, r.compute_s + r.recompute_s + r.optimizer_s, 1e-6 * c.compute_busy_s);
@@ -135,15 +137,49 @@ TEST(TraceComparison, RowsPairTracedAndSimulated) {
   s.comm_exposed_s = 10e-6;
   s.idle_s = 60e-6;
   const auto rows = calibration::compare_trace(t, s);
-  ASSERT_EQ(rows.size(), 12u);
-  EXPECT_EQ(rows[10].quantity, "  of which gaps under 20 us (1 per step, 10.0 us each)");
-  EXPECT_NEAR(rows[11].traced_s, 78e-6, 1e-12);
+  // step, GEMM, attention, its backward, memory-bound, copies, NCCL, its one collective bucket
+  // (the hand-made record is named "nccl": other collectives), compute busy, communication only,
+  // copies only, idle, its short gaps and its longer waits.
+  ASSERT_EQ(rows.size(), 14u);
   EXPECT_EQ(rows[0].quantity, "step (GPU span)");
   EXPECT_NEAR(rows[0].ratio(), 0.8, 1e-9);
-  EXPECT_NEAR(rows[1].ratio(), 0.8, 1e-9);   // GEMM 296 / 370
-  EXPECT_NEAR(rows[3].ratio(), 24.0 / 30.0, 1e-9);  // memory-bound and optimizer against elementwise + other
-  EXPECT_FALSE(rows[5].has_simulated);        // NCCL kernels: no simulated sum
-  EXPECT_EQ(rows[5].ratio(), 0.0);
+  EXPECT_NEAR(rows[1].ratio(), 0.8, 1e-9);          // GEMM 296 / 370
+  EXPECT_EQ(rows[3].quantity, "  of which backward");
+  EXPECT_EQ(rows[3].ratio(), 0.0);                   // no backward kernel traced
+  EXPECT_NEAR(rows[4].ratio(), 24.0 / 30.0, 1e-9);  // memory-bound and optimizer against elementwise + other
+  EXPECT_FALSE(rows[6].has_simulated);               // NCCL kernels: no simulated sum
+  EXPECT_EQ(rows[6].ratio(), 0.0);
+  EXPECT_EQ(rows[7].quantity, "  other collectives");
+  EXPECT_EQ(rows[12].quantity, "  of which gaps under 20 us (1 per step, 10.0 us each)");
+  EXPECT_NEAR(rows[13].traced_s, 78e-6, 1e-12);
+}
+
+// Attention backward and NCCL collectives are told apart by kernel name, as the libraries name them.
+TEST(TraceComparison, AttentionDirectionAndCollectivesByKernelName) {
+  auto named = [](const std::string& cls, const std::string& name, double start_us, double end_us) {
+    db::TraceKernel k = rec(cls, start_us, end_us, "ProfilerStep#1");
+    k.name = name;
+    return k;
+  };
+  const std::vector<db::TraceKernel> recs = {
+      named("attention", "void flash::flash_fwd_kernel<Flash_fwd_kernel_traits<128> >(Flash_fwd_params)", 0, 10),
+      named("attention", "void flash::flash_bwd_dq_dk_dv_loop_seqk_parallel_kernel<T>(Flash_bwd_params)", 10, 30),
+      named("attention", "cudnn_generated_fort_native_sdpa_sm90_flash_bprop_wgmma_f16_knob_3", 30, 60),
+      named("attention", "fmha_cutlassB_bf16_aligned_64x64_k128_sm80", 60, 100),
+      named("attention", "cudnn_generated_fort_native_sdpa_sm90_flash_fprop_wgmma_f16_knob_3", 100, 105),
+      named("nccl", "ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)", 0, 1),
+      named("nccl", "ncclKernel_AllGather_RING_LL_Sum_int8_t", 0, 2),
+      named("nccl", "ncclDevKernel_ReduceScatter_Sum_f32_RING_LL", 0, 4),
+      named("nccl", "ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)", 0, 8),
+      named("nccl", "ncclDevKernel_Broadcast_RING_LL", 0, 16)};
+  const TraceStepStats s = calibration::trace_step_stats(recs, 0);
+  EXPECT_NEAR(s.attention_s, 105e-6, 1e-12);
+  EXPECT_NEAR(s.attention_bwd_s, 90e-6, 1e-12);
+  EXPECT_NEAR(s.nccl_all_reduce_s, 1e-6, 1e-12);
+  EXPECT_NEAR(s.nccl_all_gather_s, 2e-6, 1e-12);
+  EXPECT_NEAR(s.nccl_reduce_scatter_s, 4e-6, 1e-12);
+  EXPECT_NEAR(s.nccl_send_recv_s, 8e-6, 1e-12);
+  EXPECT_NEAR(s.nccl_other_s, 16e-6, 1e-12);
 }
 
 // Megatron numbers ranks fastest dimension first: with tp 2, cp 1, dp 2, pp 2 in the default
