@@ -61,6 +61,11 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
   c.traced = calibration::trace_step_stats(records, a.steps);
   c.top = calibration::top_kernels(records, c.traced, 10);
+  // A step count given for a trace that has its own step ranges is not used: say so.
+  if (a.steps > 0 && c.traced.steps_text.rfind("whole trace", 0) != 0) {
+    c.warnings.push_back(fmt::format("--trace-steps {} not used: the trace has its own ProfilerStep ranges ({})",
+                                     a.steps, c.traced.steps_text));
+  }
   // The stage: as given, else the traced rank's (given, or from the notes when the trace's world
   // is this layout's), else the first.
   const auto noted = rank_in_notes(c.notes);

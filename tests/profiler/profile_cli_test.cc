@@ -181,6 +181,11 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
     EXPECT_NE(cmp.out.find(row), std::string::npos) << row << "\n" << cmp.out;
   }
   EXPECT_NE(cmp.out.find("the trace's rank 3 of 8"), std::string::npos) << cmp.out;
+  const CmdResult steps = run_calisim(sim + "--compare-trace " + db + " --trace-steps 5");
+  ASSERT_EQ(steps.code, 0) << steps.out;
+  EXPECT_NE(steps.out.find("warning: --trace-steps 5 not used: the trace has its own ProfilerStep ranges"),
+            std::string::npos)
+      << steps.out;
   EXPECT_NE(cmp.out.find("traced kernels with the most time per step"), std::string::npos) << cmp.out;
   // The trace's rank 3 of 8 runs stage 0 of tp 2 · pp 2 · dp 2 (4 ranks per stage); rank 6 stage 1.
   const std::string pp2 = "simulate --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system h100-sxm --no-ops ";
