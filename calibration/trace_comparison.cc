@@ -3,13 +3,13 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <cctype>
-#include <array>
 #include <map>
 #include <string_view>
 #include <utility>
 
 #include "core/error.h"
+#include "profiler/kernel_class.h"
+#include "simulator/rank_placement.h"
 
 namespace calisim::calibration {
 namespace {
@@ -34,39 +34,20 @@ std::uint64_t union_ns(std::vector<Interval> v) {
   return total;
 }
 
-bool in_profiler_step(const db::TraceKernel& k) {
-  return std::string_view(k.nvtx_range).substr(0, db::kProfilerStepPrefix.size()) == db::kProfilerStepPrefix;
-}
+bool in_profiler_step(const db::TraceKernel& k) { return k.nvtx_range.starts_with(db::kProfilerStepPrefix); }
 
 constexpr std::uint64_t kShortGapNs = 20'000;  // TraceStepStats::short_gap_s
 
 bool is_compute(std::string_view c) { return c == "gemm" || c == "attention" || c == "elementwise" || c == "other"; }
 bool is_copy(std::string_view c) { return c == "memcpy" || c == "memset"; }
 
-std::string lower(std::string_view text) {
-  std::string out(text);
-  std::transform(out.begin(), out.end(), out.begin(), [](unsigned char ch) { return std::tolower(ch); });
-  return out;
-}
-
-// FlashAttention "flash_bwd...", FA3 "FlashAttnBwd...", cuDNN "...sdpa..._bprop...", xformers /
-// TransformerEngine "fmha_cutlassB...".
-bool is_attention_backward(std::string_view name) {
-  const std::string n = lower(name);
-  return n.find("bwd") != std::string::npos || n.find("bprop") != std::string::npos ||
-         n.find("backward") != std::string::npos || n.find("cutlassb") != std::string::npos;
-}
-
-// NCCL's device kernels are named after the collective ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL",
-// "ncclKernel_AllGather_RING_LL_Sum_int8_t", "ncclDevKernel_SendRecv"); all-to-all runs as send/recv.
 double* nccl_bucket(TraceStepStats& s, std::string_view name) {
-  const std::string n = lower(name);
-  if (n.find("allreduce") != std::string::npos) return &s.nccl_all_reduce_s;
-  if (n.find("allgather") != std::string::npos) return &s.nccl_all_gather_s;
-  if (n.find("reducescatter") != std::string::npos) return &s.nccl_reduce_scatter_s;
-  if (n.find("sendrecv") != std::string::npos || n.find("send") != std::string::npos ||
-      n.find("recv") != std::string::npos || n.find("alltoall") != std::string::npos) {
-    return &s.nccl_send_recv_s;
+  switch (profiler::nccl_collective(name)) {
+    case profiler::NcclCollective::all_reduce: return &s.nccl_all_reduce_s;
+    case profiler::NcclCollective::all_gather: return &s.nccl_all_gather_s;
+    case profiler::NcclCollective::reduce_scatter: return &s.nccl_reduce_scatter_s;
+    case profiler::NcclCollective::send_recv: return &s.nccl_send_recv_s;
+    case profiler::NcclCollective::other: break;
   }
   return &s.nccl_other_s;
 }
@@ -85,7 +66,7 @@ TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
     if (c == "gemm") s.gemm_s += d;
     else if (c == "attention") {
       s.attention_s += d;
-      if (is_attention_backward(k->name)) s.attention_bwd_s += d;
+      if (profiler::is_attention_backward(k->name)) s.attention_bwd_s += d;
     }
     else if (c == "elementwise") s.elementwise_s += d;
     else if (c == "nccl") {
@@ -99,10 +80,13 @@ TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
     if (is_compute(c)) compute.push_back(iv);
     if (is_compute(c) || c == "nccl") compute_comm.push_back(iv);
   }
-  const std::uint64_t u_compute = union_ns(compute), u_cc = union_ns(compute_comm), u_all = union_ns(all);
-  // Idle gaps between busy segments: short ones are the launch / dispatch gaps between kernels that
-  // follow each other, long ones the GPU waiting (bubble, host-bound phases, peers).
-  const std::vector<Interval> busy = merged(all);
+  // Busy segments (anything running); the gaps between them are the idle time: short ones the
+  // launch / dispatch gaps between kernels that follow each other, long ones the GPU waiting
+  // (bubble, host-bound phases, peers).
+  const std::vector<Interval> busy = merged(std::move(all));
+  std::uint64_t u_all = 0;
+  for (const auto& [b, e] : busy) u_all += e - b;
+  const std::uint64_t u_compute = union_ns(std::move(compute)), u_cc = union_ns(std::move(compute_comm));
   for (std::size_t i = 1; i < busy.size(); ++i) {
     const std::uint64_t gap = busy[i].first - busy[i - 1].second;
     if (gap < kShortGapNs) {
@@ -172,6 +156,7 @@ TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int
                                        : fmt::format("{} .. {} ({} steps)", *order.front().name,
                                                      *order.back().name, out.steps);
     out.outside_steps = outside;
+    out.from_step_ranges = true;
     return out;
   }
   if (steps_if_unnamed < 1) {
@@ -250,18 +235,7 @@ int pipeline_stage_of_rank(const SimulationResult& r, int rank) {
                      fmt::format("expected a rank from 0 to {} of this layout's {} GPUs, got {}", r.world_size - 1,
                                  r.world_size, rank));
   }
-  std::array<int, kParallelDimCount> size{};
-  size[static_cast<int>(ParallelDim::tp)] = r.tp;
-  size[static_cast<int>(ParallelDim::cp)] = r.cp;
-  size[static_cast<int>(ParallelDim::ep)] = 1;
-  size[static_cast<int>(ParallelDim::dp)] = r.dp;
-  size[static_cast<int>(ParallelDim::pp)] = r.pp;
-  int stride = 1;
-  for (ParallelDim d : r.rank_order) {
-    if (d == ParallelDim::pp) return (rank / stride) % r.pp;
-    stride *= size[static_cast<int>(d)];
-  }
-  return 0;
+  return rank_coordinate(r.rank_order, {r.tp, r.cp, 1, r.dp, r.pp}, ParallelDim::pp, rank);
 }
 
 std::vector<TopKernel> top_kernels(const std::vector<db::TraceKernel>& records, const TraceStepStats& stats,

@@ -39,6 +39,7 @@ namespace calisim::calibration {
 struct TraceStepStats {
   int steps = 0;                 // steps averaged over
   std::string steps_text;        // "ProfilerStep#2 .. ProfilerStep#4 (3 steps)" or "whole trace as 2 steps"
+  bool from_step_ranges = false;  // the steps are the trace's ProfilerStep ranges (else the given count)
   std::int64_t outside_steps = 0;  // records in no step (left out)
   double span_s = 0;
   double gemm_s = 0, attention_s = 0, elementwise_s = 0, other_s = 0, nccl_s = 0, copy_s = 0;  // summed
@@ -72,10 +73,9 @@ struct SimulatedStepClasses {
 
 SimulatedStepClasses simulated_step_classes(const SimulationResult& r, int stage);
 
-// The pipeline stage global rank `rank` runs: its pp coordinate when ranks are numbered in mixed
-// radix over the result's rank order with the dense sizes (tp, cp, ep = 1, dp, pp), fastest
-// dimension first, as Megatron numbers them (simulator/rank_placement.h). InputError when the rank
-// is outside the world.
+// The pipeline stage global rank `rank` runs: its pp coordinate in Megatron's numbering of the
+// result's dense layout (simulator/rank_placement.h, rank_coordinate). InputError when the rank is
+// outside the world.
 int pipeline_stage_of_rank(const SimulationResult& r, int rank);
 
 // The kernels that took the most time per step, by name (records of the steps only, as

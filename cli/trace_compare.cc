@@ -55,14 +55,14 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   for (std::int64_t id : runs) {
     if (id != c.run) c.other_runs.push_back(id);
   }
-  for (const cdb::RunBatch& b : db.load_runs()) {
-    if (b.run.id == c.run) c.device = b.run.device, c.notes = b.run.notes;
+  for (const cdb::RunRecord& run : db.runs()) {
+    if (run.id == c.run) c.device = run.device, c.notes = run.notes;
   }
   const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
   c.traced = calibration::trace_step_stats(records, a.steps);
   c.top = calibration::top_kernels(records, c.traced, 10);
   // A step count given for a trace that has its own step ranges is not used: say so.
-  if (a.steps > 0 && c.traced.steps_text.rfind("whole trace", 0) != 0) {
+  if (a.steps > 0 && c.traced.from_step_ranges) {
     c.warnings.push_back(fmt::format("--trace-steps {} not used: the trace has its own ProfilerStep ranges ({})",
                                      a.steps, c.traced.steps_text));
   }
@@ -122,7 +122,8 @@ std::string trace_comparison_text(const TraceComparison& c) {
     Table k({"traced kernels with the most time per step", "class", "calls", "ms"});
     for (const calibration::TopKernel& t : c.top) {
       const std::string name = t.name.size() > 72 ? t.name.substr(0, 69) + "..." : t.name;
-      k.add_row({name, t.kernel_class, fmt::format("{:.4g}", t.calls_per_step), fmt::format("{:.3f}", t.per_step_s * 1e3)});
+      k.add_row({name, t.kernel_class, fmt::format("{:.4g}", t.calls_per_step),
+                 fmt::format("{:.3f}", t.per_step_s * 1e3)});
     }
     out += "\n" + k.render();
   }

@@ -51,10 +51,10 @@ void store_once(const std::string& db_path, const std::string& file, const char*
   notes += "; " + fingerprint;
   if (std::filesystem::exists(db_path)) {
     auto existing = db::EfficiencyDb::open(db_path, db::OpenMode::read_only);
-    for (const db::RunBatch& b : existing.load_runs()) {
-      if (b.run.source == db::Source::trace && b.run.tool_version == tool &&
-          b.run.notes.find(fingerprint) != std::string::npos) {
-        throw InputError(file, tool, fmt::format("already imported into {} as trace run {}", db_path, b.run.id));
+    for (const db::RunRecord& run : existing.runs()) {
+      if (run.source == db::Source::trace && run.tool_version == tool &&
+          run.notes.find(fingerprint) != std::string::npos) {
+        throw InputError(file, tool, fmt::format("already imported into {} as trace run {}", db_path, run.id));
       }
     }
   }

@@ -13,6 +13,12 @@ bool contains_any(const std::string& lower, std::initializer_list<std::string_vi
                      [&](std::string_view n) { return lower.find(n) != std::string::npos; });
 }
 
+std::string lowercase(std::string_view name) {
+  std::string s(name);
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
 }  // namespace
 
 std::string_view to_string(KernelClass c) {
@@ -29,8 +35,7 @@ std::string_view to_string(KernelClass c) {
 }
 
 KernelClass classify_kernel(std::string_view name) {
-  std::string s(name);
-  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  const std::string s = lowercase(name);
   if (contains_any(s, {"nccl"})) return KernelClass::nccl;
   if (contains_any(s, {"flash", "fmha", "sdpa", "attention", "attn", "mha_fwd", "mha_bwd"})) {
     return KernelClass::attention;
@@ -45,6 +50,19 @@ KernelClass classify_kernel(std::string_view name) {
     return KernelClass::elementwise;
   }
   return KernelClass::other;
+}
+
+bool is_attention_backward(std::string_view name) {
+  return contains_any(lowercase(name), {"bwd", "bprop", "backward", "cutlassb"});
+}
+
+NcclCollective nccl_collective(std::string_view name) {
+  const std::string s = lowercase(name);
+  if (contains_any(s, {"allreduce"})) return NcclCollective::all_reduce;
+  if (contains_any(s, {"allgather"})) return NcclCollective::all_gather;
+  if (contains_any(s, {"reducescatter"})) return NcclCollective::reduce_scatter;
+  if (contains_any(s, {"send", "recv", "alltoall"})) return NcclCollective::send_recv;
+  return NcclCollective::other;
 }
 
 }  // namespace calisim::profiler

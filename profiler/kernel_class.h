@@ -28,4 +28,15 @@ std::string_view to_string(KernelClass c);
 
 KernelClass classify_kernel(std::string_view name);
 
+// Finer reads of a name, for kernels already classified (case-insensitive, like classify_kernel):
+//   is_attention_backward() - an attention kernel's backward pass: FlashAttention "flash_bwd...",
+//                             FA3 "FlashAttnBwd...", cuDNN "..._bprop...", xformers / TE
+//                             "fmha_cutlassB...", anything saying "backward";
+//   nccl_collective()       - the collective an NCCL kernel runs, from its name
+//                             ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "ncclKernel_AllGather_...",
+//                             "ncclDevKernel_SendRecv"); all-to-all runs as send / recv.
+bool is_attention_backward(std::string_view name);
+enum class NcclCollective : std::uint8_t { all_reduce, all_gather, reduce_scatter, send_recv, other };
+NcclCollective nccl_collective(std::string_view name);
+
 }  // namespace calisim::profiler

@@ -9,19 +9,17 @@
 #include <functional>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <string_view>
 #include <unordered_map>
 
 #include "core/error.h"
+#include "profiler/trace_copies.h"
 #include "profiler/trace_writer.h"
 
 namespace calisim::profiler {
 namespace {
 
 using nlohmann::json;
-
-bool starts_with(std::string_view s, std::string_view p) { return s.substr(0, p.size()) == p; }
 
 class EventReader {
  public:
@@ -105,23 +103,18 @@ std::string category(std::string cat) {
 
 std::uint64_t to_ns(double micros) { return static_cast<std::uint64_t>(std::llround(micros * 1e3)); }
 
-// "Memcpy HtoD (Pageable -> Device)" -> "HtoD"; anything unexpected -> "unknown".
-std::string memcpy_direction(std::string_view name) {
-  static const std::set<std::string_view> known = {"HtoD", "DtoH", "DtoD", "HtoH", "PtoP", "HtoA",
-                                                   "AtoH", "AtoA", "AtoD", "DtoA"};
-  if (!starts_with(name, "Memcpy ")) return "unknown";
-  std::string_view rest = name.substr(7);
-  const std::string_view dir = rest.substr(0, rest.find(' '));
-  return known.count(dir) ? std::string(dir) : "unknown";
+// "Memcpy HtoD (Pageable -> Device)" -> "HtoD".
+std::string_view memcpy_direction(std::string_view name) {
+  if (!name.starts_with("Memcpy ")) return {};
+  const std::string_view rest = name.substr(7);
+  return rest.substr(0, rest.find(' '));
 }
 
-// "Memset (Device)" -> "device".
-std::string memset_kind(std::string_view name) {
+// "Memset (Device)" -> "Device".
+std::string_view memset_memory(std::string_view name) {
   const auto open = name.find('('), close = name.rfind(')');
-  if (open == std::string_view::npos || close == std::string_view::npos || close <= open + 1) return "unknown";
-  std::string kind(name.substr(open + 1, close - open - 1));
-  std::transform(kind.begin(), kind.end(), kind.begin(), [](unsigned char c) { return std::tolower(c); });
-  return kind;
+  if (open == std::string_view::npos || close == std::string_view::npos || close <= open + 1) return {};
+  return name.substr(open + 1, close - open - 1);
 }
 
 struct Range {
@@ -249,7 +242,7 @@ class StreamingTrace final : public json::json_sax_t {
     const auto cat = event_.find("cat");
     const auto name = event_.find("name");
     if (cat == event_.end() || name == event_.end() || !cat->is_string() || !name->is_string()) return;
-    if (starts_with(name->get_ref<const std::string&>(), db::kProfilerStepPrefix)) return;
+    if (name->get_ref<const std::string&>().starts_with(db::kProfilerStepPrefix)) return;
     const std::string c = category(cat->get<std::string>());
     const bool used = c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "cuda_runtime" ||
                       c == "cuda_driver";
@@ -302,7 +295,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
       const auto name_it = e.find("name");
       if (name_it == e.end() || !name_it->is_string()) return;
       const std::string& name = name_it->get_ref<const std::string&>();
-      if (!starts_with(name, db::kProfilerStepPrefix)) return;
+      if (!name.starts_with(db::kProfilerStepPrefix)) return;
       const double ts = r.micros("ts"), dur = r.micros("dur");
       Range step{to_ns(ts), to_ns(ts) + to_ns(dur), name};
       if (cat == "gpu_user_annotation") gpu_steps[r.device()].push_back(step);
@@ -312,37 +305,34 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
       return;
     }
     const std::string name = r.str("name");
-    db::TraceKernel k;
     const double ts = r.micros("ts"), dur = r.micros("dur");
     // End = start + duration: older traces give ts in microseconds since the epoch (about 1.7e15),
     // where a double keeps only about 0.25 us, while dur is small and exact to the nanosecond.
-    k.start_ns = to_ns(ts);
-    k.end_ns = k.start_ns + to_ns(dur);
-    k.device = r.device();
-    k.stream = r.stream();
+    const std::uint64_t start_ns = to_ns(ts), end_ns = start_ns + to_ns(dur);
+    const int device = r.device();
+    const std::int64_t stream = r.stream();
     if (cat == "kernel") {
+      db::TraceKernel k;
       k.name = name;
+      k.start_ns = start_ns, k.end_ns = end_ns, k.device = device, k.stream = stream;
       r.dims("grid", k.grid_x, k.grid_y, k.grid_z);
       r.dims("block", k.block_x, k.block_y, k.block_z);
       finish_trace_kernel(k);
+      t.records.push_back(std::move(k));
       ++t.kernels;
     } else {
+      // Copies and memsets as libcalisim_trace.so records them (profiler/trace_copies.h), their
+      // kind read back from Kineto's name.
       const std::int64_t bytes = r.int_arg("bytes", 0);
       if (bytes < 0) r.fail("args.bytes", "expected a non-negative integer");
-      k.bytes = bytes;
-      k.grid_x = k.grid_y = k.grid_z = k.block_x = k.block_y = k.block_z = 0;
-      if (cat == "gpu_memcpy") {
-        k.kernel_class = "memcpy";
-        k.copy_kind = memcpy_direction(name);
-        k.name = "[CUDA memcpy " + k.copy_kind + "]";
-      } else {
-        k.kernel_class = "memset";
-        k.copy_kind = memset_kind(name);
-        k.name = "[CUDA memset " + k.copy_kind + "]";
-      }
+      const auto n = static_cast<std::uint64_t>(bytes);
+      t.records.push_back(cat == "gpu_memcpy"
+                              ? copy_record({copy_kind_from_name(memcpy_direction(name)), n, start_ns, end_ns,
+                                             device, stream, -1, -1})
+                              : memset_record({memory_kind_from_name(memset_memory(name)), n, start_ns, end_ns,
+                                               device, stream}));
       ++t.copies;
     }
-    t.records.push_back(std::move(k));
     record_launch.push_back(static_cast<std::uint64_t>(std::max<std::int64_t>(r.int_arg("correlation", 0), 0)));
   };
 
@@ -381,16 +371,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
     throw InputError(path, "traceEvents",
                      "no GPU kernel events (cat \"kernel\"): was the profiler run with ProfilerActivity.CUDA?");
   }
-  for (const db::TraceKernel& k : t.records) {
-    if (t.device_names.count(k.device)) continue;
-    if (device_name_override.empty()) {
-      throw InputError(path, "deviceProperties",
-                       fmt::format("names no CUDA device {}: pass --device NAME (the GPU the trace ran on)", k.device));
-    }
-  }
-  if (!device_name_override.empty()) {
-    for (const db::TraceKernel& k : t.records) t.device_names[k.device] = device_name_override;
-  }
+  name_trace_devices(t.records, t.device_names, device_name_override, path, "deviceProperties");
 
   std::vector<std::pair<std::uint64_t, std::string>> order;
   for (const auto& [name, start] : step_start) order.emplace_back(start, name);

@@ -16,12 +16,7 @@
 namespace calisim::profiler {
 namespace {
 
-bool has_table(db::Connection& c, std::string_view table) {
-  db::Statement st(c, "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name = ?");
-  st.bind(1, table);
-  return st.step() && st.int64(0) > 0;
-}
-
+// The table's column names; empty when the report has no such table.
 std::set<std::string> columns(db::Connection& c, const std::string& table) {
   std::set<std::string> out;
   db::Statement st(c, "SELECT name FROM pragma_table_info(?)");
@@ -46,14 +41,12 @@ NsysTrace read_nsys_sqlite(const std::string& path, const std::string& device_na
     throw InputError(path, "",
                      "not an SQLite file (export the report with: nsys export --type sqlite REPORT.nsys-rep)");
   }
-  if (!has_table(c, "StringIds")) {
+  if (columns(c, "StringIds").empty()) {
     throw InputError(path, "StringIds", "not an Nsight Systems SQLite export (nsys export --type sqlite)");
   }
   const std::string kernel_table = "CUPTI_ACTIVITY_KIND_KERNEL";
-  if (!has_table(c, kernel_table)) {
-    throw InputError(path, kernel_table, "no CUDA kernels in the report: profile with nsys --trace=cuda");
-  }
   const std::set<std::string> kc = columns(c, kernel_table);
+  if (kc.empty()) throw InputError(path, kernel_table, "no CUDA kernels in the report: profile with nsys --trace=cuda");
   for (const char* need : {"start", "end", "deviceId", "streamId"}) {
     if (!kc.count(need)) throw InputError(path, kernel_table, fmt::format("expected a column '{}'", need));
   }
@@ -97,14 +90,19 @@ NsysTrace read_nsys_sqlite(const std::string& path, const std::string& device_na
   }
   if (t.kernels == 0) throw InputError(path, kernel_table, "holds no timed kernel: profile with nsys --trace=cuda");
 
-  // Copies and memsets: the same six columns, their kind column named per table.
-  auto transfers = [&](const std::string& table, const std::string& kind_column, auto make_record) {
-    if (!has_table(c, table)) return;
+  // Copies and memsets: the same six columns, the kind column named per table (and per nsys version).
+  auto transfers = [&](const std::string& table, std::initializer_list<const char*> kind_names, auto make_record) {
     const std::set<std::string> cols = columns(c, table);
-    const std::string sql =
-        fmt::format("SELECT start, end, deviceId, {}, {}, {} FROM {}", column_or(cols, "streamId", "0"),
-                    column_or(cols, "bytes", "0"), kind_column.empty() ? "0" : kind_column, table);
-    db::Statement st(c, sql);
+    if (cols.empty()) return;  // no such table: nothing of that kind was captured
+    std::string kind = "0";
+    for (const char* n : kind_names) {
+      if (cols.count(n)) {
+        kind = n;
+        break;
+      }
+    }
+    db::Statement st(c, fmt::format("SELECT start, end, deviceId, {}, {}, {} FROM {}", column_or(cols, "streamId", "0"),
+                                    column_or(cols, "bytes", "0"), kind, table));
     while (st.step()) {
       if (!timed(st.int64(0), st.int64(1))) continue;
       auto u64 = [&st](int col) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, st.int64(col))); };
@@ -113,36 +111,20 @@ NsysTrace read_nsys_sqlite(const std::string& path, const std::string& device_na
       ++t.copies;
     }
   };
-  auto kind_column = [&](const std::string& table, std::initializer_list<const char*> names) -> std::string {
-    if (!has_table(c, table)) return "";
-    const std::set<std::string> cols = columns(c, table);
-    for (const char* n : names) {
-      if (cols.count(n)) return n;
-    }
-    return "";
-  };
-  transfers("CUPTI_ACTIVITY_KIND_MEMCPY", kind_column("CUPTI_ACTIVITY_KIND_MEMCPY", {"copyKind"}),
+  transfers("CUPTI_ACTIVITY_KIND_MEMCPY", {"copyKind"},
             [](std::uint64_t start, std::uint64_t end, int device, std::int64_t stream, std::uint64_t bytes, int kind) {
-              CopyActivity a;
-              a.start_ns = start, a.end_ns = end, a.device = device, a.stream = stream, a.bytes = bytes;
-              a.copy_kind = kind;
-              return copy_record(a);
+              return copy_record({kind, bytes, start, end, device, stream, -1, -1});
             });
-  transfers("CUPTI_ACTIVITY_KIND_MEMSET", kind_column("CUPTI_ACTIVITY_KIND_MEMSET", {"memKind", "memoryKind"}),
+  transfers("CUPTI_ACTIVITY_KIND_MEMSET", {"memKind", "memoryKind"},
             [](std::uint64_t start, std::uint64_t end, int device, std::int64_t stream, std::uint64_t bytes, int kind) {
-              MemsetActivity a;
-              a.start_ns = start, a.end_ns = end, a.device = device, a.stream = stream, a.bytes = bytes;
-              a.memory_kind = kind;
-              return memset_record(a);
+              return memset_record({kind, bytes, start, end, device, stream});
             });
 
   // Device names: nsys numbers GPUs its own way (TARGET_INFO_GPU.id); TARGET_INFO_CUDA_DEVICE maps
   // them to the CUDA ordinals the activity records carry.
-  if (has_table(c, "TARGET_INFO_GPU")) {
-    const std::set<std::string> gc = columns(c, "TARGET_INFO_GPU");
-    const bool mapped = has_table(c, "TARGET_INFO_CUDA_DEVICE") &&
-                        columns(c, "TARGET_INFO_CUDA_DEVICE").count("cudaId") &&
-                        columns(c, "TARGET_INFO_CUDA_DEVICE").count("gpuId");
+  {
+    const std::set<std::string> gc = columns(c, "TARGET_INFO_GPU"), dc = columns(c, "TARGET_INFO_CUDA_DEVICE");
+    const bool mapped = dc.count("cudaId") && dc.count("gpuId");
     if (gc.count("id") && gc.count("name")) {
       db::Statement st(c, mapped ? "SELECT DISTINCT d.cudaId, g.name FROM TARGET_INFO_CUDA_DEVICE AS d "
                                    "JOIN TARGET_INFO_GPU AS g ON g.id = d.gpuId"
@@ -150,14 +132,7 @@ NsysTrace read_nsys_sqlite(const std::string& path, const std::string& device_na
       while (st.step()) t.device_names[static_cast<int>(st.int64(0))] = st.text(1);
     }
   }
-  for (const db::TraceKernel& k : t.records) {
-    if (!device_name_override.empty()) t.device_names[k.device] = device_name_override;
-    else if (!t.device_names.count(k.device)) {
-      throw InputError(
-          path, "TARGET_INFO_GPU",
-          fmt::format("names no CUDA device {}: pass --device NAME (the GPU the report ran on)", k.device));
-    }
-  }
+  name_trace_devices(t.records, t.device_names, device_name_override, path, "TARGET_INFO_GPU");
   std::stable_sort(t.records.begin(), t.records.end(),
                    [](const db::TraceKernel& a, const db::TraceKernel& b) { return a.start_ns < b.start_ns; });
   return t;

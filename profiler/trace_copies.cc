@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <array>
+#include <cctype>
 #include <string>
 #include <utility>
 
@@ -32,6 +34,22 @@ std::string_view memory_kind_name(int cupti_memory_kind) {
   return cupti_memory_kind >= 0 && cupti_memory_kind < static_cast<int>(kMemoryKinds.size())
              ? kMemoryKinds[cupti_memory_kind]
              : "unknown";
+}
+
+int copy_kind_from_name(std::string_view direction) {
+  for (std::size_t i = 1; i < kDirections.size(); ++i) {
+    if (kDirections[i] == direction) return static_cast<int>(i);
+  }
+  return 0;
+}
+
+int memory_kind_from_name(std::string_view memory_kind) {
+  std::string lower(memory_kind);
+  std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+  for (std::size_t i = 1; i < kMemoryKinds.size(); ++i) {
+    if (kMemoryKinds[i] == lower) return static_cast<int>(i);
+  }
+  return 0;
 }
 
 bool is_copy_api(std::string_view driver_function) {

@@ -26,6 +26,11 @@ namespace calisim::profiler {
 
 std::string_view copy_direction_name(int cupti_copy_kind);
 std::string_view memory_kind_name(int cupti_memory_kind);
+// The inverse, for traces that give the names (Kineto's "Memcpy HtoD ...", "Memset (Device)"):
+// the CUPTI value of a direction ("HtoD") or a memory kind ("device", any case); 0 (unknown) for
+// names the tables do not hold.
+int copy_kind_from_name(std::string_view direction);
+int memory_kind_from_name(std::string_view memory_kind);
 
 struct CopyActivity {
   int copy_kind = 0;  // CUpti_ActivityMemcpyKind

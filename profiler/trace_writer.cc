@@ -10,6 +10,7 @@
 #include <ctime>
 #include <memory>
 
+#include "core/error.h"
 #include "profiler/kernel_class.h"
 
 namespace calisim::profiler {
@@ -84,6 +85,18 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
     result.run_by_device[ordinal] = db::write_trace_run(db, run, list);
   }
   return result;
+}
+
+void name_trace_devices(const std::vector<db::TraceKernel>& records, std::map<int, std::string>& names,
+                        const std::string& override, const std::string& file, const std::string& where) {
+  for (const db::TraceKernel& k : records) {
+    if (!override.empty()) {
+      names[k.device] = override;
+    } else if (!names.count(k.device)) {
+      throw InputError(file, where,
+                       fmt::format("names no CUDA device {}: pass --device NAME (the GPU the trace ran on)", k.device));
+    }
+  }
 }
 
 std::optional<std::pair<int, int>> launcher_rank(const std::function<const char*(const char*)>& env) {

@@ -49,6 +49,12 @@ struct TraceRunInfo {
 TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
                              const std::map<int, std::string>& device_names, const TraceRunInfo& info);
 
+// The device names of imported trace records (Kineto, Nsight Systems): `override`, when given,
+// names every device the records use; otherwise each must already be in `names`, and InputError
+// names `file` and `where` (the part of the trace that names devices) and asks for --device.
+void name_trace_devices(const std::vector<db::TraceKernel>& records, std::map<int, std::string>& names,
+                        const std::string& override, const std::string& file, const std::string& where);
+
 // The rank and world size a launcher gave this process, from `env` (getenv's contract): torchrun's
 // RANK / WORLD_SIZE, then Open MPI's OMPI_COMM_WORLD_RANK / _SIZE, Slurm's SLURM_PROCID /
 // SLURM_NTASKS, PMI's PMI_RANK / PMI_SIZE; the first pair that parses as 0 <= rank < size.

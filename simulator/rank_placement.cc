@@ -32,6 +32,10 @@ int stride_of(const RankOrder& order, const std::array<int, kParallelDimCount>& 
 
 const char* to_string(ParallelDim d) { return kNames[static_cast<int>(d)]; }
 
+int rank_coordinate(const RankOrder& order, const std::array<int, kParallelDimCount>& sizes, ParallelDim d, int rank) {
+  return rank / stride_of(order, sizes, d) % sizes[static_cast<int>(d)];
+}
+
 std::string to_string(const RankOrder& order) {
   std::string s;
   for (ParallelDim d : order) {

@@ -35,6 +35,9 @@ std::vector<RankOrder> all_rank_orders();
 // dimension d (indexed by ParallelDim); group_mask has bit d set for the group's dimensions.
 int ranks_per_block(const RankOrder& order, const std::array<int, kParallelDimCount>& sizes, unsigned group_mask,
                     int block_size);
+// Rank `rank`'s index along dimension d (ranks numbered in mixed radix over `order`, fastest first,
+// as this file's header says): e.g. its pipeline stage with d = pp and the dense sizes.
+int rank_coordinate(const RankOrder& order, const std::array<int, kParallelDimCount>& sizes, ParallelDim d, int rank);
 // Two ranks `stride` apart (a pipeline send/recv pair): 2 when both sit in one block, else 1.
 int pair_per_block(int stride, int block_size);
 

@@ -12,15 +12,11 @@
 namespace {
 
 using calisim::testing_support::CommandResult;
+using calisim::testing_support::expect_refused;
 using calisim::testing_support::run_calisim;
 using calisim::testing_support::run_calisim_stdout;
 using calisim::testing_support::write_temp_file;
 
-// A refused command: exit status 2 and a message that says `what`.
-void expect_refused(const CommandResult& r, const std::string& what) {
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
-}
 
 const std::string kLlamaScript = std::string(CALISIM_TEST_DATA_DIR) + "/../../examples/megatron/llama3_70b_64gpu.sh";
 const std::string kMixtralScript =

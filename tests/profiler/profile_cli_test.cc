@@ -16,6 +16,7 @@
 namespace {
 
 using CmdResult = calisim::testing_support::CommandResult;
+using calisim::testing_support::expect_refused;
 using calisim::testing_support::run_calisim;
 
 TEST(ProfileCli, PlanWritesAReadablePlanFile) {
@@ -64,11 +65,9 @@ TEST(ProfileCli, RunWithoutAUsableGpuExplainsWhy) {
   const CmdResult r = run_calisim("profile run --sweep memory --db " + db);
 #ifdef CALISIM_TEST_HAVE_CUDA
   if (r.code == 0) GTEST_SKIP() << "a GPU is present: the sweep ran";
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("no CUDA device"), std::string::npos) << r.out;
+  expect_refused(r, "no CUDA device");
 #else
-  EXPECT_EQ(r.code, 2) << r.out;
-  EXPECT_NE(r.out.find("built without CUDA"), std::string::npos) << r.out;
+  expect_refused(r, "built without CUDA");
   EXPECT_NE(r.out.find("CALISIM_CUDA=ON"), std::string::npos) << r.out;
 #endif
 }
@@ -134,8 +133,7 @@ TEST(ProfileCli, TraceCopiesAreShownAndTravelThroughJsonExport) {
   EXPECT_EQ(show_back.out, show.out);  // same device, run, classes and copies (the run id is 1 in both)
 
   const CmdResult refused = run_calisim("db export " + db + " " + csv);
-  EXPECT_EQ(refused.code, 2) << refused.out;
-  EXPECT_NE(refused.out.find("--skip-traces"), std::string::npos) << refused.out;
+  expect_refused(refused, "--skip-traces");
   const CmdResult skipped = run_calisim("db export --skip-traces " + db + " " + csv);
   EXPECT_EQ(skipped.code, 0) << skipped.out;
   EXPECT_NE(skipped.out.find("left out 3 trace record(s)"), std::string::npos) << skipped.out;
@@ -163,8 +161,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   EXPECT_NE(imp.out.find("1 record(s) outside them"), std::string::npos) << imp.out;
   EXPECT_NE(imp.out.find("trace run 1"), std::string::npos) << imp.out;
   const CmdResult again = run_calisim("db import " + db + " --kineto " + trace);
-  EXPECT_EQ(again.code, 2) << again.out;
-  EXPECT_NE(again.out.find("already imported"), std::string::npos) << again.out;
+  expect_refused(again, "already imported");
 
   const CmdResult show = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
   ASSERT_EQ(show.code, 0) << show.out;
@@ -213,18 +210,14 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   // layout lacks, trace options without --compare-trace, a missing trace file.
   ASSERT_EQ(run_calisim("db init " + empty_db).code, 0);
   const CmdResult none = run_calisim(sim + "--compare-trace " + empty_db);
-  EXPECT_EQ(none.code, 2) << none.out;
-  EXPECT_NE(none.out.find("holds no trace run"), std::string::npos) << none.out;
+  expect_refused(none, "holds no trace run");
   const CmdResult run7 = run_calisim(sim + "--compare-trace " + db + " --trace-run 7");
-  EXPECT_EQ(run7.code, 2) << run7.out;
-  EXPECT_NE(run7.out.find("run 7 holds no trace records; trace runs: 1"), std::string::npos) << run7.out;
+  expect_refused(run7, "run 7 holds no trace records; trace runs: 1");
   const CmdResult stage = run_calisim(sim + "--compare-trace " + db + " --trace-stage 1");
-  EXPECT_EQ(stage.code, 2) << stage.out;
-  EXPECT_NE(stage.out.find("expected a pipeline stage from 0 to 0"), std::string::npos) << stage.out;
+  expect_refused(stage, "expected a pipeline stage from 0 to 0");
   EXPECT_NE(run_calisim(sim + "--trace-steps 2").code, 0);
   const CmdResult missing = run_calisim("db import " + db + " --kineto /nonexistent/trace.json");
-  EXPECT_EQ(missing.code, 2) << missing.out;
-  EXPECT_NE(missing.out.find("cannot open the trace file"), std::string::npos) << missing.out;
+  expect_refused(missing, "cannot open the trace file");
 }
 
 // An Nsight Systems SQLite export through the command line: one trace run per GPU of the report,
@@ -255,8 +248,7 @@ TEST(ProfileCli, NsysReportImportAndComparison) {
   EXPECT_NE(run_calisim("db import " + db + " --nsys " + report).out.find("already imported"), std::string::npos);
   const std::string sim = "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm --no-ops ";
   const CmdResult unnamed = run_calisim(sim + "--compare-trace " + db + " --trace-run 1");
-  EXPECT_EQ(unnamed.code, 2) << unnamed.out;
-  EXPECT_NE(unnamed.out.find("--trace-steps"), std::string::npos) << unnamed.out;
+  expect_refused(unnamed, "--trace-steps");
   const CmdResult cmp = run_calisim(sim + "--compare-trace " + db + " --trace-run 1 --trace-steps 2");
   ASSERT_EQ(cmp.code, 0) << cmp.out;
   EXPECT_NE(cmp.out.find("whole trace as 2 steps"), std::string::npos) << cmp.out;

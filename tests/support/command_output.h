@@ -34,6 +34,12 @@ inline std::string write_temp_file(const std::string& name, const std::string& t
   return path;
 }
 
+// A refused command: exit status 2 and a message that says `what`.
+inline void expect_refused(const CommandResult& r, const std::string& what) {
+  EXPECT_EQ(r.code, 2) << r.out;
+  EXPECT_NE(r.out.find(what), std::string::npos) << r.out;
+}
+
 #ifdef CALISIM_EXE
 // The calisim executable of this build (the test target defines CALISIM_EXE) with `args`:
 // stderr joined to stdout (messages and tables), or dropped (one JSON document on stdout).
