@@ -42,8 +42,9 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   const std::vector<std::int64_t> runs = cdb::runs_with_trace_kernels(db);
   if (runs.empty()) {
     throw InputError(a.db, "--compare-trace",
-                     "holds no trace run: import a PyTorch profiler trace (calisim db import FILE --kineto "
-                     "trace.json) or record one with libcalisim_trace.so (docs/profiling.md)");
+                     fmt::format("holds no trace run: import one (calisim db import {} --kineto trace.json, or "
+                                 "--nsys report.sqlite) or record one with libcalisim_trace.so (docs/profiling.md)",
+                                 a.db));
   }
   TraceComparison c;
   c.db = a.db;

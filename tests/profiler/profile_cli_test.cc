@@ -210,7 +210,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   // layout lacks, trace options without --compare-trace, a missing trace file.
   ASSERT_EQ(run_calisim("db init " + empty_db).code, 0);
   const CmdResult none = run_calisim(sim + "--compare-trace " + empty_db);
-  expect_refused(none, "holds no trace run");
+  expect_refused(none, "holds no trace run: import one (calisim db import " + empty_db + " --kineto trace.json, or --nsys");
   const CmdResult run7 = run_calisim(sim + "--compare-trace " + db + " --trace-run 7");
   expect_refused(run7, "run 7 holds no trace records; trace runs: 1");
   const CmdResult stage = run_calisim(sim + "--compare-trace " + db + " --trace-stage 1");
