@@ -270,7 +270,7 @@ std::vector<ComparisonRow> compare_trace(const TraceStepStats& t, const Simulate
   rows.push_back({"memory-bound kernels (elementwise + other; optimizer)", t.elementwise_s + t.other_s,
                   s.memory_s + s.optimizer_s});
   rows.push_back({"copies / memsets", t.copy_s, 0.0, false});
-  rows.push_back({"NCCL kernels (summed, overlapped or not)", t.nccl_s, 0.0, false});
+  rows.push_back({"communication kernels (NCCL, userbuffers, DeepEP; summed)", t.nccl_s, 0.0, false});
   const std::pair<const char*, double> collectives[] = {{"  all-reduce", t.nccl_all_reduce_s},
                                                         {"  all-gather", t.nccl_all_gather_s},
                                                         {"  reduce-scatter", t.nccl_reduce_scatter_s},

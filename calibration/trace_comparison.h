@@ -10,9 +10,10 @@
 //     steps the whole trace is `steps_if_unnamed` steps (InputError when that is < 1). Per step:
 //     span (first record start to last record end), summed time per class (records on several
 //     streams overlap, so sums can exceed the span; attention split into backward and the rest,
-//     NCCL by collective, both by kernel name), the union of compute kernels (gemm,
-//     attention, elementwise, other), the time NCCL kernels run with no compute kernel beside
-//     them, the time only copies / memsets run, and idle time (nothing running), split into gaps
+//     communication by collective, both by kernel name; communication is the kernel class
+//     "nccl": NCCL's kernels and those of TE userbuffers, DeepEP, NVSHMEM, profiler/kernel_class.h),
+//     the union of compute kernels (gemm, attention, elementwise, other), the time communication
+//     kernels run with no compute kernel beside them, the time only copies / memsets run, and idle time (nothing running), split into gaps
 //     under 20 us between busy segments (with their count) and longer waits.
 //   - simulated_step_classes() splits one pipeline stage's simulated compute per step by class:
 //     the stage's own compute (forward and backward with recompute, per micro-batch, less exposed
@@ -45,12 +46,12 @@ struct TraceStepStats {
   double gemm_s = 0, attention_s = 0, elementwise_s = 0, other_s = 0, nccl_s = 0, copy_s = 0;  // summed
   // Of attention_s: backward kernels (names with "bwd", "bprop", "backward" or xformers' "cutlassB").
   double attention_bwd_s = 0;
-  // Of nccl_s, by collective (NCCL's kernel names): all-reduce, all-gather, reduce-scatter,
+  // Of nccl_s (communication kernels), by collective (from kernel names): all-reduce, all-gather, reduce-scatter,
   // send/recv (pipeline transfers and all-to-all), the rest (broadcast, reduce, ...).
   double nccl_all_reduce_s = 0, nccl_all_gather_s = 0, nccl_reduce_scatter_s = 0, nccl_send_recv_s = 0,
          nccl_other_s = 0;
   double compute_busy_s = 0;     // union of compute kernels
-  double comm_only_s = 0;        // NCCL running, no compute kernel
+  double comm_only_s = 0;        // communication kernels running, no compute kernel
   double copy_only_s = 0;        // only copies / memsets running
   double idle_s = 0;             // nothing running
   // Of idle_s: the gaps under 20 us between busy segments (launch and dispatch gaps between kernels

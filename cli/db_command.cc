@@ -434,7 +434,8 @@ void register_db(CLI::App& app) {
   imp->add_option("--published", args->published, "CSV of published figures (device,key,tflops|gb_s|busbw_gb_s,...,source)");
   imp->add_option("--from", args->from, "a calisim export (.json, .csv) or another database file");
   imp->add_option("--kineto", args->kineto,
-                  "a PyTorch profiler trace (Chrome-trace .json of one rank) to store as a trace run");
+                  "a PyTorch profiler trace (Chrome-trace .json or .json.gz of one rank) to store as a trace run, or a "
+                  "directory of them (one per rank: each file imported, those already stored skipped)");
   imp->add_option("--nsys", args->nsys,
                   "an Nsight Systems report exported to SQLite (nsys export --type sqlite) to store as trace runs, "
                   "one per GPU");

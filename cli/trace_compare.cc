@@ -49,6 +49,20 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   TraceComparison c;
   c.db = a.db;
   c.run = a.run > 0 ? a.run : runs.back();
+  // --trace-rank without --trace-run: that rank's trace when the file holds one (a directory of
+  // per-rank traces imported together), the latest of them.
+  const std::vector<cdb::RunRecord> all_runs = db.runs();
+  c.run_why = a.run > 0 ? "--trace-run" : "the latest";
+  if (a.run <= 0 && a.rank >= 0) {
+    std::int64_t of_rank = 0;
+    for (const cdb::RunRecord& run : all_runs) {
+      const auto noted = rank_in_notes(run.notes);
+      if (noted && noted->first == a.rank && std::find(runs.begin(), runs.end(), run.id) != runs.end()) {
+        of_rank = std::max(of_rank, run.id);
+      }
+    }
+    if (of_rank > 0) c.run = of_rank, c.run_why = fmt::format("the latest of rank {}", a.rank);
+  }
   if (std::find(runs.begin(), runs.end(), c.run) == runs.end()) {
     throw InputError(a.db, "--trace-run",
                      fmt::format("run {} holds no trace records; trace runs: {}", c.run, fmt::join(runs, ", ")));
@@ -56,7 +70,7 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   for (std::int64_t id : runs) {
     if (id != c.run) c.other_runs.push_back(id);
   }
-  for (const cdb::RunRecord& run : db.runs()) {
+  for (const cdb::RunRecord& run : all_runs) {
     if (run.id == c.run) c.device = run.device, c.notes = run.notes;
   }
   const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
@@ -70,6 +84,10 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   // The stage: as given, else the traced rank's (given, or from the notes when the trace's world
   // is this layout's), else the first.
   const auto noted = rank_in_notes(c.notes);
+  if (noted && a.rank >= 0 && noted->first != a.rank) {
+    c.warnings.push_back(fmt::format("trace run {} is of rank {}, not the --trace-rank {} simulated here", c.run,
+                                     noted->first, a.rank));
+  }
   if (noted && noted->second != r.world_size) {
     c.warnings.push_back(fmt::format("the trace is of a {}-GPU run; this simulation has {} GPUs", noted->second,
                                      r.world_size));
@@ -95,8 +113,9 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
 }
 
 std::string trace_comparison_text(const TraceComparison& c) {
-  std::string out = fmt::format("trace comparison: trace run {} of '{}' in {}, {}; simulated stage {} ({})\n",
-                                c.run, c.device, c.db, c.traced.steps_text, c.simulated.stage, c.stage_why);
+  std::string out = fmt::format("trace comparison: trace run {} ({}) of '{}' in {}, {}; simulated stage {} ({})\n",
+                                c.run, c.run_why, c.device, c.db, c.traced.steps_text, c.simulated.stage,
+                                c.stage_why);
   for (const auto& w : c.warnings) out += "  warning: " + w + "\n";
   if (!c.notes.empty()) out += "  trace: " + c.notes + "\n";
   Table t({"per step", "traced ms", "simulated ms", "simulated / traced"});
@@ -145,7 +164,7 @@ nlohmann::json trace_comparison_json(const TraceComparison& c) {
                    {"per_step_s", t.per_step_s}});
   }
   return {{"database", c.db},       {"run", c.run},
-          {"stage_from", c.stage_why}, {"warnings", c.warnings}, {"top_kernels", top},
+          {"stage_from", c.stage_why}, {"run_from", c.run_why}, {"warnings", c.warnings}, {"top_kernels", top},
           {"device", c.device},     {"notes", c.notes},
           {"steps", c.traced.steps}, {"steps_text", c.traced.steps_text},
           {"outside_steps", c.traced.outside_steps}, {"stage", c.simulated.stage},

@@ -2,8 +2,10 @@
 // run of a database set beside a simulation result, by kernel class (calibration/trace_comparison.h
 // does the arithmetic; this is the I/O around it: choosing the run and the stage, text and JSON).
 //
-// Contract: compare_with_trace() opens request.db read-only and takes trace run request.run (0: the
-// newest); InputError names the file and option for a missing file, a database without trace runs,
+// Contract: compare_with_trace() opens request.db read-only and takes trace run request.run; when
+// that is 0, the newest trace run whose notes say "rank request.rank of W" (a directory of per-rank
+// traces imported together), else the newest; a chosen run of another rank than request.rank adds
+// a warning. InputError names the file and option for a missing file, a database without trace runs,
 // a run that is not one, a stage or rank the layout lacks, or an unnamed trace without a step count.
 // The stage is request.stage when >= 0, else the pipeline stage of request.rank when >= 0, else that
 // of the "rank R of W" the run's notes give when W is the result's world size, else 0; a trace of
@@ -22,7 +24,7 @@ namespace calisim::cli {
 
 struct TraceCompareRequest {
   std::string db;            // empty: no comparison
-  std::int64_t run = 0;      // 0: the newest trace run in the file
+  std::int64_t run = 0;      // 0: the newest trace run of `rank` when there is one, else the newest
   int stage = -1;            // -1: from the traced rank, else 0
   int rank = -1;             // -1: from the trace run's notes ("rank R of W"), when they say
   int steps = 0;             // steps in a trace without ProfilerStep ranges
@@ -31,6 +33,7 @@ struct TraceCompareRequest {
 struct TraceComparison {
   std::string db, device, notes;
   std::int64_t run = 0;
+  std::string run_why;           // how the run was chosen: --trace-run, the latest, the latest of rank R
   std::vector<std::int64_t> other_runs;
   calibration::TraceStepStats traced;
   calibration::SimulatedStepClasses simulated;

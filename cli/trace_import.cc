@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -36,9 +37,12 @@ bool announce_large(const std::string& file) {
 // over names and times), and a trace run of the same tool with that fingerprint in the database
 // refuses the import (its kernels would count twice in every summary and comparison). The trace
 // carries no wall-clock dates calisim relies on, and no host. Returns the runs as JSON and text.
+// With `existing_run` given, a trace already imported is not refused: its run id is put there
+// and nothing is stored (a directory imported again after a rank's file was added).
 void store_once(const std::string& db_path, const std::string& file, const char* tool, std::string notes,
                 const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& device_names,
-                ordered_json& runs, std::string& text, std::vector<std::string>& warnings) {
+                ordered_json& runs, std::string& text, std::vector<std::string>& warnings,
+                std::int64_t* existing_run = nullptr) {
   std::uint64_t fp = 1469598103934665603ull;
   auto mix = [&fp](std::string_view bytes) {
     for (unsigned char c : bytes) fp = (fp ^ c) * 1099511628211ull;
@@ -54,6 +58,10 @@ void store_once(const std::string& db_path, const std::string& file, const char*
     for (const db::RunRecord& run : existing.runs()) {
       if (run.source == db::Source::trace && run.tool_version == tool &&
           run.notes.find(fingerprint) != std::string::npos) {
+        if (existing_run) {
+          *existing_run = run.id;
+          return;
+        }
         throw InputError(file, tool, fmt::format("already imported into {} as trace run {}", db_path, run.id));
       }
     }
@@ -73,12 +81,10 @@ void store_once(const std::string& db_path, const std::string& file, const char*
   warnings = w.warnings;
 }
 
-}  // namespace
-
-// A PyTorch profiler trace becomes one trace run per GPU it shows (normally one: a trace is one
-// rank's). The file is read whole before the database is touched.
-TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& file,
-                                      const std::string& device) {
+// One PyTorch profiler trace file, read whole before the database is touched; with
+// `skip_imported` a trace already in the database is reported as such instead of refused.
+TraceImportReport import_kineto_file(const std::string& db_path, const std::string& file, const std::string& device,
+                                     bool skip_imported) {
   const bool large = announce_large(file);
   const profiler::KinetoTrace t = profiler::read_kineto_trace(file, device);
   if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
@@ -100,13 +106,64 @@ TraceImportReport import_kineto_trace(const std::string& db_path, const std::str
                                             : std::string());
   ordered_json runs;
   std::vector<std::string> warnings;
-  store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text, warnings);
+  std::int64_t existing = 0;
+  store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text, warnings,
+             skip_imported ? &existing : nullptr);
+  if (existing > 0) {
+    return {ordered_json{{"file", file}, {"already_imported_as_run", existing}},
+            fmt::format("skipped {}: already imported into {} as trace run {}\n", file, db_path, existing)};
+  }
   ordered_json doc = {{"file", file},         {"kernels", t.kernels},
                       {"copies", t.copies},       {"steps", t.steps},
                       {"step_source", t.step_source}, {"outside_steps", t.outside_steps},
                       {"rank", t.rank},           {"world_size", t.world_size},
                       {"runs", runs},             {"warnings", warnings}};
   return {doc, text};
+}
+
+// Trace files in a directory: what tensorboard_trace_handler writes, one
+// "<worker>.<time>.pt.trace.json[.gz]" per rank and profiling cycle, beside other files.
+std::vector<std::string> trace_files_in(const std::string& dir) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+}  // namespace
+
+// A PyTorch profiler trace becomes one trace run per GPU it shows (normally one: a trace is one
+// rank's); a directory, each of its traces in name order, one transaction each.
+TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
+                                      const std::string& device) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(path, ec)) return import_kineto_file(db_path, path, device, false);
+  const std::vector<std::string> files = trace_files_in(path);
+  if (files.empty()) {
+    throw InputError(path, "--kineto", "the directory holds no trace file (*.json or *.json.gz)");
+  }
+  ordered_json imports = ordered_json::array(), skipped = ordered_json::array();
+  std::string text;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    fmt::print(stderr, "[{}/{}] {}\n", i + 1, files.size(), files[i]);
+    try {
+      TraceImportReport r = import_kineto_file(db_path, files[i], device, true);
+      (r.doc.contains("already_imported_as_run") ? skipped : imports).push_back(std::move(r.doc));
+      text += r.text;
+    } catch (const InputError&) {
+      // Each file was its own transaction: say what is already stored before the error.
+      if (!text.empty()) fmt::print(stderr, "before the error below:\n{}", text);
+      throw;
+    }
+  }
+  text += fmt::format("{} trace file(s) of {}: {} imported, {} already in {}\n", files.size(), path,
+                      imports.size(), skipped.size(), db_path);
+  return {ordered_json{{"directory", path}, {"imports", imports}, {"skipped", skipped}}, text};
 }
 
 // An Nsight Systems report (SQLite export) becomes one trace run per GPU it shows: one for a

@@ -2,12 +2,19 @@
 // import_kineto / import_nsys): a PyTorch profiler trace (profiler/kineto_trace.h) or an Nsight
 // Systems SQLite export (profiler/nsys_trace.h) stored as trace runs.
 //
-// Contract: the whole input is read before the database is touched (a malformed trace creates and
-// changes nothing); one trace run per GPU in the trace (profiler::store_trace), with tool
-// "calisim db import --kineto" / "--nsys", host "unknown", no dates, and notes naming the file
-// (Kineto: rank and steps), and a fingerprint of the records; a trace already imported into that
-// database by the same tool (same fingerprint) is refused with InputError. Inputs over 64 MB say
-// on stderr what is being read. Returns what was stored as a JSON document and as text.
+// Contract, per trace file: the whole input is read before the database is touched (a malformed
+// trace creates and changes nothing); one trace run per GPU in the trace (profiler::store_trace),
+// with tool "calisim db import --kineto" / "--nsys", host "unknown", no dates, and notes naming the
+// file (Kineto: rank and steps), and a fingerprint of the records; a trace already imported into
+// that database by the same tool (same fingerprint) is refused with InputError. Inputs over 64 MB
+// say on stderr what is being read. Returns what was stored as a JSON document and as text.
+//
+// `--kineto` also takes a directory: each *.json / *.json.gz in it, in name order
+// (tensorboard_trace_handler writes one file per rank and profiling cycle), each file its own
+// transaction, progress on stderr. There a file already imported is skipped and listed, not
+// refused, so the directory can be imported again after files were added; an error stops at that
+// file, and the ones before it stay stored (listed on stderr). Its JSON document is
+// {"directory", "imports": [each file's document], "skipped": [{"file", "already_imported_as_run"}]}.
 #pragma once
 
 #include <nlohmann/json.hpp>
@@ -20,7 +27,7 @@ struct TraceImportReport {
   std::string text;
 };
 
-TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& file,
+TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
                                       const std::string& device = "");
 TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file,
                                     const std::string& device = "");

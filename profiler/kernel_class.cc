@@ -19,6 +19,26 @@ std::string lowercase(std::string_view name) {
   return s;
 }
 
+// Kernels that move data between GPUs: NCCL's, and those of the libraries that bypass NCCL —
+// TransformerEngine's userbuffers (Megatron's tp_comm_overlap: "userbuffers_fp16_sum_inplace_gpu_rr_rs",
+// "kuserbuffers_pushsend"), DeepEP's and HybridEP's dispatch / combine, NVSHMEM, PyTorch's
+// symmetric-memory collectives ("one_shot_all_reduce_kernel", "multimem_all_gather_kernel").
+bool is_communication(const std::string& lower) {
+  return contains_any(lower, {"nccl", "userbuffers", "deep_ep::", "hybrid_ep", "hybridep", "nvshmem",
+                              "all_reduce_kernel", "all_gather_kernel", "reduce_scatter_kernel",
+                              "all_to_all_kernel"});
+}
+
+// `word` in `s` followed by its end or by a character that is not a letter or digit ("_rs" in
+// "..._rr_rs_oop<8>" and "..._rr_rs", not in "..._rsqrt").
+bool has_suffix_word(const std::string& s, std::string_view word) {
+  for (auto at = s.find(word); at != std::string::npos; at = s.find(word, at + 1)) {
+    const std::size_t next = at + word.size();
+    if (next == s.size() || !std::isalnum(static_cast<unsigned char>(s[next]))) return true;
+  }
+  return false;
+}
+
 }  // namespace
 
 std::string_view to_string(KernelClass c) {
@@ -36,7 +56,7 @@ std::string_view to_string(KernelClass c) {
 
 KernelClass classify_kernel(std::string_view name) {
   const std::string s = lowercase(name);
-  if (contains_any(s, {"nccl"})) return KernelClass::nccl;
+  if (is_communication(s)) return KernelClass::nccl;
   if (contains_any(s, {"flash", "fmha", "sdpa", "attention", "attn", "mha_fwd", "mha_bwd"})) {
     return KernelClass::attention;
   }
@@ -58,10 +78,20 @@ bool is_attention_backward(std::string_view name) {
 
 NcclCollective nccl_collective(std::string_view name) {
   const std::string s = lowercase(name);
-  if (contains_any(s, {"allreduce"})) return NcclCollective::all_reduce;
-  if (contains_any(s, {"allgather"})) return NcclCollective::all_gather;
-  if (contains_any(s, {"reducescatter"})) return NcclCollective::reduce_scatter;
-  if (contains_any(s, {"send", "recv", "alltoall"})) return NcclCollective::send_recv;
+  if (contains_any(s, {"send", "recv", "alltoall", "all_to_all", "deep_ep::", "hybrid_ep", "hybridep"})) {
+    return NcclCollective::send_recv;
+  }
+  if (contains_any(s, {"allreduce", "all_reduce"})) return NcclCollective::all_reduce;
+  if (contains_any(s, {"allgather", "all_gather"})) return NcclCollective::all_gather;
+  if (contains_any(s, {"reducescatter", "reduce_scatter"})) return NcclCollective::reduce_scatter;
+  // TransformerEngine's userbuffers say the collective in a suffix: "..._rr_rs", "..._rs_oop_fp8"
+  // reduce-scatter, "..._rw_ag" all-gather; the bare "userbuffers_fp16_sum_inplace_gpu_rw" and the
+  // multicast "..._mc" reduce in place (all-reduce).
+  if (s.find("userbuffers") != std::string::npos) {
+    if (has_suffix_word(s, "_rs")) return NcclCollective::reduce_scatter;
+    if (has_suffix_word(s, "_ag")) return NcclCollective::all_gather;
+    return NcclCollective::all_reduce;
+  }
   return NcclCollective::other;
 }
 

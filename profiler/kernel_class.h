@@ -2,7 +2,11 @@
 //
 // Contract: classify_kernel() looks at the (mangled or demangled) name only, case-insensitively,
 // and returns one class; names it cannot place are `other`. The rules, first match wins:
-//   nccl        - NCCL's device kernels ("ncclDevKernel_...", "ncclKernel_...");
+//   nccl        - communication kernels (the class keeps NCCL's name, as databases store it):
+//                 NCCL's ("ncclDevKernel_...", "ncclKernel_..."), TransformerEngine userbuffers'
+//                 (tp_comm_overlap: "userbuffers_...", "kuserbuffers_..."), DeepEP / HybridEP
+//                 ("deep_ep::...", "hybrid_ep"), NVSHMEM, PyTorch symmetric-memory collectives
+//                 ("..._all_reduce_kernel", "..._all_gather_kernel", ...);
 //   attention   - flash / fused multi-head attention (FlashAttention "flash_fwd", cuDNN
 //                 "...sdpa..." / "fmha", TE/xformers "fmha", "attention", "attn");
 //   gemm        - matrix products: cuBLAS/cuBLASLt ("gemm", Hopper "nvjet_", "xmma", "cutlass"),
@@ -32,9 +36,10 @@ KernelClass classify_kernel(std::string_view name);
 //   is_attention_backward() - an attention kernel's backward pass: FlashAttention "flash_bwd...",
 //                             FA3 "FlashAttnBwd...", cuDNN "..._bprop...", xformers / TE
 //                             "fmha_cutlassB...", anything saying "backward";
-//   nccl_collective()       - the collective an NCCL kernel runs, from its name
+//   nccl_collective()       - the collective a communication kernel runs, from its name
 //                             ("ncclDevKernel_AllReduce_Sum_bf16_RING_LL", "ncclKernel_AllGather_...",
-//                             "ncclDevKernel_SendRecv"); all-to-all runs as send / recv.
+//                             "ncclDevKernel_SendRecv", userbuffers' "_rs" / "_ag" suffixes);
+//                             all-to-all (NCCL's, DeepEP's dispatch / combine) runs as send / recv.
 bool is_attention_backward(std::string_view name);
 enum class NcclCollective : std::uint8_t { all_reduce, all_gather, reduce_scatter, send_recv, other };
 NcclCollective nccl_collective(std::string_view name);

@@ -5,7 +5,6 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <fstream>
 #include <functional>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include <unordered_map>
 
 #include "core/error.h"
+#include "profiler/gzip_input.h"
 #include "profiler/trace_copies.h"
 #include "profiler/trace_writer.h"
 
@@ -262,14 +262,7 @@ class StreamingTrace final : public json::json_sax_t {
 }  // namespace
 
 KinetoTrace read_kineto_trace(const std::string& path, const std::string& device_name_override) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw InputError(path, "", "cannot open the trace file");
-  const int b0 = in.get(), b1 = in.get();
-  if (b0 == 0x1f && b1 == 0x8b) {
-    throw InputError(path, "", "gzip-compressed trace: gunzip it first (calisim reads the .json)");
-  }
-  in.clear();
-  in.seekg(0);
+  GzipInput in(path);  // .json or .json.gz alike
 
   KinetoTrace t;
   std::vector<std::uint64_t> record_launch;   // per record: the correlation id, 0 when none
@@ -338,7 +331,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
 
   StreamingTrace reader(consume);
   try {
-    json::sax_parse(in, &reader);
+    json::sax_parse(in.stream(), &reader);
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {

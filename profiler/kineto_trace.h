@@ -4,8 +4,9 @@
 // without libcalisim_trace.so.
 //
 // Contract:
-//   - read_kineto_trace() reads one rank's trace file: a JSON object whose "traceEvents" array
-//     holds complete events ("ph": "X"). It keeps the GPU records — "kernel" (name, device,
+//   - read_kineto_trace() reads one rank's trace file, plain or gzip-compressed (.json.gz, as
+//     tensorboard_trace_handler(use_gzip=True) writes it; profiler/gzip_input.h): a JSON object
+//     whose "traceEvents" array holds complete events ("ph": "X"). It keeps the GPU records — "kernel" (name, device,
 //     stream, grid, block), "gpu_memcpy" and "gpu_memset" (bytes; the direction or memory kind
 //     parsed from Kineto's name, "Memcpy HtoD (Pageable -> Device)" -> HtoD, "Memset (Device)" ->
 //     device) — with ts / dur (microseconds) turned into nanoseconds, each kernel demangled and
@@ -21,9 +22,9 @@
 //     `device_name_override` when given, else the trace is refused with what to pass. A given
 //     override names every device of the trace. "distributedInfo" gives rank and world size.
 //   - Errors are InputError naming the file and the field (e.g. "traceEvents[12].dur: expected a
-//     non-negative number of microseconds"): a file that is not JSON, gzip-compressed input
-//     (gunzip it first), no "traceEvents", a kept event with a malformed field, a trace with no
-//     GPU kernel at all (profiled without ProfilerActivity.CUDA).
+//     non-negative number of microseconds"): a file that is not JSON, a truncated or damaged
+//     .gz, no "traceEvents", a kept event with a malformed field, a trace with no GPU kernel at
+//     all (profiled without ProfilerActivity.CUDA).
 #pragma once
 
 #include <cstdint>

@@ -7,7 +7,7 @@ CALISIM_ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${CALISIM_BUILD_DIR:-$CALISIM_ROOT/build}"
 
 # Why each package is here: see README.md, "Dependencies".
-PACKAGES=(cmake ninja-build g++ pkg-config libsqlite3-dev nlohmann-json3-dev libcli11-dev libfmt-dev
+PACKAGES=(cmake ninja-build g++ pkg-config libsqlite3-dev zlib1g-dev nlohmann-json3-dev libcli11-dev libfmt-dev
           libeigen3-dev libgtest-dev libgmock-dev libbenchmark-dev libopenmpi-dev openmpi-bin
           python3-dev pybind11-dev python3-pytest)
 

@@ -79,13 +79,18 @@ def run_simulation(model, strategy, system, db=None, overrides=(), details=True,
 
 
 def import_kineto(trace, db, device=None):
-    """Stores one rank's PyTorch profiler trace (Kineto's Chrome-trace JSON) in the efficiency
-    database db (created when missing) as trace runs, as `calisim db import DB --kineto TRACE`
-    (docs/profiling.md). device names the GPU when the trace's deviceProperties do not. Returns
-    the command's --json document: "kernels", "copies", "steps", "step_source", "outside_steps",
-    "rank", "world_size", "runs" (one per GPU: "device_ordinal", "device", "run"), "warnings".
-    Raises ConfigError naming the file and field for a malformed trace, and for a trace already
-    imported into db."""
+    """Stores one rank's PyTorch profiler trace (Kineto's Chrome-trace JSON, plain or .json.gz) in
+    the efficiency database db (created when missing) as trace runs, as `calisim db import DB
+    --kineto TRACE` (docs/profiling.md). device names the GPU when the trace's deviceProperties do
+    not. Returns the command's --json document: "kernels", "copies", "steps", "step_source",
+    "outside_steps", "rank", "world_size", "runs" (one per GPU: "device_ordinal", "device",
+    "run"), "warnings". Raises ConfigError naming the file and field for a malformed trace, and
+    for a trace already imported into db.
+
+    trace may be a directory (tensorboard_trace_handler's, one file per rank): each *.json /
+    *.json.gz in it is imported in name order, those already in db skipped; the document is then
+    {"directory", "imports": [one document per file], "skipped": [{"file",
+    "already_imported_as_run"}]}."""
     return json.loads(_core.import_kineto(os.fspath(db), os.fspath(trace), device or ""))
 
 

@@ -32,7 +32,36 @@ TEST(KernelClass, RealKernelNames) {
   EXPECT_EQ(classify_kernel("triton_poi_fused_add_mul_silu_3"), KernelClass::elementwise);
   EXPECT_EQ(classify_kernel("triton_red_fused__to_copy_mean_pow_rsqrt_0"), KernelClass::elementwise);
   EXPECT_EQ(classify_kernel("void at::native::radixSortKVInPlace<-2, -1, 32, 4>"), KernelClass::other);
+  // Communication that bypasses NCCL: counted as compute it would hide exposed communication.
+  for (const char* comm : {"void userbuffers_fp16_sum_inplace_gpu_rr_rs_oop<__nv_bfloat16, 8>(int, int, int)",
+                           "kuserbuffers_pushsend(int*, int*, int4*, int4*, int)",
+                           "void deep_ep::intranode::dispatch<8, 768, 8192>(int4*, float*, int*)",
+                           "void nvshmemi_transfer_rma_kernel<int>(void*)",
+                           "void c10d::symmetric_memory::one_shot_all_reduce_kernel<__nv_bfloat16, 8>(...)"}) {
+    EXPECT_EQ(classify_kernel(comm), KernelClass::nccl) << comm;
+  }
   EXPECT_EQ(classify_kernel(""), KernelClass::other);
+}
+
+// The collective a communication kernel runs, for the comparison's per-collective rows.
+TEST(KernelClass, CollectivesAreReadFromNcclAndUserbufferNames) {
+  using calisim::profiler::nccl_collective;
+  using calisim::profiler::NcclCollective;
+  EXPECT_EQ(nccl_collective("ncclDevKernel_AllReduce_Sum_bf16_RING_LL(ncclDevKernelArgsStorage<4096ul>)"),
+            NcclCollective::all_reduce);
+  EXPECT_EQ(nccl_collective("ncclDevKernel_ReduceScatter_Sum_f32_RING_LL"), NcclCollective::reduce_scatter);
+  EXPECT_EQ(nccl_collective("ncclKernel_AllGather_RING_LL_Sum_int8_t"), NcclCollective::all_gather);
+  EXPECT_EQ(nccl_collective("ncclDevKernel_SendRecv(ncclDevKernelArgsStorage<4096ul>)"), NcclCollective::send_recv);
+  EXPECT_EQ(nccl_collective("ncclDevKernel_Broadcast_RING_LL"), NcclCollective::other);
+  EXPECT_EQ(nccl_collective("void userbuffers_fp16_sum_inplace_gpu_rr_rs_oop_fp8<__nv_fp8_e4m3, 8>(int)"),
+            NcclCollective::reduce_scatter);
+  EXPECT_EQ(nccl_collective("userbuffers_fp16_sum_inplace_gpu_rr_rs"), NcclCollective::reduce_scatter);
+  EXPECT_EQ(nccl_collective("void userbuffers_fp16_sum_inplace_gpu_rw_ag<8>(int, int)"), NcclCollective::all_gather);
+  EXPECT_EQ(nccl_collective("void userbuffers_fp16_sum_inplace_gpu_rw<8>(int, int)"), NcclCollective::all_reduce);
+  EXPECT_EQ(nccl_collective("kuserbuffers_pushrecv(int, int, int*)"), NcclCollective::send_recv);
+  EXPECT_EQ(nccl_collective("void deep_ep::internode::combine<true, 8>(int4*)"), NcclCollective::send_recv);
+  EXPECT_EQ(nccl_collective("void c10d::symmetric_memory::multimem_all_gather_kernel<16>(...)"),
+            NcclCollective::all_gather);
 }
 
 TEST(DeviceMatch, CudaNamesMapToShippedSystems) {

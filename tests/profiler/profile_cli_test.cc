@@ -5,6 +5,9 @@
 #include <sys/wait.h>
 
 #include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -171,9 +174,10 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   const std::string sim = "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm --no-ops ";
   const CmdResult cmp = run_calisim(sim + "--compare-trace " + db);
   ASSERT_EQ(cmp.code, 0) << cmp.out;
-  EXPECT_NE(cmp.out.find("trace comparison: trace run 1 of 'NVIDIA H100 80GB HBM3'"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("trace comparison: trace run 1 (the latest) of 'NVIDIA H100 80GB HBM3'"), std::string::npos)
+      << cmp.out;
   EXPECT_NE(cmp.out.find("ProfilerStep#2 .. ProfilerStep#3 (2 steps)"), std::string::npos) << cmp.out;
-  for (const char* row : {"GEMM kernels", "0.370", "attention kernels", "0.090", "NCCL kernels", "0.200",
+  for (const char* row : {"GEMM kernels", "0.370", "attention kernels", "0.090", "communication kernels (NCCL, userbuffers, DeepEP; summed)", "0.200",
                           "communication only (exposed)", "0.010", "idle (nothing on the GPU", "0.088"}) {
     EXPECT_NE(cmp.out.find(row), std::string::npos) << row << "\n" << cmp.out;
   }
@@ -193,6 +197,8 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   const CmdResult s1 = run_calisim(pp2 + "--compare-trace " + db + " --trace-rank 6");
   ASSERT_EQ(s1.code, 0) << s1.out;
   EXPECT_NE(s1.out.find("simulated stage 1 (--trace-rank 6"), std::string::npos) << s1.out;
+  EXPECT_NE(s1.out.find("warning: trace run 1 is of rank 3, not the --trace-rank 6 simulated here"), std::string::npos)
+      << s1.out;
   EXPECT_NE(run_calisim(pp2 + "--compare-trace " + db + " --trace-rank 6 --trace-stage 1").code, 0);
   // A trace of another world size is compared, with a warning.
   const CmdResult other = run_calisim(
@@ -217,7 +223,63 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   expect_refused(stage, "expected a pipeline stage from 0 to 0");
   EXPECT_NE(run_calisim(sim + "--trace-steps 2").code, 0);
   const CmdResult missing = run_calisim("db import " + db + " --kineto /nonexistent/trace.json");
-  expect_refused(missing, "cannot open the trace file");
+  expect_refused(missing, "cannot open the file");
+}
+
+// A directory of per-rank traces (what tensorboard_trace_handler writes): every trace file
+// imported, other files left alone, a second import skipping what is stored, and --trace-rank
+// picking that rank's run for the comparison.
+TEST(ProfileCli, KinetoDirectoryImportsEveryRankAndComparesTheOneAsked) {
+  const std::string dir = ::testing::TempDir() + "cli_kineto_dir";
+  const std::string db = ::testing::TempDir() + "cli_kineto_dir.db";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::remove(db.c_str());
+  std::ifstream in(std::string(CALISIM_TEST_DATA_DIR) + "/kineto/two_steps.json");
+  const nlohmann::json base = nlohmann::json::parse(in);
+  // Rank 6 of 8: the same events 1 ms later (another trace, another fingerprint).
+  nlohmann::json rank6 = base;
+  rank6["distributedInfo"]["rank"] = 6;
+  for (auto& e : rank6["traceEvents"]) {
+    if (e.contains("ts")) e["ts"] = e["ts"].get<double>() + 1000.0;
+  }
+  std::ofstream(dir + "/host.0.pt.trace.json") << base.dump();
+  std::ofstream(dir + "/host.1.pt.trace.json") << rank6.dump();
+  std::ofstream(dir + "/README.txt") << "not a trace\n";
+
+  const CmdResult imp = run_calisim("db import " + db + " --kineto " + dir);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  EXPECT_NE(imp.out.find("2 trace file(s) of " + dir + ": 2 imported, 0 already in"), std::string::npos) << imp.out;
+  EXPECT_NE(imp.out.find("trace run 2"), std::string::npos) << imp.out;
+  // A rank's file added later: importing the directory again stores it and skips the others.
+  nlohmann::json rank7 = rank6;
+  rank7["distributedInfo"]["rank"] = 7;
+  for (auto& e : rank7["traceEvents"]) {
+    if (e.contains("ts")) e["ts"] = e["ts"].get<double>() + 1000.0;
+  }
+  std::ofstream(dir + "/host.2.pt.trace.json") << rank7.dump();
+  const CmdResult again = run_calisim("db import " + db + " --json --kineto " + dir);
+  ASSERT_EQ(again.code, 0) << again.out;
+  const nlohmann::json doc = nlohmann::json::parse(again.out.substr(again.out.find('{')));
+  ASSERT_EQ(doc["imports"].size(), 1u) << again.out;
+  EXPECT_EQ(doc["imports"][0]["rank"], 7);
+  ASSERT_EQ(doc["skipped"].size(), 2u) << again.out;
+  EXPECT_EQ(doc["skipped"][0]["already_imported_as_run"], 1);
+
+  // tp 2 · pp 2 · dp 2: rank 6 runs stage 1, and its own trace (run 2) is the one compared.
+  const std::string pp2 = "simulate --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system h100-sxm --no-ops ";
+  const CmdResult r6 = run_calisim(pp2 + "--compare-trace " + db + " --trace-rank 6");
+  ASSERT_EQ(r6.code, 0) << r6.out;
+  EXPECT_NE(r6.out.find("trace run 2 (the latest of rank 6)"), std::string::npos) << r6.out;
+  EXPECT_NE(r6.out.find("simulated stage 1"), std::string::npos) << r6.out;
+  EXPECT_EQ(r6.out.find("warning: trace run"), std::string::npos) << r6.out;
+  const CmdResult latest = run_calisim(pp2 + "--compare-trace " + db);
+  EXPECT_NE(latest.out.find("trace run 3 (the latest)"), std::string::npos) << latest.out;
+
+  const std::string empty = ::testing::TempDir() + "cli_kineto_empty_dir";
+  std::filesystem::remove_all(empty);
+  std::filesystem::create_directories(empty);
+  expect_refused(run_calisim("db import " + db + " --kineto " + empty), "holds no trace file (*.json or *.json.gz)");
 }
 
 // An Nsight Systems SQLite export through the command line: one trace run per GPU of the report,

@@ -1,6 +1,7 @@
 """calisim.import_kineto / import_nsys and simulate(compare_trace=...) give `calisim db import
 --kineto / --nsys` and `calisim simulate --compare-trace`'s results (fixture:
 tests/data/kineto/two_steps.json; an Nsight Systems SQLite export built here)."""
+import gzip
 import os
 import sqlite3
 
@@ -40,6 +41,25 @@ def test_import_and_comparison_equal_the_cli(tmp_path):
     assert calisim.simulate(*CONFIG, details=False, compare_trace=py_db).trace_comparison.rows
 
 
+def test_gzip_trace_directory_equals_the_cli(tmp_path):
+    """A directory with a gzip-compressed trace (tensorboard_trace_handler(use_gzip=True)) imports
+    as the CLI's does; a second import skips it."""
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    with open(TRACE, "rb") as src, gzip.open(traces / "host.1.pt.trace.json.gz", "wb") as dst:
+        dst.write(src.read())
+    doc = calisim.import_kineto(traces, tmp_path / "py.db")
+    cli = cli_json("db", "import", str(tmp_path / "cli.db"), "--kineto", str(traces), "--json")
+    # Equal but for the warnings, which name each database ("… had no device …: added it").
+    for d in (doc, cli):
+        for i in d["imports"]:
+            i.pop("warnings")
+    assert doc == cli
+    assert [i["kernels"] for i in doc["imports"]] == [13] and doc["skipped"] == []
+    again = calisim.import_kineto(traces, tmp_path / "py.db")
+    assert again["imports"] == [] and again["skipped"][0]["already_imported_as_run"] == 1
+
+
 def test_bad_trace_arguments_are_refused(tmp_path):
     db = tmp_path / "t.db"
     calisim.import_kineto(TRACE, db)
@@ -51,7 +71,7 @@ def test_bad_trace_arguments_are_refused(tmp_path):
         calisim.simulate(*CONFIG, compare_trace=db, trace_steps=0)
     with pytest.raises(calisim.ConfigError, match="run 7 holds no trace records"):
         calisim.simulate(*CONFIG, compare_trace=db, trace_run=7)
-    with pytest.raises(calisim.ConfigError, match="cannot open the trace file"):
+    with pytest.raises(calisim.ConfigError, match="cannot open the file"):
         calisim.import_kineto(tmp_path / "missing.json", tmp_path / "other.db")
     run_cli("db", "init", str(tmp_path / "empty.db"))
     with pytest.raises(calisim.ConfigError, match="holds no trace run"):
