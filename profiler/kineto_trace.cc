@@ -331,7 +331,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
 
   StreamingTrace reader(consume);
   try {
-    json::sax_parse(in.stream(), &reader);
+    json::sax_parse(in.begin(), in.end(), &reader);
   } catch (const InputError&) {
     throw;
   } catch (const std::exception& e) {
