@@ -116,18 +116,22 @@ Times ring_times(const Prepared& q) {
 
 // Double binary tree across domains (chains inside): busbw × 0.92, LL / 3.8 (capped), LL128 ×
 // 120/128; algorithm bandwidth = busbw / 2.
+// Tree all-reduce: a chain through the domain's ranks, and across domains NCCL's double binary
+// tree. In one domain it is the chain alone (what NCCL_ALGO=Tree runs inside a node) on the
+// scale-up bandwidth; NCCL's model then keeps 7/9 of the bus bandwidth with LL128, not 120/128.
 Times tree_times(const Prepared& q) {
   const CollectiveSetting& c = q.c;
-  if (c.op != CollectiveOp::all_reduce || c.domains < 2) return kNone;
+  if (c.op != CollectiveOp::all_reduce) return kNone;
+  const bool multi = c.domains > 1;
   const double x = c.bytes * 2.0 / 1e9;
-  const double t_simple = x / (c.inter_bus_gb_s * 0.92);
+  const double t_simple = x / ((multi ? c.inter_bus_gb_s : c.intra_bus_gb_s) * 0.92);
   const double hops_intra = c.ranks_per_domain - 1, hops_inter = log2_floor(c.domains);
   Times t;
   for (int p = 0; p < kCollProtoCount; ++p) {
     const double lat = kBaseLatUs[kTree][p] + 2 * (hops_intra * q.intra_hop_us(kTree, p) + hops_inter * q.inter_hop_us(kTree, p));
     double bw_t = t_simple;
     if (p == kLL) bw_t = std::max(3.8 * t_simple, x * q.inv_ll_cap);
-    if (p == kLL128) bw_t = t_simple * (128.0 / 120.0);
+    if (p == kLL128) bw_t = t_simple * (multi ? 128.0 / 120.0 : 9.0 / 7.0);
     t[p] = lat * 1e-6 + bw_t;
   }
   if (c.pcie) t[kLL128] = -1;
@@ -307,7 +311,13 @@ AlgorithmChoice select_algorithm(const CollectiveSetting& c, CollectiveChoiceMas
   AlgorithmChoice best{CollAlgo::ring, CollProto::simple, -1};
   if (c.ranks <= 1 || c.bytes <= 0) return {CollAlgo::ring, CollProto::simple, 0};
   const Prepared q(c);
-  const std::uint8_t candidates = candidate_algos(c);
+  std::uint8_t candidates = candidate_algos(c);
+  // Inside one domain NCCL builds no tree on its own, but an NCCL_ALGO that names Tree runs the
+  // all-reduce over the intra-node chain (nccl issues #532, #919, #1290): a candidate only then.
+  if (c.op == CollectiveOp::all_reduce && c.domains <= 1 && mask.allows(CollAlgo::tree) &&
+      mask.algos != CollectiveChoiceMask{}.algos) {
+    candidates |= 1u << kTree;
+  }
   // NCCL_ALGO does not apply to point-to-point operations; a mask that leaves nothing applicable
   // is ignored (second pass), as NCCL applies NCCL_ALGO only where the algorithm exists.
   const std::uint8_t p2p = 1u << kP2p;

@@ -163,6 +163,15 @@ TEST(CommAlgorithms, StrategyMaskOverridesTheChoice) {
   CollectiveChoiceMask ll;
   ll.protos = 1u << static_cast<int>(CollProto::ll);
   EXPECT_EQ(cost(h100, CollectiveOp::all_reduce, 4 * kGiB, 8, 8, ll).proto, CollProto::ll);
+  // NCCL_ALGO=tree inside one node runs the all-reduce over the intra-node chain: tree busbw =
+  // 0.92 x the scale-up bus, algbw = busbw / 2, against the ring's busbw · n / 2(n-1); at 4 GiB
+  // (latency negligible) the chain takes (8/14) / 0.46 = 1.242 x the ring's time. Not a default
+  // candidate inside one node (NCCL builds no tree there on its own).
+  const auto tree8 = cost(h100, CollectiveOp::all_reduce, 4 * kGiB, 8, 8, only(CollAlgo::tree));
+  EXPECT_EQ(tree8.algo, CollAlgo::tree);
+  EXPECT_NEAR(tree8.time_s / cost(h100, CollectiveOp::all_reduce, 4 * kGiB, 8, 8, only(CollAlgo::ring)).time_s,
+              (8.0 / 14.0) / 0.46, 0.005);
+  EXPECT_NE(cost(h100, CollectiveOp::all_reduce, 1 << 20, 2, 2).algo, CollAlgo::tree);
   // NCCL_ALGO=tree does not exist for all-gather: the choice falls back to all algorithms.
   EXPECT_EQ(cost(h100, CollectiveOp::all_gather, kGiB, 16, 8, only(CollAlgo::tree)).algo, CollAlgo::ring);
   // NCCL_ALGO does not apply to point-to-point.
