@@ -1,10 +1,13 @@
 #include "calibration/run_fit.h"
 
+#include <fmt/format.h>
+
 #include <algorithm>
 #include <cmath>
 #include <map>
 #include <stdexcept>
 
+#include "core/dtype.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
 
@@ -60,13 +63,26 @@ double best_factor(const Objective& obj, const std::vector<std::size_t>& use, Fi
   return std::exp((a + b) / 2);
 }
 
+// Whether a group's efficiencies price anything in the rows: the fp8 factor only with FP8 rows on
+// a device with an FP8 peak (elsewhere the objective is flat in it and any value would "fit").
+bool moves_rows(const Objective& obj, const std::vector<std::size_t>& use, FitGroup g) {
+  if (g != FitGroup::fp8) return true;
+  return std::any_of(use.begin(), use.end(), [&](std::size_t i) {
+    const FitRow& r = obj.rows[i];
+    return r.strategy.fp8 != Fp8Recipe::none &&
+           r.system.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] > 0;
+  });
+}
+
 FitFactors fit(const Objective& obj, const std::vector<std::size_t>& use, const RunFitOptions& o) {
   FitFactors f;
   f.groups = o.groups;
   f.factor.assign(o.groups.size(), 1.0);
   const int passes = o.groups.size() == 1 ? 1 : std::max(1, o.passes);
   for (int p = 0; p < passes; ++p) {
-    for (std::size_t g = 0; g < f.groups.size(); ++g) f.factor[g] = best_factor(obj, use, f, g, o);
+    for (std::size_t g = 0; g < f.groups.size(); ++g) {
+      if (moves_rows(obj, use, f.groups[g])) f.factor[g] = best_factor(obj, use, f, g, o);
+    }
   }
   return f;
 }
@@ -117,6 +133,7 @@ const char* to_string(FitGroup g) {
     case FitGroup::compute: return "compute";
     case FitGroup::comm: return "comm";
     case FitGroup::memory: return "memory";
+    case FitGroup::fp8: return "fp8";
   }
   return "?";
 }
@@ -125,7 +142,8 @@ FitGroup parse_fit_group(const std::string& word) {
   if (word == "compute") return FitGroup::compute;
   if (word == "comm") return FitGroup::comm;
   if (word == "memory") return FitGroup::memory;
-  throw std::invalid_argument("expected compute, comm or memory, got '" + word + "'");
+  if (word == "fp8") return FitGroup::fp8;
+  throw std::invalid_argument("expected compute, comm, memory or fp8, got '" + word + "'");
 }
 
 double FitFactors::of(FitGroup g) const {
@@ -140,11 +158,46 @@ SystemConfig apply_factors(const SystemConfig& sys, const FitFactors& f) {
   s.matmul_efficiency = capped(s.matmul_efficiency, kc);
   for (double& e : s.matmul_efficiency_by_dtype)
     if (e > 0) e = capped(e, kc);
+  // FP8 GEMMs: their own figure (or the matmul figure they fall back to) times both factors.
+  const double kf = f.of(FitGroup::fp8);
+  if (kf != 1.0) {
+    // As the document is written (below): the file's FP8 entries, or both formats when it has none.
+    const auto given = [&](DType d) { return sys.matmul_efficiency_by_dtype[static_cast<int>(d)] > 0; };
+    const bool any = given(DType::fp8_e4m3) || given(DType::fp8_e5m2);
+    for (DType d : {DType::fp8_e4m3, DType::fp8_e5m2}) {
+      if (sys.device.peak_tflops[static_cast<int>(d)] > 0 && (given(d) || !any)) {
+        s.matmul_efficiency_by_dtype[static_cast<int>(d)] = capped(sys.matmul_efficiency_for(d), kc * kf);
+      }
+    }
+  }
   s.attention_efficiency = capped(s.attention_efficiency, kc);
   for (double& e : s.scale_up.efficiency) e = capped(e, kn);
   for (double& e : s.scale_out.efficiency) e = capped(e, kn);
   s.memory_efficiency = capped(s.memory_efficiency, km);
   return s;
+}
+
+std::vector<std::string> efficiencies_at_cap(const SystemConfig& sys, const FitFactors& f) {
+  const double kc = f.of(FitGroup::compute), kn = f.of(FitGroup::comm), km = f.of(FitGroup::memory);
+  const double kf = f.of(FitGroup::fp8);
+  std::vector<std::string> out;
+  if (sys.matmul_efficiency * kc >= 1) out.push_back("matmul");
+  const bool fp8_peak = sys.device.peak_tflops[static_cast<int>(DType::fp8_e4m3)] > 0;
+  if (fp8_peak && sys.matmul_efficiency_for(DType::fp8_e4m3) * kc * kf >= 1) out.push_back("matmul_by_dtype.fp8");
+  for (DType d : {DType::fp32, DType::tf32, DType::bf16, DType::fp16}) {
+    const double e = sys.matmul_efficiency_by_dtype[static_cast<int>(d)];
+    if (e > 0 && e * kc >= 1) out.push_back(std::string("matmul_by_dtype.") + std::string(to_string(d)));
+  }
+  if (sys.attention_efficiency * kc >= 1) out.push_back("attention");
+  if (sys.memory_efficiency * km >= 1) out.push_back("memory_bound");
+  for (const auto& [tier, net] : {std::pair{"scale_up", &sys.scale_up}, std::pair{"scale_out", &sys.scale_out}}) {
+    for (std::size_t i = 0; i < net->efficiency.size(); ++i) {
+      if (net->efficiency[i] > 0 && net->efficiency[i] * kn >= 1) {
+        out.push_back(fmt::format("{}.{}", tier, to_string(static_cast<CollectiveOp>(i))));
+      }
+    }
+  }
+  return out;
 }
 
 // A written efficiency keeps 4 decimals (the file is read by people; 1e-4 moves no result).
@@ -163,12 +216,31 @@ Json scale_document(Json doc, const FitFactors& f) {
     for (auto& [key, v] : obj->items())
       if (v.is_number()) v = written(v.template get<double>(), k);
   };
+  const double kf = f.of(FitGroup::fp8);
   if (doc.contains("efficiency") && doc["efficiency"].is_object()) {
     Json& e = doc["efficiency"];
+    // FP8 (with a factor to apply): the file's fp8 entries, else, on a device with an FP8 peak, a
+    // new "fp8" entry from the matmul figure the FP8 GEMMs used; both factors, from the values as
+    // read. The other matmul_by_dtype entries take the compute factor.
+    const bool fp8_fitted = kf != 1.0;
+    bool fp8_entries = false;
+    if (e.contains("matmul_by_dtype") && e["matmul_by_dtype"].is_object()) {
+      for (auto& [key, v] : e["matmul_by_dtype"].items()) {
+        if (!v.is_number()) continue;
+        const bool fp8 = key.rfind("fp8", 0) == 0;
+        fp8_entries = fp8_entries || fp8;
+        v = written(v.template get<double>(), fp8 && fp8_fitted ? kc * kf : kc);
+      }
+    }
+    const bool has_fp8_peak = doc.contains("device") && doc["device"].is_object() &&
+                              doc["device"].contains("peak_tflops") && doc["device"]["peak_tflops"].is_object() &&
+                              doc["device"]["peak_tflops"].contains("fp8");
+    if (fp8_fitted && !fp8_entries && has_fp8_peak && e.contains("matmul") && e["matmul"].is_number()) {
+      e["matmul_by_dtype"]["fp8"] = written(e["matmul"].template get<double>(), kc * kf);
+    }
     scale(e, "matmul", kc);
     scale(e, "attention", kc);
     scale(e, "memory_bound", km);
-    if (e.contains("matmul_by_dtype")) scale_all(&e["matmul_by_dtype"], kc);
     if (e.contains("attention_implementations") && e["attention_implementations"].is_object()) {
       for (auto& [name, impl] : e["attention_implementations"].items()) scale(impl, "attention", kc);
     }

@@ -7,7 +7,11 @@
 // under-prediction, insensitive to a row's absolute step time). Groups:
 //   compute — efficiency.matmul, every matmul_by_dtype entry and the attention efficiency;
 //   comm    — every collective efficiency of the scale-up and scale-out tiers;
-//   memory  — efficiency.memory_bound.
+//   memory  — efficiency.memory_bound;
+//   fp8     — the FP8 GEMMs' efficiency relative to the rest (on top of compute): matmul_by_dtype's
+//             fp8 entries, or, where the file gives none, the matmul figure the FP8 GEMMs use,
+//             written as matmul_by_dtype.fp8; only on a device with an FP8 peak. Left at 1
+//             (not fitted) where no row of the fit runs FP8 — the rows say nothing about it.
 // Scaled efficiencies are capped at 1. One factor is found by golden-section search on its log
 // over [1/4, 4]; several by coordinate descent over them.
 //
@@ -30,9 +34,9 @@
 
 namespace calisim::calibration {
 
-enum class FitGroup { compute, comm, memory };
+enum class FitGroup { compute, comm, memory, fp8 };
 const char* to_string(FitGroup g);
-// "compute" | "comm" | "memory"; throws std::invalid_argument naming the accepted words.
+// "compute" | "comm" | "memory" | "fp8"; throws std::invalid_argument naming the accepted words.
 FitGroup parse_fit_group(const std::string& word);
 
 struct FitRow {
@@ -53,9 +57,15 @@ struct FitFactors {
 
 // `sys` with the factors applied (efficiencies scaled, capped at 1).
 SystemConfig apply_factors(const SystemConfig& sys, const FitFactors& f);
+// The efficiencies of `sys` that the factors scale to 1 or above (written as the system file names
+// them: "matmul", "matmul_by_dtype.fp8", "attention", "memory_bound", "scale_up.all_reduce", ...):
+// capped at the whole peak, which no kernel reaches, so the factor absorbs something else there.
+std::vector<std::string> efficiencies_at_cap(const SystemConfig& sys, const FitFactors& f);
 // A system file's JSON with the factors applied to the same fields (efficiency.matmul,
 // matmul_by_dtype, attention and every attention_implementations entry; network tiers' efficiency
-// objects; efficiency.memory_bound), each capped at 1.
+// objects; efficiency.memory_bound; the fp8 factor on matmul_by_dtype's fp8 entries, added as
+// "fp8" from efficiency.matmul when the file has none and device.peak_tflops has fp8), each capped
+// at 1.
 nlohmann::json apply_factors(nlohmann::json system_doc, const FitFactors& f);
 nlohmann::ordered_json apply_factors(nlohmann::ordered_json system_doc, const FitFactors& f);  // keeps field order
 

@@ -383,7 +383,7 @@ void register_validate(CLI::App& app) {
                   "fit this shipped system's default efficiencies to the step times of its rows, cross-validated "
                   "by source, or 'all': every system on its own rows (docs/validation.md, 'Fitting a system to "
                   "measured runs')");
-  sub->add_option("--fit", args->fit_groups, "efficiency groups to fit: compute, comm, memory (default compute)")
+  sub->add_option("--fit", args->fit_groups, "efficiency groups to fit: compute, comm, memory, fp8 (FP8 GEMMs relative to compute) (default compute)")
       ->delimiter(',');
   sub->add_option("--fit-out", args->fit_out,
                   "write the fitted system file to FILE (with --fit-system all: DIR/<system>-fit.json)");

@@ -128,6 +128,7 @@ FitReport run_fits(const FitArgs& a, const std::vector<std::pair<std::string, Fi
     f.before = stats_of(f.result.rows, &FittedRow::default_step_s);
     f.fitted = stats_of(f.result.rows, &FittedRow::fitted_step_s);
     f.held_out = stats_of(f.result.rows, &FittedRow::held_out_step_s);
+    f.at_cap = efficiencies_at_cap(mine.front().system, f.result.factors);
     if (!a.out.empty()) write_fitted_system(a, f, all ? (std::filesystem::path(a.out) / (name + "-fit.json")).string() : a.out);
     every.insert(every.end(), f.result.rows.begin(), f.result.rows.end());
     rep.systems.push_back(std::move(f));
@@ -151,6 +152,7 @@ nlohmann::json fit_json(const FitArgs& a, const FitReport& rep) {
     nlohmann::json j;
     j["system"] = f.system;
     j["factors"] = factors_json(f.result.factors);
+    j["at_cap"] = f.at_cap;
     j["rows"] = f.result.rows.size();
     j["cross_validation"] = cross_validation(f.result);
     j["step_time"] = {{"defaults", stats_json(f.before)}, {"fitted", stats_json(f.fitted)},
@@ -188,6 +190,11 @@ std::string fit_text(const FitArgs& a, const FitReport& rep) {
     const RunFitResult& r = f.result;
     out += fmt::format("\nfit of {}'s efficiencies to its {} rows ({}): {}\n", f.system, r.rows.size(),
                        fmt::join(a.groups, ", "), factors_text(r.factors));
+    if (!f.at_cap.empty()) {
+      out += fmt::format("  warning: the factors put {} at the cap of 1.0 of peak, which no kernel reaches: they "
+                         "absorb something the rows differ in besides kernel speed\n",
+                         fmt::join(f.at_cap, ", "));
+    }
     out += stats_table(f.before, f.fitted, r.folds.empty() ? nullptr : &f.held_out,
                        r.by_group ? "held out (each source fitted on the others)"
                                   : "held out (each row fitted on the others)");

@@ -31,6 +31,7 @@ struct SystemFit {
   std::string system;
   calibration::RunFitResult result;
   FitStats before, fitted, held_out;
+  std::vector<std::string> at_cap;  // efficiencies the factors put at the whole peak (calibration::efficiencies_at_cap)
   std::string written;
 };
 

@@ -224,7 +224,8 @@ def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=No
     """`calisim validate --json` (docs/validation.md): every row of the measured-runs CSV `runs`
     (a path, or a list of paths whose rows are taken together) mapped, simulated and scored. db: efficiency database; source: only rows whose source contains
     it; overrides: "section.key=value" strings applied to every mapped row; fit_system: a shipped
-    system name or "all" to fit the defaults to the rows (fit: groups, default ["compute"];
+    system name or "all" to fit the defaults to the rows (fit: groups among "compute", "comm",
+    "memory", "fp8", default ["compute"];
     fit_out: file or directory for the fitted system files); report: HTML report path;
     dump_inputs: directory for each row's mapped configs. The GIL is released while it runs.
     Returns a ValidationResult (to_dataframe("rows" | "fit"))."""

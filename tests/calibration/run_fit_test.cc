@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 #include <string>
@@ -119,6 +120,15 @@ TEST(RunFit, FactorsScaleTheConfigAndTheDocumentAlikeCappedAtOne) {
   EXPECT_DOUBLE_EQ(s.scale_up.efficiency[0], sys.scale_up.efficiency[0] * 0.5);
   EXPECT_DOUBLE_EQ(s.scale_out.efficiency[1], sys.scale_out.efficiency[1] * 0.5);
   EXPECT_DOUBLE_EQ(s.memory_efficiency, sys.memory_efficiency * 0.9);
+  // What the factors put at the whole peak is named (H100: matmul 0.72, fp8 0.638, attention 0.50).
+  EXPECT_EQ(efficiencies_at_cap(sys, f), (std::vector<std::string>{"matmul", "matmul_by_dtype.fp8", "attention"}));
+  FitFactors comm_up;
+  comm_up.groups = {FitGroup::comm};
+  comm_up.factor = {1.25};  // scale-up 0.82 and 0.80 reach 1, 0.70 (all-to-all) does not
+  const auto comm_cap = efficiencies_at_cap(sys, comm_up);
+  EXPECT_NE(std::find(comm_cap.begin(), comm_cap.end(), "scale_up.all_reduce"), comm_cap.end());
+  EXPECT_EQ(std::find(comm_cap.begin(), comm_cap.end(), "scale_up.all_to_all"), comm_cap.end());
+  EXPECT_TRUE(efficiencies_at_cap(sys, FitFactors{}).empty());
 
   const nlohmann::json doc = read_json_file(kConfigs + "/systems/h100-sxm.json");
   const nlohmann::json scaled = apply_factors(doc, f);
@@ -136,6 +146,57 @@ TEST(RunFit, FactorsScaleTheConfigAndTheDocumentAlikeCappedAtOne) {
   EXPECT_NEAR(reparsed.scale_up.efficiency[0], s.scale_up.efficiency[0], 1e-4);
 }
 
+// The fp8 group scales the FP8 GEMMs' efficiency on top of compute; recovered from FP8 runs, and
+// written as the file's fp8 entry (added from matmul when the file has none).
+TEST(RunFit, Fp8FactorScalesFp8GemmsOnTopOfCompute) {
+  FitFactors f;
+  f.groups = {FitGroup::compute, FitGroup::fp8};
+  f.factor = {0.9, 1.1};
+  const SystemConfig sys = h100();
+  const SystemConfig s = apply_factors(sys, f);
+  EXPECT_NEAR(s.matmul_efficiency_for(DType::fp8_e4m3), sys.matmul_efficiency_for(DType::fp8_e4m3) * 0.99, 1e-12);
+  EXPECT_NEAR(s.matmul_efficiency_for(DType::fp8_e5m2), sys.matmul_efficiency_for(DType::fp8_e5m2) * 0.99, 1e-12);
+  EXPECT_NEAR(s.matmul_efficiency_for(DType::bf16), sys.matmul_efficiency * 0.9, 1e-12);
+  nlohmann::json doc = read_json_file(kConfigs + "/systems/h100-sxm.json");
+  const nlohmann::json scaled = apply_factors(doc, f);
+  EXPECT_NEAR(scaled["efficiency"]["matmul_by_dtype"]["fp8"].get<double>(),
+              doc["efficiency"]["matmul_by_dtype"]["fp8"].get<double>() * 0.99, 1e-4);
+  EXPECT_NEAR(scaled["efficiency"]["matmul"].get<double>(), doc["efficiency"]["matmul"].get<double>() * 0.9, 1e-4);
+  // A file without matmul_by_dtype: the FP8 GEMMs used matmul; the fit writes their own entry.
+  doc["efficiency"].erase("matmul_by_dtype");
+  const nlohmann::json added = apply_factors(doc, f);
+  EXPECT_NEAR(added["efficiency"]["matmul_by_dtype"]["fp8"].get<double>(),
+              doc["efficiency"]["matmul"].get<double>() * 0.99, 1e-4);
+  const SystemConfig plain = parse_system(doc, "plain");
+  EXPECT_NEAR(parse_system(added, "added").matmul_efficiency_for(DType::fp8_e4m3),
+              apply_factors(plain, f).matmul_efficiency_for(DType::fp8_e4m3), 1e-4);
+
+  // Recovered from FP8 and BF16 runs simulated with it.
+  FitFactors truth = f;
+  truth.factor = {0.85, 1.15};
+  auto rows = synthetic_rows(truth, false);
+  for (std::size_t i = 0; i < rows.size(); i += 2) {  // half of them FP8
+    rows[i].strategy.fp8 = Fp8Recipe::delayed;
+    const SystemConfig measured_on = apply_factors(rows[i].system, truth);
+    SimulateOptions o;
+    o.details = false;
+    rows[i].measured_step_s =
+        simulate(rows[i].model, rows[i].strategy, measured_on, DefaultEfficiencyModel(measured_on), o)
+            .duration_time_per_iter_s;
+  }
+  RunFitOptions o;
+  o.groups = {FitGroup::compute, FitGroup::fp8};
+  o.passes = 6;
+  const RunFitResult r = fit_runs(rows, o);
+  EXPECT_NEAR(r.factors.of(FitGroup::compute), 0.85, 0.01);
+  EXPECT_NEAR(r.factors.of(FitGroup::fp8), 1.15, 0.02);
+  // Without an FP8 row the rows say nothing about FP8 GEMMs: the factor stays 1, not a boundary.
+  const auto bf16_rows = synthetic_rows(FitFactors{}, true);
+  const RunFitResult none = fit_runs(bf16_rows, o);
+  EXPECT_DOUBLE_EQ(none.factors.of(FitGroup::fp8), 1.0);
+  for (const auto& held : none.held_out) EXPECT_DOUBLE_EQ(held.of(FitGroup::fp8), 1.0);
+}
+
 TEST(RunFit, BadInputIsRefused) {
   EXPECT_THROW(fit_runs({}, RunFitOptions{}), std::invalid_argument);
   FitFactors none;
@@ -150,7 +211,7 @@ TEST(RunFit, BadInputIsRefused) {
     parse_fit_group("flops");
     FAIL() << "accepted 'flops'";
   } catch (const std::invalid_argument& e) {
-    EXPECT_NE(std::string(e.what()).find("expected compute, comm or memory"), std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("expected compute, comm, memory or fp8"), std::string::npos);
   }
 }
 

@@ -304,7 +304,7 @@ TEST(ValidateCli, FitSystemToItsRows) {
   EXPECT_EQ(calisim("validate --runs " + kFixture + " --fit comm").code, 2);
   const Out group = calisim("validate --runs " + kFixture + " --fit-system h100-sxm --fit flops");
   EXPECT_EQ(group.code, 2);
-  EXPECT_NE(group.text.find("expected compute, comm or memory"), std::string::npos) << group.text;
+  EXPECT_NE(group.text.find("expected compute, comm, memory or fp8"), std::string::npos) << group.text;
 
   // all: each system with simulated rows on its own rows, the files in a directory, and the error
   // over every fitted row.
