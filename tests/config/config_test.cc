@@ -246,7 +246,8 @@ TEST(ShippedConfigs, Models) {
   const std::set<std::string> expected = {"llama2-7b",    "llama2-13b",    "llama2-70b",   "llama3-8b",   "llama3-70b",
                                           "llama3-405b",  "gpt3-175b",     "megatron-22b", "megatron-530b",
                                           "megatron-1t",  "mixtral-8x7b",  "deepseek-v2",  "deepseek-v3",
-                                          "qwen3-30b-a3b", "gpt-oss-120b", "gpt-oss-20b"};
+                                          "qwen3-30b-a3b", "qwen3-235b-a22b", "qwen3-32b", "qwen3-8b",
+                                          "gpt-oss-120b", "gpt-oss-20b"};
   std::set<std::string> found;
   for (const auto& f : json_files(kConfigs + "/models")) {
     SCOPED_TRACE(f);
@@ -278,6 +279,21 @@ TEST(ShippedConfigs, ModelShapes) {
   EXPECT_EQ(q.moe_ffn_hidden_size, 768);
   EXPECT_EQ(q.moe_shared_expert_intermediate_size, 0);
   EXPECT_EQ(q.vocab_size, 151936);
+
+  // Qwen3-235B-A22B: the shape of the Megatron-Bridge rows it was measured in (R0139, R0147, R0153).
+  const ModelConfig q235 = load_model(shipped("models", "qwen3-235b-a22b"));
+  EXPECT_EQ(q235.layer_num, 94);
+  EXPECT_EQ(q235.expert_num, 128);
+  EXPECT_EQ(q235.moe_ffn_hidden_size, 1536);
+  EXPECT_EQ(q235.kv_head_num, 4);
+  EXPECT_TRUE(q235.untie_embeddings_and_output_weights);
+  for (const char* dense : {"qwen3-32b", "qwen3-8b"}) {
+    SCOPED_TRACE(dense);
+    const ModelConfig d = load_model(shipped("models", dense));
+    EXPECT_FALSE(d.is_moe);
+    EXPECT_EQ(d.vocab_size, 151936);
+    EXPECT_EQ(d.head_size, 128);
+  }
 
   const ModelConfig mx = load_model(shipped("models", "mixtral-8x7b"));
   EXPECT_TRUE(mx.is_moe);
@@ -348,11 +364,12 @@ TEST(ShippedConfigs, StrategiesValidateAgainstTheirModels) {
       {"llama3-405b-1024gpu", {"llama3-405b"}},
       {"llama3-8b-8gpu", {"llama3-8b", "llama2-7b"}},
       {"llama3-8b-uneven-pp4", {"llama3-8b", "llama2-7b"}},
-      {"tp1_pp1_dp8_mbs1", {"llama3-8b", "llama2-7b", "llama2-13b", "mixtral-8x7b", "qwen3-30b-a3b"}},
+      {"tp1_pp1_dp8_mbs1", {"llama3-8b", "llama2-7b", "llama2-13b", "mixtral-8x7b", "qwen3-30b-a3b", "qwen3-8b"}},
       {"tp2_pp2_dp2_mbs1", {"llama3-8b", "llama2-7b", "llama2-13b", "mixtral-8x7b", "qwen3-30b-a3b"}},
-      {"tp8_pp1_dp1_mbs1", {"llama3-8b", "llama3-70b", "llama2-70b", "llama2-13b", "mixtral-8x7b"}},
+      {"tp8_pp1_dp1_mbs1", {"llama3-8b", "llama3-70b", "llama2-70b", "llama2-13b", "mixtral-8x7b", "qwen3-32b"}},
       {"ep8_pp1_dp8_mbs1", {"mixtral-8x7b", "qwen3-30b-a3b", "deepseek-v2", "deepseek-v3"}},
       {"deepseek-v3-1024gpu", {"deepseek-v3"}},
+      {"qwen3-235b-a22b-256gpu", {"qwen3-235b-a22b"}},
       {"gpt-oss-120b-64gpu", {"gpt-oss-120b", "gpt-oss-20b"}},
       {"megatron-22b-korthikanti-full", {"megatron-22b"}},
       {"megatron-22b-korthikanti-selective", {"megatron-22b"}},
