@@ -33,7 +33,7 @@ struct DbArgs {
   std::string db;
   std::string device;
   std::string key;
-  std::string simumax, published, from, kineto, nsys;
+  std::string simumax, published, from, kineto, nsys, nvtx_steps;
   std::string out, format;
   std::vector<std::string> inputs;
   std::size_t nearest = 0;
@@ -263,7 +263,8 @@ std::vector<std::string> database_files(const std::string& path) {
 // A PyTorch profiler trace or an Nsight Systems report as trace runs (cli/trace_import.h).
 void import_trace(const DbArgs& a) {
   const TraceImportReport r =
-      a.kineto.empty() ? import_nsys_trace(a.db, a.nsys, a.device) : import_kineto_trace(a.db, a.kineto, a.device);
+      a.kineto.empty() ? import_nsys_trace(a.db, a.nsys, a.device, a.nvtx_steps)
+                       : import_kineto_trace(a.db, a.kineto, a.device);
   print(a, r.doc, r.text);
 }
 
@@ -273,6 +274,9 @@ void run_import(const DbArgs& a) {
   if (sources != 1) {
     throw InputError("<command line>", "db import",
                      "give exactly one of --simumax, --published, --from, --kineto or --nsys");
+  }
+  if (!a.nvtx_steps.empty() && a.nsys.empty()) {
+    throw InputError("<command line>", "db import --nvtx-steps", "needs --nsys (Kineto traces carry their own steps)");
   }
   if (!a.kineto.empty() || !a.nsys.empty()) {
     import_trace(a);
@@ -439,6 +443,9 @@ void register_db(CLI::App& app) {
   imp->add_option("--nsys", args->nsys,
                   "an Nsight Systems report exported to SQLite (nsys export --type sqlite) to store as trace runs, "
                   "one per GPU");
+  imp->add_option("--nvtx-steps", args->nvtx_steps,
+                  "with --nsys: the program's NVTX ranges whose text starts with PREFIX are the training steps "
+                  "(e.g. iteration for torch.cuda.nvtx.range_push(f\"iteration{i}\"))");
   CLI::App* exp = sub(db, args, "export", "Write the database as JSON or CSV (stable, diff-friendly)", run_export);
   exp->add_option("out", args->out, "output file, or - for stdout")->required();
   exp->add_option("--format", args->format, "json or csv (default: from the extension, else json)");

@@ -173,22 +173,30 @@ TraceImportReport import_kineto_trace(const std::string& db_path, const std::str
 
 // An Nsight Systems report (SQLite export) becomes one trace run per GPU it shows: one for a
 // rank's report, several for a node's.
-TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file,
-                                    const std::string& device) {
+TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file, const std::string& device,
+                                    const std::string& nvtx_step_prefix) {
   const bool large = announce_large(file);
-  const profiler::NsysTrace t = profiler::read_nsys_sqlite(file, device);
+  const profiler::NsysTrace t = profiler::read_nsys_sqlite(file, device, nvtx_step_prefix);
   if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
-  std::string notes =
-      fmt::format("Nsight Systems report {}; no ProfilerStep ranges", std::filesystem::path(file).filename().string());
+  std::string notes = fmt::format("Nsight Systems report {}", std::filesystem::path(file).filename().string());
+  std::string steps_text;
+  if (t.steps.empty()) {
+    notes += "; no ProfilerStep ranges";
+    steps_text = "no ProfilerStep ranges (compare with --trace-steps N: the steps the capture holds)";
+  } else {
+    steps_text = fmt::format("{} step(s) by NVTX ranges '{}' .. '{}' (stored as ProfilerStep#1 .. #{}){}",
+                             t.steps.size(), t.steps.front(), t.steps.back(), t.steps.size(),
+                             t.outside_steps > 0 ? fmt::format(", {} record(s) outside them", t.outside_steps) : "");
+    notes += "; " + steps_text;
+  }
   if (t.untimed > 0) notes += fmt::format("; {} untimed record(s) left out", t.untimed);
-  std::string text = fmt::format(
-      "imported {}: {} kernels, {} copies / memsets{}; no ProfilerStep ranges (compare with --trace-steps N: the "
-      "steps the capture holds)\n",
-      file, t.kernels, t.copies, t.untimed > 0 ? fmt::format(" ({} untimed left out)", t.untimed) : "");
+  std::string text = fmt::format("imported {}: {} kernels, {} copies / memsets{}; {}\n", file, t.kernels, t.copies,
+                                 t.untimed > 0 ? fmt::format(" ({} untimed left out)", t.untimed) : "", steps_text);
   ordered_json runs;
   std::vector<std::string> warnings;
   store_once(db_path, file, kNsysTool, notes, t.records, t.device_names, runs, text, warnings);
   ordered_json doc = {{"file", file},   {"kernels", t.kernels}, {"copies", t.copies}, {"untimed", t.untimed},
+                      {"steps", t.steps}, {"outside_steps", t.outside_steps},
                       {"runs", runs},   {"warnings", warnings}};
   return {doc, text};
 }

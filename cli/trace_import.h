@@ -29,7 +29,9 @@ struct TraceImportReport {
 
 TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
                                       const std::string& device = "");
+// nvtx_step_prefix: the program's NVTX ranges whose text starts with it are the steps
+// (profiler/nsys_trace.h); empty: the report has no steps.
 TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file,
-                                    const std::string& device = "");
+                                    const std::string& device = "", const std::string& nvtx_step_prefix = "");
 
 }  // namespace calisim::cli

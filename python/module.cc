@@ -232,11 +232,12 @@ PYBIND11_MODULE(_core, m) {
       py::arg("db"), py::arg("file"), py::arg("device"), "`calisim db import DB --kineto FILE --json` as a function");
   m.def(
       "import_nsys",
-      [](const std::string& db, const std::string& file, const std::string& device) {
+      [](const std::string& db, const std::string& file, const std::string& device, const std::string& nvtx_steps) {
         py::gil_scoped_release release;
-        return cli::import_nsys_trace(db, file, device).doc.dump();
+        return cli::import_nsys_trace(db, file, device, nvtx_steps).doc.dump();
       },
-      py::arg("db"), py::arg("file"), py::arg("device"), "`calisim db import DB --nsys REPORT --json` as a function");
+      py::arg("db"), py::arg("file"), py::arg("device"), py::arg("nvtx_steps"),
+      "`calisim db import DB --nsys REPORT [--nvtx-steps PREFIX] --json` as a function");
   m.def(
       "query_database",
       [](const std::string& path, const std::string& device, const std::string& key, int nearest) {

@@ -94,13 +94,16 @@ def import_kineto(trace, db, device=None):
     return json.loads(_core.import_kineto(os.fspath(db), os.fspath(trace), device or ""))
 
 
-def import_nsys(report, db, device=None):
+def import_nsys(report, db, device=None, nvtx_steps=None):
     """Stores an Nsight Systems report exported to SQLite (`nsys export --type sqlite`) in the
     efficiency database db (created when missing), one trace run per GPU it shows, as `calisim db
     import DB --nsys REPORT` (docs/profiling.md). The report has no ProfilerStep ranges: compare it
-    with simulate(..., compare_trace=db, trace_run=..., trace_steps=<steps captured>). Returns the
-    command's --json document ("kernels", "copies", "untimed", "runs", "warnings")."""
-    return json.loads(_core.import_nsys(os.fspath(db), os.fspath(report), device or ""))
+    with simulate(..., compare_trace=db, trace_run=..., trace_steps=<steps captured>), or give
+    nvtx_steps, the prefix of the program's own NVTX step ranges ("iteration" for
+    torch.cuda.nvtx.range_push(f"iteration{i}")), which then are the steps (`--nvtx-steps`).
+    Returns the command's --json document ("kernels", "copies", "untimed", "steps",
+    "outside_steps", "runs", "warnings")."""
+    return json.loads(_core.import_nsys(os.fspath(db), os.fspath(report), device or "", nvtx_steps or ""))
 
 
 def simulate(model, strategy, system, db=None, overrides=None, details=True, trace=False, accuracy=False,

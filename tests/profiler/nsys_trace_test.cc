@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "db/sqlite_handle.h"
@@ -68,6 +69,15 @@ std::string error_of(const std::string& path, const std::string& device = "") {
   return "";
 }
 
+std::string error_of_steps(const std::string& path, const std::string& prefix) {
+  try {
+    read_nsys_sqlite(path, "", prefix);
+  } catch (const calisim::InputError& e) {
+    return e.what();
+  }
+  return "";
+}
+
 TEST(NsysTrace, ReadsKernelsCopiesAndDevicesOfAllGpus) {
   const NsysTrace t = read_nsys_sqlite(fixture("nsys_two_gpus.sqlite"));
   EXPECT_EQ(t.kernels, 4);
@@ -94,6 +104,64 @@ TEST(NsysTrace, ReadsKernelsCopiesAndDevicesOfAllGpus) {
   EXPECT_EQ(first_of("memcpy").bytes, 2000000);
   EXPECT_EQ(first_of("memset").copy_kind, "device");
   EXPECT_TRUE(std::all_of(t.records.begin(), t.records.end(), [](const auto& k) { return k.nvtx_range.empty(); }));
+}
+
+// The program's own NVTX step ranges (--nvtx-steps): nsys's serialised ids (pid = id / 2^24 %
+// 2^24), a backward kernel launched from another thread of the process, a nested range, a mark, a
+// text through StringIds, a memset table without globalPid (found by its correlation id alone),
+// and a second process whose kernel was launched after its only step.
+std::string with_nvtx(const std::string& name) {
+  const std::string path = fixture(name);
+  calisim::db::Connection c(path, calisim::db::OpenMode::read_write);
+  c.exec(R"sql(
+    UPDATE CUPTI_ACTIVITY_KIND_KERNEL SET globalPid = globalPid * 16777216;
+    ALTER TABLE CUPTI_ACTIVITY_KIND_MEMCPY ADD COLUMN globalPid INTEGER;
+    UPDATE CUPTI_ACTIVITY_KIND_MEMCPY SET globalPid = 100 * 16777216;
+    INSERT INTO StringIds VALUES (40, 'iteration_6');
+    CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, eventType INTEGER NOT NULL, text TEXT,
+      globalTid INTEGER, textId INTEGER);
+    INSERT INTO NVTX_EVENTS VALUES
+      (0, 300000, 59, 'iteration_5', 100 * 16777216 + 100, NULL),
+      (100, 90000, 59, 'forward', 100 * 16777216 + 100, NULL),
+      (300000, 700000, 59, NULL, 100 * 16777216 + 100, 40),
+      (50, NULL, 34, 'a mark', 100 * 16777216 + 100, NULL),
+      (0, 200000, 59, 'iteration_5', 200 * 16777216 + 200, NULL);
+    CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER NOT NULL, end INTEGER NOT NULL, eventClass INTEGER,
+      globalTid INTEGER, correlationId INTEGER, nameId INTEGER);
+    INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES
+      (500, 600, 1, 100 * 16777216 + 100, 11, 0), (200500, 200600, 1, 100 * 16777216 + 131, 12, 0),
+      (140000, 140100, 1, 100 * 16777216 + 100, 13, 0), (399000, 399100, 1, 100 * 16777216 + 100, 15, 0),
+      (650000, 650100, 1, 100 * 16777216 + 100, 16, 0), (250000, 250100, 1, 200 * 16777216 + 200, 21, 0);
+  )sql");
+  return path;
+}
+
+TEST(NsysTrace, NvtxRangesOfTheProgramAreTheSteps) {
+  const std::string path = with_nvtx("nsys_nvtx.sqlite");
+  const NsysTrace t = read_nsys_sqlite(path, "", "iteration");
+  EXPECT_EQ(t.steps, (std::vector<std::string>{"iteration_5", "iteration_6"}));
+  EXPECT_EQ(t.outside_steps, 1);  // the second process's kernel, launched after its step
+  auto step_of = [&](const std::string& cls, int device) {
+    return std::find_if(t.records.begin(), t.records.end(),
+                        [&](const auto& k) { return k.kernel_class == cls && k.device == device; })
+        ->nvtx_range;
+  };
+  EXPECT_EQ(step_of("gemm", 0), "ProfilerStep#1");
+  EXPECT_EQ(step_of("attention", 0), "ProfilerStep#1");  // launched by the backward thread
+  EXPECT_EQ(step_of("nccl", 0), "ProfilerStep#1");
+  EXPECT_EQ(step_of("memcpy", 0), "ProfilerStep#2");
+  EXPECT_EQ(step_of("memset", 0), "ProfilerStep#2");  // by its correlation id alone
+  EXPECT_EQ(step_of("gemm", 1), "");
+
+  const std::string none = error_of_steps(path, "step");
+  EXPECT_NE(none.find("no NVTX range whose text starts with 'step'"), std::string::npos) << none;
+  EXPECT_NE(none.find("iteration_5"), std::string::npos) << none;
+  const std::string no_nvtx = error_of_steps(fixture("nsys_no_nvtx.sqlite"), "iteration");
+  EXPECT_NE(no_nvtx.find("--trace=cuda,nvtx"), std::string::npos) << no_nvtx;
+  // Without a prefix the report has no steps, as before.
+  const NsysTrace plain = read_nsys_sqlite(path);
+  EXPECT_TRUE(plain.steps.empty());
+  EXPECT_TRUE(std::all_of(plain.records.begin(), plain.records.end(), [](const auto& k) { return k.nvtx_range.empty(); }));
 }
 
 TEST(NsysTrace, DevicesTheReportDoesNotNameNeedAName) {

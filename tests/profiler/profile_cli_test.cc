@@ -317,6 +317,39 @@ TEST(ProfileCli, NsysReportImportAndComparison) {
   EXPECT_NE(cmp.out.find("0.150"), std::string::npos) << "300 us of GEMM over 2 steps: " << cmp.out;
   EXPECT_NE(cmp.out.find("other trace runs in the file (--trace-run): 2"), std::string::npos) << cmp.out;
   EXPECT_EQ(run_calisim("db import " + db + " --nsys " + report + " --kineto x.json").code, 2);
+  expect_refused(run_calisim("db import " + db + " --kineto x.json --nvtx-steps iteration"), "needs --nsys");
+
+  // The program's NVTX step ranges: each record in the step whose range holds its launch.
+  const std::string stepped = ::testing::TempDir() + "cli_nsys_steps.sqlite";
+  const std::string stepped_db = ::testing::TempDir() + "cli_nsys_steps.db";
+  for (const auto& f : {stepped, stepped_db}) std::remove(f.c_str());
+  {
+    calisim::db::Connection c(stepped, calisim::db::OpenMode::create);
+    c.exec(R"sql(
+      CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+      INSERT INTO StringIds VALUES (1, 'nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNT');
+      CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+        correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);
+      INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 301000, 0, 7, 1, 7 * 16777216, 1),
+        (401000, 701000, 0, 7, 2, 7 * 16777216, 1);
+      CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, end INTEGER, globalTid INTEGER, correlationId INTEGER);
+      INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (500, 600, 7 * 16777216 + 7, 1), (400500, 400600, 7 * 16777216 + 7, 2);
+      CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER);
+      INSERT INTO NVTX_EVENTS VALUES (0, 400000, 59, 'iteration 10', 7 * 16777216 + 7),
+        (400000, 800000, 59, 'iteration 11', 7 * 16777216 + 7);
+      CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
+      INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3');
+    )sql");
+  }
+  const CmdResult steps = run_calisim("db import " + stepped_db + " --nsys " + stepped + " --nvtx-steps iteration");
+  ASSERT_EQ(steps.code, 0) << steps.out;
+  EXPECT_NE(steps.out.find("2 step(s) by NVTX ranges 'iteration 10' .. 'iteration 11'"), std::string::npos) << steps.out;
+  const CmdResult by_step = run_calisim(sim + "--compare-trace " + stepped_db);
+  ASSERT_EQ(by_step.code, 0) << by_step.out;
+  EXPECT_NE(by_step.out.find("ProfilerStep#1 .. ProfilerStep#2 (2 steps)"), std::string::npos) << by_step.out;
+  EXPECT_NE(by_step.out.find("0.300"), std::string::npos) << "300 us of GEMM in each step: " << by_step.out;
+  expect_refused(run_calisim("db import " + stepped_db + ".x --nsys " + stepped + " --nvtx-steps step"),
+                 "no NVTX range whose text starts with 'step'");
 }
 
 }  // namespace

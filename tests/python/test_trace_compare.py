@@ -98,3 +98,32 @@ def test_nsys_report_import_equals_the_cli(tmp_path):
     assert py["kernels"] == cli["kernels"] == 2 and py["runs"] == cli["runs"]
     r = calisim.simulate(*CONFIG, compare_trace=tmp_path / "py.db", trace_steps=2)
     assert r.trace_comparison.steps_text == "whole trace as 2 steps"
+
+
+def test_nsys_nvtx_steps_equal_the_cli(tmp_path):
+    """import_nsys(nvtx_steps=...) takes the program's NVTX step ranges as `--nvtx-steps` does."""
+    report = tmp_path / "steps.sqlite"
+    pid = 7 * 16777216  # nsys serialises pid 7 as 7 * 2^24
+    con = sqlite3.connect(report)
+    con.executescript(f"""
+        CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
+        INSERT INTO StringIds VALUES (1, 'nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNT');
+        CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
+                                                 correlationId INTEGER, globalPid INTEGER, demangledName INTEGER);
+        INSERT INTO CUPTI_ACTIVITY_KIND_KERNEL VALUES (1000, 201000, 0, 7, 1, {pid}, 1), (301000, 401000, 0, 7, 2, {pid}, 1);
+        CREATE TABLE CUPTI_ACTIVITY_KIND_RUNTIME (start INTEGER, globalTid INTEGER, correlationId INTEGER);
+        INSERT INTO CUPTI_ACTIVITY_KIND_RUNTIME VALUES (500, {pid + 7}, 1), (300500, {pid + 9}, 2);
+        CREATE TABLE NVTX_EVENTS (start INTEGER, end INTEGER, eventType INTEGER, text TEXT, globalTid INTEGER);
+        INSERT INTO NVTX_EVENTS VALUES (0, 300000, 59, 'train_step', {pid + 7}), (300000, 600000, 59, 'train_step', {pid + 7});
+    """)
+    con.commit()
+    con.close()
+    py = calisim.import_nsys(report, tmp_path / "py.db", device="NVIDIA H100 80GB HBM3", nvtx_steps="train_step")
+    cli = cli_json("db", "import", str(tmp_path / "cli.db"), "--nsys", str(report), "--device",
+                   "NVIDIA H100 80GB HBM3", "--nvtx-steps", "train_step", "--json")
+    assert py["steps"] == cli["steps"] == ["train_step", "train_step"]
+    assert py["outside_steps"] == 0
+    r = calisim.simulate(*CONFIG, compare_trace=tmp_path / "py.db")
+    assert r.trace_comparison.steps_text == "ProfilerStep#1 .. ProfilerStep#2 (2 steps)"
+    with pytest.raises(calisim.ConfigError, match="no NVTX range whose text starts with 'iteration'"):
+        calisim.import_nsys(report, tmp_path / "other.db", device="NVIDIA H100 80GB HBM3", nvtx_steps="iteration")
