@@ -34,6 +34,7 @@ struct SimulateArgs {
   bool accuracy = false;
   std::vector<std::string> accuracy_runs;
   TraceCompareRequest compare;  // --compare-trace and its options
+  std::string trace_run;        // --trace-run: N or all (parsed into `compare`)
 };
 
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
@@ -180,19 +181,25 @@ void run(const SimulateArgs& a) {
     if (!out) throw InputError(a.trace_file, "--trace", "cannot write the trace file");
     out << chrome_trace(r).dump() << "\n";
   }
+  TraceCompareRequest compare = a.compare;
+  if (!a.trace_run.empty()) parse_trace_run(a.trace_run, compare);
   std::optional<TraceComparison> cmp;
-  if (!a.compare.db.empty()) cmp = compare_with_trace(a.compare, r);
+  std::vector<TraceComparison> cmp_all;
+  if (!compare.db.empty() && compare.all_runs) cmp_all = compare_all_trace_runs(compare, r);
+  else if (!compare.db.empty()) cmp = compare_with_trace(compare, r);
   std::optional<AccuracyReport> acc;
   if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s);
   if (a.json) {
     nlohmann::json doc = to_json(r);
     if (acc) doc["accuracy"] = accuracy_json(*acc);
     if (cmp) doc["trace_comparison"] = trace_comparison_json(*cmp);
+    if (compare.all_runs) doc["trace_comparison"] = trace_comparisons_json(cmp_all);
     fmt::print("{}\n", doc.dump(2));
   } else {
     fmt::print("{}", render(r, rc, !a.no_ops));
     if (acc) fmt::print("{}", accuracy_text(*acc));
     if (cmp) fmt::print("\n{}", trace_comparison_text(*cmp));
+    if (compare.all_runs) fmt::print("\n{}", trace_comparisons_text(cmp_all));
     if (!a.trace_file.empty()) fmt::print("trace written to {} (open in ui.perfetto.dev)\n", a.trace_file);
   }
 }
@@ -218,8 +225,9 @@ void register_simulate(CLI::App& app) {
       "--compare-trace", args->compare.db,
       "database holding a trace of this configuration's training step (a PyTorch profiler trace imported with "
       "`db import --kineto`, or libcalisim_trace.so's): compare it by kernel class");
-  sub->add_option("--trace-run", args->compare.run, "with --compare-trace: the trace run (default: the newest)")
-      ->check(CLI::PositiveNumber)
+  sub->add_option("--trace-run", args->trace_run,
+                  "with --compare-trace: the trace run (default: the newest), or all: every trace run, each with "
+                  "its own rank's stage, one summary row per run")
       ->needs(cmp);
   CLI::Option* stage = sub->add_option("--trace-stage", args->compare.stage,
                                        "with --compare-trace: the pipeline stage the traced rank ran (default: the "

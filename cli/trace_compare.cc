@@ -4,6 +4,7 @@
 #include <fmt/ranges.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -172,5 +173,76 @@ nlohmann::json trace_comparison_json(const TraceComparison& c) {
           {"other_runs", c.other_runs}, {"rows", rows}};
 }
 
+
+}  // namespace calisim::cli
+
+namespace calisim::cli {
+
+std::vector<TraceComparison> compare_all_trace_runs(const TraceCompareRequest& a, const SimulationResult& r) {
+  if (a.rank >= 0) {
+    throw InputError("<command line>", "--trace-rank",
+                     "not with --trace-run all: each run is compared with the stage of its own rank");
+  }
+  if (!std::filesystem::exists(a.db)) throw InputError(a.db, "--compare-trace", "no such database file");
+  std::vector<std::int64_t> runs;
+  {
+    auto store = calisim::db::EfficiencyDb::open(a.db, calisim::db::OpenMode::read_only);
+    runs = calisim::db::runs_with_trace_kernels(store);
+  }
+  if (runs.empty()) {
+    TraceCompareRequest one = a;
+    one.all_runs = false;
+    compare_with_trace(one, r);  // refuses with the message that says how to import one
+  }
+  std::vector<TraceComparison> out;
+  for (std::int64_t id : runs) {
+    TraceCompareRequest one = a;
+    one.all_runs = false;
+    one.run = id;
+    one.rank = -1;
+    out.push_back(compare_with_trace(one, r));
+  }
+  return out;
+}
+
+std::string trace_comparisons_text(const std::vector<TraceComparison>& cs) {
+  if (cs.empty()) return "";
+  std::string out = fmt::format("trace comparison of every trace run in {} ({} runs), per step, traced / simulated ms:\n",
+                                cs.front().db, cs.size());
+  auto pair = [](double traced, double simulated) { return fmt::format("{:.1f} / {:.1f}", traced * 1e3, simulated * 1e3); };
+  Table t({"run", "rank", "stage", "steps", "step span", "compute busy", "exposed comm", "idle"});
+  std::vector<std::string> warnings;
+  for (const TraceComparison& c : cs) {
+    const auto rank = rank_in_notes(c.notes);
+    t.add_row({std::to_string(c.run), rank ? fmt::format("{} of {}", rank->first, rank->second) : "-",
+               std::to_string(c.simulated.stage), std::to_string(c.traced.steps),
+               pair(c.traced.span_s, c.simulated.step_s), pair(c.traced.compute_busy_s, c.simulated.compute_busy_s),
+               pair(c.traced.comm_only_s, c.simulated.comm_exposed_s), pair(c.traced.idle_s, c.simulated.idle_s)});
+    for (const auto& w : c.warnings) warnings.push_back(fmt::format("run {}: {}", c.run, w));
+  }
+  out += t.render();
+  for (const auto& w : warnings) out += "  warning: " + w + "\n";
+  out += "  (stage: each run's own rank, as --trace-rank would give it; one run in full: --trace-run N)\n";
+  return out;
+}
+
+nlohmann::json trace_comparisons_json(const std::vector<TraceComparison>& cs) {
+  nlohmann::json runs = nlohmann::json::array();
+  for (const TraceComparison& c : cs) runs.push_back(trace_comparison_json(c));
+  return {{"database", cs.empty() ? std::string() : cs.front().db}, {"runs", runs}};
+}
+
+void parse_trace_run(const std::string& text, TraceCompareRequest& request) {
+  if (text == "all") {
+    request.all_runs = true;
+    return;
+  }
+  std::int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < 1) {
+    throw InputError("<command line>", "--trace-run", fmt::format("expected a trace run id >= 1 or all, got '{}'", text));
+  }
+  request.run = v;
+}
 
 }  // namespace calisim::cli

@@ -25,6 +25,7 @@ namespace calisim::cli {
 struct TraceCompareRequest {
   std::string db;            // empty: no comparison
   std::int64_t run = 0;      // 0: the newest trace run of `rank` when there is one, else the newest
+  bool all_runs = false;     // every trace run, each with its own rank's stage (--trace-run all)
   int stage = -1;            // -1: from the traced rank, else 0
   int rank = -1;             // -1: from the trace run's notes ("rank R of W"), when they say
   int steps = 0;             // steps in a trace without ProfilerStep ranges
@@ -46,5 +47,18 @@ struct TraceComparison {
 TraceComparison compare_with_trace(const TraceCompareRequest& request, const SimulationResult& r);
 std::string trace_comparison_text(const TraceComparison& c);
 nlohmann::json trace_comparison_json(const TraceComparison& c);
+
+// --trace-run all: every trace run of request.db (ids ascending), each compared as
+// compare_with_trace with that run and no --trace-rank (its stage from its own "rank R of W" notes
+// when W is the result's world size, else request.stage, else 0): a per-rank view of a
+// pipeline-parallel job imported as a directory of per-rank traces. The text is one summary table
+// (per run: rank, stage, steps, and traced / simulated step span, compute busy, exposed
+// communication, idle); the JSON {"database", "runs": [trace_comparison_json of each]}.
+std::vector<TraceComparison> compare_all_trace_runs(const TraceCompareRequest& request, const SimulationResult& r);
+std::string trace_comparisons_text(const std::vector<TraceComparison>& cs);
+nlohmann::json trace_comparisons_json(const std::vector<TraceComparison>& cs);
+
+// "N" or "all" (--trace-run, the Python API's trace_run) into the request; InputError otherwise.
+void parse_trace_run(const std::string& text, TraceCompareRequest& request);
 
 }  // namespace calisim::cli

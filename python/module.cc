@@ -91,7 +91,8 @@ std::string resolve_run(const RunInputs& in) {
 
 // What `calisim simulate --json [--trace]` computes, from documents.
 // accuracy: add "accuracy" (simulate --accuracy; accuracy_runs empty = the shipped runs files).
-// compare: `--compare-trace` and its options as JSON text ({"db", "run", "stage", "rank", "steps"}),
+// compare: `--compare-trace` and its options as JSON text ({"db", "run" | "all_runs", "stage", "rank",
+// "steps"}),
 // or "" for none: adds "trace_comparison".
 std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std::string& db, bool details,
                                                  bool trace, bool accuracy, const std::vector<std::string>& accuracy_runs,
@@ -114,10 +115,12 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
     cli::TraceCompareRequest q;
     q.db = c.at("db").get<std::string>();
     q.run = c.value("run", std::int64_t{0});
+    q.all_runs = c.value("all_runs", false);
     q.stage = c.value("stage", -1);
     q.rank = c.value("rank", -1);
     q.steps = c.value("steps", 0);
-    doc["trace_comparison"] = cli::trace_comparison_json(cli::compare_with_trace(q, r));
+    doc["trace_comparison"] = q.all_runs ? cli::trace_comparisons_json(cli::compare_all_trace_runs(q, r))
+                                         : cli::trace_comparison_json(cli::compare_with_trace(q, r));
   }
   return {doc.dump(), trace ? chrome_trace(r).dump() : std::string()};
 }

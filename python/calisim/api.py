@@ -51,12 +51,18 @@ def _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_st
     if trace_stage is not None and trace_rank is not None:
         raise ConfigError("<simulate>: trace_stage: give trace_stage or trace_rank, not both")
     minimum = {"trace_run": 1, "trace_stage": 0, "trace_rank": 0, "trace_steps": 1}
+    all_runs = trace_run == "all"
+    if all_runs:
+        given["trace_run"] = None
     for key, value in given.items():
         if value is None:
             continue
         if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value < minimum[key]:
-            raise ConfigError(f"<simulate>: {key}: expected a whole number >= {minimum[key]}, got {value!r}")
+            also = ' or "all"' if key == "trace_run" else ""
+            raise ConfigError(f"<simulate>: {key}: expected a whole number >= {minimum[key]}{also}, got {value!r}")
     request = {"db": os.fspath(compare_trace)}
+    if all_runs:
+        request["all_runs"] = True
     for key, value in given.items():
         if value is not None:
             request[key[len("trace_"):]] = int(value)
@@ -121,7 +127,8 @@ def simulate(model, strategy, system, db=None, overrides=None, details=True, tra
     configuration's class and the step time they imply (`calisim simulate --accuracy`).
     compare_trace: a database holding a trace of this configuration's training step (see
     import_kineto); gives ``result.trace_comparison`` as `calisim simulate --compare-trace` (with
-    trace_run, trace_stage or trace_rank, trace_steps as its --trace-* options).
+    trace_run, trace_stage or trace_rank, trace_steps as its --trace-* options; trace_run="all"
+    compares every trace run with its own rank's stage: {"database", "runs": [...]}).
     Raises ConfigError (a ValueError) with the CLI's message on bad input.
     """
     configs = {"model": ModelConfig.load(model), "strategy": StrategyConfig.load(strategy),

@@ -275,6 +275,22 @@ TEST(ProfileCli, KinetoDirectoryImportsEveryRankAndComparesTheOneAsked) {
   EXPECT_EQ(r6.out.find("warning: trace run"), std::string::npos) << r6.out;
   const CmdResult latest = run_calisim(pp2 + "--compare-trace " + db);
   EXPECT_NE(latest.out.find("trace run 3 (the latest)"), std::string::npos) << latest.out;
+  // Every rank at once: ranks 3, 6, 7 of tp 2 · pp 2 · dp 2 run stages 0, 1, 1.
+  const CmdResult all = run_calisim(pp2 + "--compare-trace " + db + " --trace-run all");
+  ASSERT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("trace comparison of every trace run in " + db + " (3 runs)"), std::string::npos) << all.out;
+  for (const char* row : {"3 of 8", "6 of 8", "7 of 8"}) EXPECT_NE(all.out.find(row), std::string::npos) << row;
+  const CmdResult all_json = run_calisim(pp2 + "--json --compare-trace " + db + " --trace-run all");
+  ASSERT_EQ(all_json.code, 0) << all_json.out;
+  const nlohmann::json runs = nlohmann::json::parse(all_json.out)["trace_comparison"]["runs"];
+  ASSERT_EQ(runs.size(), 3u);
+  EXPECT_EQ(runs[0]["stage"], 0);
+  EXPECT_EQ(runs[1]["stage"], 1);
+  EXPECT_EQ(runs[2]["stage"], 1);
+  expect_refused(run_calisim(pp2 + "--compare-trace " + db + " --trace-run all --trace-rank 6"),
+                 "not with --trace-run all");
+  expect_refused(run_calisim(pp2 + "--compare-trace " + db + " --trace-run latest"),
+                 "expected a trace run id >= 1 or all, got 'latest'");
 
   const std::string empty = ::testing::TempDir() + "cli_kineto_empty_dir";
   std::filesystem::remove_all(empty);

@@ -37,6 +37,13 @@ def test_import_and_comparison_equal_the_cli(tmp_path):
     assert gemm["traced_s"] == pytest.approx(370e-6)
     # The traced rank given: rank 6 runs stage 1 of tp 2 · pp 2 · dp 2.
     assert calisim.simulate(*CONFIG, compare_trace=py_db, trace_rank=6).trace_comparison.stage == 1
+    # Every trace run at once, as `--trace-run all`.
+    every = calisim.simulate(*CONFIG, compare_trace=py_db, trace_run="all").to_dict()["trace_comparison"]
+    cli_every = cli_json("simulate", "--model", CONFIG[0], "--strategy", CONFIG[1], "--system", CONFIG[2], "--json",
+                         "--compare-trace", str(cli_db), "--trace-run", "all")["trace_comparison"]
+    assert len(every["runs"]) == 1 and every["runs"][0]["rows"] == cli_every["runs"][0]["rows"]
+    with pytest.raises(calisim.ConfigError, match='trace_run: expected a whole number >= 1 or "all"'):
+        calisim.simulate(*CONFIG, compare_trace=py_db, trace_run="latest")
     # The comparison needs the per-op table, so it is there even with details=False.
     assert calisim.simulate(*CONFIG, details=False, compare_trace=py_db).trace_comparison.rows
 
