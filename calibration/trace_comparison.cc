@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <string_view>
 #include <utility>
@@ -289,6 +290,45 @@ std::vector<ComparisonRow> compare_trace(const TraceStepStats& t, const Simulate
                   t.short_gap_s, 0.0, false});
   rows.push_back({"  of which longer waits", t.long_idle_s, 0.0, false});
   return rows;
+}
+
+TraceFit fit_to_trace(const TraceStepStats& t, const SimulatedStepClasses& s) {
+  TraceFit f;
+  auto factor = [&f](double traced_s, double simulated_s, const char* name) {
+    if (traced_s > 0 && simulated_s > 0) return simulated_s / traced_s;
+    f.unfitted.emplace_back(name);
+    return 1.0;
+  };
+  f.matmul = factor(t.gemm_s, s.gemm_s, "GEMM");
+  f.attention = factor(t.attention_s, s.attention_s, "attention");
+  f.memory = factor(t.elementwise_s + t.other_s, s.memory_s + s.optimizer_s, "memory-bound");
+  return f;
+}
+
+nlohmann::ordered_json apply_trace_fit(nlohmann::ordered_json doc, const TraceFit& f, std::vector<std::string>* capped) {
+  if (!doc.contains("efficiency") || !doc["efficiency"].is_object()) return doc;
+  nlohmann::ordered_json& e = doc["efficiency"];
+  auto scale = [capped](nlohmann::ordered_json& parent, const std::string& key, double k, const std::string& path) {
+    if (!parent.is_object() || !parent.contains(key) || !parent[key].is_number()) return;
+    const double v = parent[key].get<double>() * k;
+    if (v >= 1 && capped) capped->push_back(path);
+    parent[key] = std::round(std::min(1.0, v) * 1e4) / 1e4;
+  };
+  scale(e, "matmul", f.matmul, "efficiency.matmul");
+  if (e.contains("matmul_by_dtype") && e["matmul_by_dtype"].is_object()) {
+    for (auto& [key, v] : e["matmul_by_dtype"].items()) {
+      (void)v;
+      scale(e["matmul_by_dtype"], key, f.matmul, "efficiency.matmul_by_dtype." + key);
+    }
+  }
+  scale(e, "attention", f.attention, "efficiency.attention");
+  if (e.contains("attention_implementations") && e["attention_implementations"].is_object()) {
+    for (auto& [name, impl] : e["attention_implementations"].items()) {
+      scale(impl, "attention", f.attention, "efficiency.attention_implementations." + name + ".attention");
+    }
+  }
+  scale(e, "memory_bound", f.memory, "efficiency.memory_bound");
+  return doc;
 }
 
 }  // namespace calisim::calibration

@@ -32,6 +32,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "db/trace_store.h"
 #include "simulator/result.h"
 
@@ -97,5 +99,24 @@ struct ComparisonRow {
 };
 
 std::vector<ComparisonRow> compare_trace(const TraceStepStats& traced, const SimulatedStepClasses& sim);
+
+// Calibrating a system file to a trace (`simulate --compare-trace DB --trace-fit-out FILE`): the
+// factors that scale the system's kernel efficiencies so that each class's simulated time per
+// step equals the traced one — matmul (every matmul_by_dtype entry too) by simulated / traced GEMM
+// time, attention (every attention_implementations entry too) by simulated / traced attention
+// time, memory_bound by simulated / traced memory-bound time (elementwise + other kernels against
+// memory-bound ops and the optimizer). A class the trace or the simulation has no time for keeps
+// factor 1 (and is named in `unfitted`). The in-situ speed of the kernels of one real step, not of
+// isolated benchmarks: what one profiled step says about the same system running other layouts.
+struct TraceFit {
+  double matmul = 1, attention = 1, memory = 1;
+  std::vector<std::string> unfitted;  // "GEMM", "attention", "memory-bound"
+};
+TraceFit fit_to_trace(const TraceStepStats& traced, const SimulatedStepClasses& sim);
+// `system_doc` (a system file) with the factors applied to efficiency.matmul, matmul_by_dtype,
+// attention, attention_implementations.*.attention and memory_bound: capped at 1, 4 decimals; the
+// other fields as they were. Names the efficiencies the cap cut in `capped` (when given).
+nlohmann::ordered_json apply_trace_fit(nlohmann::ordered_json system_doc, const TraceFit& fit,
+                                       std::vector<std::string>* capped = nullptr);
 
 }  // namespace calisim::calibration

@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "core/error.h"
 #include "profiler/kineto_trace.h"
+#include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
 #include "tests/simulator/test_support.h"
@@ -217,6 +219,56 @@ TEST(TraceComparison, TopKernelsPerStep) {
   const auto unnamed = step(0, "");
   const auto whole = calibration::top_kernels(unnamed, calibration::trace_step_stats(unnamed, 2), 1);
   EXPECT_NEAR(whole[0].per_step_s, 185e-6, 1e-12);
+}
+
+}  // namespace
+
+namespace {
+
+// A system file calibrated to a trace gives back the trace's time per class: "traced" here is the
+// simulation with GEMMs 1.25x, attention 1.5x and memory-bound work 2x slower; the fit finds
+// 0.8, 0.667, 0.5, and simulating with the fitted file reproduces the traced class times (to the
+// 4 decimals the file keeps). Factors above 1 are capped and named.
+TEST(TraceComparison, SystemFileFittedToATraceReproducesItsClassTimes) {
+  const ModelConfig model = testing_support::shipped_model("llama3-8b");
+  const nlohmann::ordered_json doc =
+      nlohmann::ordered_json::parse(read_json_file(std::string(CALISIM_CONFIG_DIR) + "/systems/h100-sxm.json").dump());
+  const SystemConfig sys = parse_system(nlohmann::json::parse(doc.dump()), "h100-sxm");
+  const StrategyConfig st = testing_support::strategy_from_json(
+      R"({"tp_size": 2, "world_size": 8, "micro_batch_size": 1, "micro_batch_num": 8, "seq_len": 4096})", model);
+  auto classes = [&](const SystemConfig& s) {
+    const DefaultEfficiencyModel eff(s);
+    return calibration::simulated_step_classes(simulate(model, st, s, eff), 0);
+  };
+  const auto before = classes(sys);
+  TraceStepStats traced;
+  traced.gemm_s = before.gemm_s * 1.25;
+  traced.attention_s = before.attention_s * 1.5;
+  traced.elementwise_s = (before.memory_s + before.optimizer_s) * 2.0;
+  const calibration::TraceFit f = calibration::fit_to_trace(traced, before);
+  EXPECT_NEAR(f.matmul, 0.8, 1e-12);
+  EXPECT_NEAR(f.attention, 1 / 1.5, 1e-12);
+  EXPECT_NEAR(f.memory, 0.5, 1e-12);
+  EXPECT_TRUE(f.unfitted.empty());
+  std::vector<std::string> capped;
+  const auto fitted_doc = calibration::apply_trace_fit(doc, f, &capped);
+  EXPECT_TRUE(capped.empty());
+  EXPECT_NEAR(fitted_doc["efficiency"]["matmul_by_dtype"]["fp8"].get<double>(),
+              doc["efficiency"]["matmul_by_dtype"]["fp8"].get<double>() * 0.8, 1e-4);
+  const auto after = classes(parse_system(nlohmann::json::parse(fitted_doc.dump()), "fitted"));
+  EXPECT_NEAR(after.gemm_s, traced.gemm_s, 2e-3 * traced.gemm_s);
+  EXPECT_NEAR(after.attention_s, traced.attention_s, 2e-3 * traced.attention_s);
+  // Memory-bound ops scale with memory_bound; the optimizer step's share is priced the same way.
+  EXPECT_NEAR(after.memory_s + after.optimizer_s, traced.elementwise_s, 0.02 * traced.elementwise_s);
+
+  // A trace faster than the peak allows: capped and named; a class with no traced time: unfitted.
+  TraceStepStats fast;
+  fast.gemm_s = before.gemm_s / 2;
+  const calibration::TraceFit g = calibration::fit_to_trace(fast, before);
+  EXPECT_EQ(g.unfitted, (std::vector<std::string>{"attention", "memory-bound"}));
+  std::vector<std::string> cut;
+  calibration::apply_trace_fit(doc, g, &cut);
+  EXPECT_NE(std::find(cut.begin(), cut.end(), "efficiency.matmul"), cut.end());
 }
 
 }  // namespace

@@ -206,6 +206,33 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   ASSERT_EQ(other.code, 0) << other.out;
   EXPECT_NE(other.out.find("warning: the trace is of a 8-GPU run; this simulation has 64 GPUs"), std::string::npos)
       << other.out;
+  // The system file calibrated to the trace: written, valid, saying how it was made; the fixture's
+  // microsecond kernels are far faster than a real step, so every factor is capped and named.
+  const std::string fitted = ::testing::TempDir() + "cli_kineto_fit.json";
+  std::remove(fitted.c_str());
+  const CmdResult fit = run_calisim(sim + "--compare-trace " + db + " --trace-fit-out " + fitted);
+  ASSERT_EQ(fit.code, 0) << fit.out;
+  EXPECT_NE(fit.out.find("system file calibrated to the trace written to " + fitted), std::string::npos) << fit.out;
+  EXPECT_NE(fit.out.find("capped at 1.0 of peak: efficiency.matmul"), std::string::npos) << fit.out;
+  const CmdResult with_fit = run_calisim("simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --no-ops --system " +
+                                         fitted);
+  ASSERT_EQ(with_fit.code, 0) << with_fit.out;
+  std::ifstream fitted_in(fitted);
+  const nlohmann::json fitted_doc = nlohmann::json::parse(fitted_in);
+  EXPECT_NE(fitted_doc["description"].get<std::string>().find("Kernel efficiencies scaled to a trace"),
+            std::string::npos);
+  expect_refused(run_calisim(sim + "--compare-trace " + db + " --trace-run all --trace-fit-out " + fitted),
+                 "needs one trace run");
+  // Efficiencies from a database are not the system file's to scale.
+  const std::string a100 = ::testing::TempDir() + "cli_kineto_a100.db";
+  std::remove(a100.c_str());
+  ASSERT_EQ(run_calisim("db import " + a100 + " --simumax " + std::string(CALISIM_TEST_DATA_DIR) +
+                        "/simumax/system/a100_pcie.json --device 'NVIDIA A100 PCIe 80GB'")
+                .code,
+            0);
+  expect_refused(run_calisim("simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system a100-pcie-80g --no-ops "
+                             "--db " + a100 + " --compare-trace " + db + " --trace-fit-out " + fitted),
+                 "took kernel efficiencies from the database");
   const CmdResult js = run_calisim(sim + "--json --compare-trace " + db);
   ASSERT_EQ(js.code, 0) << js.out;
   EXPECT_NE(js.out.find("\"trace_comparison\""), std::string::npos) << js.out;
