@@ -41,54 +41,6 @@ struct SimulateArgs {
   std::string trace_fit_out;    // --trace-fit-out: the system file calibrated to the trace
 };
 
-// --trace-fit-out: the run's system file (its --set system.* overrides applied) with the kernel
-// efficiencies scaled so that each class's simulated time per step equals the trace's
-// (calibration::fit_to_trace), and a description sentence saying so. Refused where the simulation
-// did not take its efficiencies from the system file (a database).
-nlohmann::json write_trace_fit(const SimulateArgs& a, const RunConfigs& rc, const SimulationResult& r,
-                               const TraceComparison& c) {
-  if (!r.efficiency_db.empty()) {
-    throw InputError("<command line>", "--trace-fit-out",
-                     fmt::format("this simulation took kernel efficiencies from the database {}; --trace-fit-out "
-                                 "scales the system file's own efficiencies (run it without a database)",
-                                 r.efficiency_db));
-  }
-  nlohmann::ordered_json doc;
-  {
-    std::ifstream in(rc.system_file);
-    doc = nlohmann::ordered_json::parse(in);
-  }
-  bool system_set = false;
-  for (const auto& o : a.overrides) system_set = system_set || o.rfind("system.", 0) == 0;
-  if (system_set) {  // the overrides act on a plain document (field order is not kept then)
-    nlohmann::json plain = nlohmann::json::parse(doc.dump()), model = nlohmann::json::object(),
-                   strategy = nlohmann::json::object();
-    for (const auto& o : a.overrides) {
-      if (o.rfind("system.", 0) == 0) apply_override(o, model, strategy, plain);
-    }
-    doc = nlohmann::ordered_json::parse(plain.dump());
-  }
-  const calibration::TraceFit f = calibration::fit_to_trace(c.traced, c.simulated);
-  std::vector<std::string> capped;
-  doc = calibration::apply_trace_fit(std::move(doc), f, &capped);
-  auto ms = [](double s) { return fmt::format("{:.3f}", s * 1e3); };
-  const std::string how = fmt::format(
-      " Kernel efficiencies scaled to a trace by calisim simulate --compare-trace {} (trace run {} of '{}', {}; "
-      "simulated stage {} of {}, {}): matmul x{:.4f} (GEMM {} ms traced, {} ms simulated per step), attention x{:.4f} "
-      "({} / {} ms), memory_bound x{:.4f} ({} / {} ms){}.",
-      c.db, c.run, c.device, c.traced.steps_text, c.simulated.stage, r.model_name, r.strategy_name, f.matmul, ms(c.traced.gemm_s),
-      ms(c.simulated.gemm_s), f.attention, ms(c.traced.attention_s), ms(c.simulated.attention_s), f.memory,
-      ms(c.traced.elementwise_s + c.traced.other_s), ms(c.simulated.memory_s + c.simulated.optimizer_s),
-      f.unfitted.empty() ? std::string() : fmt::format("; not fitted (no time in the trace or the simulation): {}",
-                                                       fmt::join(f.unfitted, ", ")));
-  doc["description"] = doc.value("description", std::string()) + how;
-  std::ofstream out(a.trace_fit_out);
-  if (!out || !(out << doc.dump(2) << "\n")) {
-    throw InputError(a.trace_fit_out, "--trace-fit-out", "cannot write the file");
-  }
-  return {{"file", a.trace_fit_out}, {"matmul", f.matmul},   {"attention", f.attention},
-          {"memory_bound", f.memory}, {"unfitted", f.unfitted}, {"capped", capped}};
-}
 
 std::string gb(double bytes) { return fmt::format("{:.2f}", bytes / 1e9); }
 std::string ms(double s) { return fmt::format("{:.3f}", s * 1e3); }
@@ -244,7 +196,10 @@ void run(const SimulateArgs& a) {
     throw InputError("<command line>", "--trace-fit-out", "needs one trace run, not --trace-run all");
   }
   std::optional<nlohmann::json> fit;
-  if (!a.trace_fit_out.empty()) fit = write_trace_fit(a, rc, r, *cmp);
+  if (!a.trace_fit_out.empty()) {
+    std::ifstream in(rc.system_file);
+    fit = write_trace_fit(a.trace_fit_out, nlohmann::ordered_json::parse(in), a.overrides, r, *cmp);
+  }
   std::optional<AccuracyReport> acc;
   if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s);
   if (a.json) {
@@ -259,15 +214,7 @@ void run(const SimulateArgs& a) {
     if (acc) fmt::print("{}", accuracy_text(*acc));
     if (cmp) fmt::print("\n{}", trace_comparison_text(*cmp));
     if (compare.all_runs) fmt::print("\n{}", trace_comparisons_text(cmp_all));
-    if (fit) {
-      const nlohmann::json& j = *fit;
-      fmt::print("\nsystem file calibrated to the trace written to {}: matmul x{:.3f}, attention x{:.3f}, "
-                 "memory_bound x{:.3f}{}{}\n",
-                 a.trace_fit_out, j["matmul"].get<double>(), j["attention"].get<double>(),
-                 j["memory_bound"].get<double>(),
-                 j["unfitted"].empty() ? "" : fmt::format("; not fitted: {}", fmt::join(j["unfitted"], ", ")),
-                 j["capped"].empty() ? "" : fmt::format("; capped at 1.0 of peak: {}", fmt::join(j["capped"], ", ")));
-    }
+    if (fit) fmt::print("\n{}", trace_fit_text(*fit));
     if (!a.trace_file.empty()) fmt::print("trace written to {} (open in ui.perfetto.dev)\n", a.trace_file);
   }
 }

@@ -8,10 +8,13 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <optional>
 #include <utility>
 
 #include "cli/table.h"
+#include "calibration/trace_comparison.h"
+#include "simulator/config_loader.h"
 #include "core/error.h"
 #include "db/efficiency_db.h"
 #include "db/trace_store.h"
@@ -243,6 +246,55 @@ void parse_trace_run(const std::string& text, TraceCompareRequest& request) {
     throw InputError("<command line>", "--trace-run", fmt::format("expected a trace run id >= 1 or all, got '{}'", text));
   }
   request.run = v;
+}
+
+nlohmann::json write_trace_fit(const std::string& out_path, nlohmann::ordered_json doc,
+                               const std::vector<std::string>& overrides, const SimulationResult& r,
+                               const TraceComparison& c) {
+  if (!r.efficiency_db.empty()) {
+    throw InputError("<command line>", "--trace-fit-out",
+                     fmt::format("this simulation took kernel efficiencies from the database {}; --trace-fit-out "
+                                 "scales the system file's own efficiencies (run it without a database)",
+                                 r.efficiency_db));
+  }
+  bool system_set = false;
+  for (const auto& o : overrides) system_set = system_set || o.rfind("system.", 0) == 0;
+  if (system_set) {  // the overrides act on a plain document (field order is not kept then)
+    nlohmann::json plain = nlohmann::json::parse(doc.dump()), model = nlohmann::json::object(),
+                   strategy = nlohmann::json::object();
+    for (const auto& o : overrides) {
+      if (o.rfind("system.", 0) == 0) apply_override(o, model, strategy, plain);
+    }
+    doc = nlohmann::ordered_json::parse(plain.dump());
+  }
+  const calibration::TraceFit f = calibration::fit_to_trace(c.traced, c.simulated);
+  std::vector<std::string> capped;
+  doc = calibration::apply_trace_fit(std::move(doc), f, &capped);
+  auto ms = [](double s) { return fmt::format("{:.3f}", s * 1e3); };
+  const std::string how = fmt::format(
+      " Kernel efficiencies scaled to a trace by calisim simulate --compare-trace {} (trace run {} of '{}', {}; "
+      "simulated stage {} of {}, {}): matmul x{:.4f} (GEMM {} ms traced, {} ms simulated per step), attention x{:.4f} "
+      "({} / {} ms), memory_bound x{:.4f} ({} / {} ms){}.",
+      c.db, c.run, c.device, c.traced.steps_text, c.simulated.stage, r.model_name, r.strategy_name, f.matmul,
+      ms(c.traced.gemm_s), ms(c.simulated.gemm_s), f.attention, ms(c.traced.attention_s), ms(c.simulated.attention_s),
+      f.memory, ms(c.traced.elementwise_s + c.traced.other_s), ms(c.simulated.memory_s + c.simulated.optimizer_s),
+      f.unfitted.empty() ? std::string()
+                         : fmt::format("; not fitted (no time in the trace or the simulation): {}",
+                                       fmt::join(f.unfitted, ", ")));
+  doc["description"] = doc.value("description", std::string()) + how;
+  std::ofstream out(out_path);
+  if (!out || !(out << doc.dump(2) << "\n")) throw InputError(out_path, "--trace-fit-out", "cannot write the file");
+  return {{"file", out_path},      {"matmul", f.matmul},     {"attention", f.attention},
+          {"memory_bound", f.memory}, {"unfitted", f.unfitted}, {"capped", capped}};
+}
+
+std::string trace_fit_text(const nlohmann::json& j) {
+  return fmt::format("system file calibrated to the trace written to {}: matmul x{:.3f}, attention x{:.3f}, "
+                     "memory_bound x{:.3f}{}{}\n",
+                     j["file"].get<std::string>(), j["matmul"].get<double>(), j["attention"].get<double>(),
+                     j["memory_bound"].get<double>(),
+                     j["unfitted"].empty() ? "" : fmt::format("; not fitted: {}", fmt::join(j["unfitted"], ", ")),
+                     j["capped"].empty() ? "" : fmt::format("; capped at 1.0 of peak: {}", fmt::join(j["capped"], ", ")));
 }
 
 }  // namespace calisim::cli

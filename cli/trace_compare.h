@@ -58,6 +58,18 @@ std::vector<TraceComparison> compare_all_trace_runs(const TraceCompareRequest& r
 std::string trace_comparisons_text(const std::vector<TraceComparison>& cs);
 nlohmann::json trace_comparisons_json(const std::vector<TraceComparison>& cs);
 
+// --trace-fit-out (and the Python API's trace_fit_out): `system_doc` (the run's system document
+// before overrides) with the "system." entries of `overrides` applied and its kernel efficiencies
+// scaled to the trace (calibration::fit_to_trace / apply_trace_fit), a description sentence
+// saying which trace, run, steps and stage, written to `out_path`. InputError where the simulation
+// took its efficiencies from a database (r.efficiency_db) or the file cannot be written. Returns
+// {"file", "matmul", "attention", "memory_bound", "unfitted", "capped"}.
+nlohmann::json write_trace_fit(const std::string& out_path, nlohmann::ordered_json system_doc,
+                               const std::vector<std::string>& overrides, const SimulationResult& r,
+                               const TraceComparison& c);
+// The text line saying what write_trace_fit wrote.
+std::string trace_fit_text(const nlohmann::json& fit);
+
 // "N" or "all" (--trace-run, the Python API's trace_run) into the request; InputError otherwise.
 void parse_trace_run(const std::string& text, TraceCompareRequest& request);
 

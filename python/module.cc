@@ -92,7 +92,7 @@ std::string resolve_run(const RunInputs& in) {
 // What `calisim simulate --json [--trace]` computes, from documents.
 // accuracy: add "accuracy" (simulate --accuracy; accuracy_runs empty = the shipped runs files).
 // compare: `--compare-trace` and its options as JSON text ({"db", "run" | "all_runs", "stage", "rank",
-// "steps"}),
+// "steps", "fit_out"}),
 // or "" for none: adds "trace_comparison".
 std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std::string& db, bool details,
                                                  bool trace, bool accuracy, const std::vector<std::string>& accuracy_runs,
@@ -119,8 +119,20 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
     q.stage = c.value("stage", -1);
     q.rank = c.value("rank", -1);
     q.steps = c.value("steps", 0);
-    doc["trace_comparison"] = q.all_runs ? cli::trace_comparisons_json(cli::compare_all_trace_runs(q, r))
-                                         : cli::trace_comparison_json(cli::compare_with_trace(q, r));
+    const std::string fit_out = c.value("fit_out", std::string());
+    if (!fit_out.empty() && q.all_runs) {
+      throw InputError("<simulate>", "trace_fit_out", "needs one trace run, not trace_run=\"all\"");
+    }
+    if (q.all_runs) {
+      doc["trace_comparison"] = cli::trace_comparisons_json(cli::compare_all_trace_runs(q, r));
+    } else {
+      const cli::TraceComparison one = cli::compare_with_trace(q, r);
+      doc["trace_comparison"] = cli::trace_comparison_json(one);
+      if (!fit_out.empty()) {
+        doc["trace_fit"] = cli::write_trace_fit(fit_out, nlohmann::ordered_json::parse(in.system.doc.dump()),
+                                                in.overrides, r, one);
+      }
+    }
   }
   return {doc.dump(), trace ? chrome_trace(r).dump() : std::string()};
 }

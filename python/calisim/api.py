@@ -39,12 +39,12 @@ def override_list(configs, overrides=None, fields=None):
     return out
 
 
-def _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_steps):
+def _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_steps, trace_fit_out=None):
     """The --compare-trace request as JSON text ("" for none), its arguments checked as the CLI's."""
     given = {"trace_run": trace_run, "trace_stage": trace_stage, "trace_rank": trace_rank,
              "trace_steps": trace_steps}
     if compare_trace is None:
-        extra = [k for k, v in given.items() if v is not None]
+        extra = [k for k, v in given.items() if v is not None] + (["trace_fit_out"] if trace_fit_out else [])
         if extra:
             raise ConfigError(f"<simulate>: {extra[0]}: needs compare_trace (a database holding a trace run)")
         return ""
@@ -63,6 +63,8 @@ def _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_st
     request = {"db": os.fspath(compare_trace)}
     if all_runs:
         request["all_runs"] = True
+    if trace_fit_out:
+        request["fit_out"] = os.fspath(trace_fit_out)
     for key, value in given.items():
         if value is not None:
             request[key[len("trace_"):]] = int(value)
@@ -71,9 +73,9 @@ def _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_st
 
 def run_simulation(model, strategy, system, db=None, overrides=(), details=True, trace=False, accuracy=False,
                    accuracy_runs=None, compare_trace=None, trace_run=None, trace_stage=None, trace_rank=None,
-                   trace_steps=None):
+                   trace_steps=None, trace_fit_out=None):
     """SimulationResult of three config objects (no name resolution), as `calisim simulate`."""
-    compare = _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_steps)
+    compare = _compare_request(compare_trace, trace_run, trace_stage, trace_rank, trace_steps, trace_fit_out)
     docs = [_native.dumps(c.to_dict()) for c in (model, strategy, system)]
     files = [c.file for c in (model, strategy, system)]
     runs = [os.fspath(r) for r in ([accuracy_runs] if isinstance(accuracy_runs, (str, os.PathLike))
@@ -114,7 +116,7 @@ def import_nsys(report, db, device=None, nvtx_steps=None):
 
 def simulate(model, strategy, system, db=None, overrides=None, details=True, trace=False, accuracy=False,
              accuracy_runs=None, compare_trace=None, trace_run=None, trace_stage=None, trace_rank=None,
-             trace_steps=None, **fields):
+             trace_steps=None, trace_fit_out=None, **fields):
     """Simulates one training iteration.
 
     model, strategy, system: shipped names, paths, dicts or config objects.
@@ -129,13 +131,16 @@ def simulate(model, strategy, system, db=None, overrides=None, details=True, tra
     import_kineto); gives ``result.trace_comparison`` as `calisim simulate --compare-trace` (with
     trace_run, trace_stage or trace_rank, trace_steps as its --trace-* options; trace_run="all"
     compares every trace run with its own rank's stage: {"database", "runs": [...]}).
+    trace_fit_out: with compare_trace, write the system file with its kernel efficiencies scaled to
+    the trace (`--trace-fit-out`); ``result.trace_fit`` says with which factors.
     Raises ConfigError (a ValueError) with the CLI's message on bad input.
     """
     configs = {"model": ModelConfig.load(model), "strategy": StrategyConfig.load(strategy),
                "system": SystemConfig.load(system)}
     sets = override_list(configs, overrides, fields)
     return run_simulation(configs["model"], configs["strategy"], configs["system"], db, sets, details, trace,
-                          accuracy, accuracy_runs, compare_trace, trace_run, trace_stage, trace_rank, trace_steps)
+                          accuracy, accuracy_runs, compare_trace, trace_run, trace_stage, trace_rank, trace_steps,
+                          trace_fit_out)
 
 
 class NoFeasibleLayout(ConfigError):

@@ -44,6 +44,15 @@ def test_import_and_comparison_equal_the_cli(tmp_path):
     assert len(every["runs"]) == 1 and every["runs"][0]["rows"] == cli_every["runs"][0]["rows"]
     with pytest.raises(calisim.ConfigError, match='trace_run: expected a whole number >= 1 or "all"'):
         calisim.simulate(*CONFIG, compare_trace=py_db, trace_run="latest")
+    # A system file calibrated to the trace, as `--trace-fit-out`.
+    fitted = calisim.simulate(*CONFIG, compare_trace=py_db, trace_fit_out=tmp_path / "fit.json")
+    assert fitted.trace_fit["file"] == str(tmp_path / "fit.json")
+    cli_fit = cli_json("simulate", "--model", CONFIG[0], "--strategy", CONFIG[1], "--system", CONFIG[2], "--json",
+                       "--compare-trace", str(cli_db), "--trace-fit-out", str(tmp_path / "cli_fit.json"))["trace_fit"]
+    assert fitted.trace_fit["matmul"] == pytest.approx(cli_fit["matmul"])
+    assert calisim.simulate(CONFIG[0], CONFIG[1], tmp_path / "fit.json").cost.duration_time_per_iter_s > 0
+    with pytest.raises(calisim.ConfigError, match="trace_fit_out: needs compare_trace"):
+        calisim.simulate(*CONFIG, trace_fit_out=tmp_path / "x.json")
     # The comparison needs the per-op table, so it is there even with details=False.
     assert calisim.simulate(*CONFIG, details=False, compare_trace=py_db).trace_comparison.rows
 
