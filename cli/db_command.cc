@@ -442,7 +442,7 @@ void register_db(CLI::App& app) {
                   "directory of them (one per rank: each file imported, those already stored skipped)");
   imp->add_option("--nsys", args->nsys,
                   "an Nsight Systems report exported to SQLite (nsys export --type sqlite) to store as trace runs, "
-                  "one per GPU");
+                  "one per GPU, or a directory of them (one per node: each imported, those already stored skipped)");
   imp->add_option("--nvtx-steps", args->nvtx_steps,
                   "with --nsys: the program's NVTX ranges whose text starts with PREFIX are the training steps "
                   "(e.g. iteration for torch.cuda.nvtx.range_push(f\"iteration{i}\"))");

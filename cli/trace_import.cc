@@ -3,6 +3,8 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <functional>
+#include <initializer_list>
 #include <cstdint>
 #include <map>
 #include <vector>
@@ -42,12 +44,12 @@ bool announce_large(const std::string& file) {
 // over names and times), and a trace run of the same tool with that fingerprint in the database
 // refuses the import (its kernels would count twice in every summary and comparison). The trace
 // carries no wall-clock dates calisim relies on, and no host. Returns the runs as JSON and text.
-// With `existing_run` given, a trace already imported is not refused: its run id is put there
-// and nothing is stored (a directory imported again after a rank's file was added).
-void store_once(const std::string& db_path, const std::string& file, const char* tool, std::string notes,
-                const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& device_names,
-                ordered_json& runs, std::string& text, std::vector<std::string>& warnings,
-                std::int64_t* existing_run = nullptr) {
+// With `skip_imported`, a trace already imported is not refused: nothing is stored and its run id
+// is returned (a directory imported again after a rank's file was added); 0 when stored.
+std::int64_t store_once(const std::string& db_path, const std::string& file, const char* tool, std::string notes,
+                        const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& device_names,
+                        ordered_json& runs, std::string& text, std::vector<std::string>& warnings,
+                        bool skip_imported) {
   std::uint64_t fp = 1469598103934665603ull;
   auto mix = [&fp](std::string_view bytes) {
     for (unsigned char c : bytes) fp = (fp ^ c) * 1099511628211ull;
@@ -63,10 +65,7 @@ void store_once(const std::string& db_path, const std::string& file, const char*
     for (const db::RunRecord& run : existing.runs()) {
       if (run.source == db::Source::trace && run.tool_version == tool &&
           run.notes.find(fingerprint) != std::string::npos) {
-        if (existing_run) {
-          *existing_run = run.id;
-          return;
-        }
+        if (skip_imported) return run.id;
         throw InputError(file, tool, fmt::format("already imported into {} as trace run {}", db_path, run.id));
       }
     }
@@ -84,6 +83,12 @@ void store_once(const std::string& db_path, const std::string& file, const char*
   }
   for (const auto& warning : w.warnings) text += "  warning: " + warning + "\n";
   warnings = w.warnings;
+  return 0;
+}
+
+TraceImportReport skipped_report(const std::string& db_path, const std::string& file, std::int64_t run) {
+  return {ordered_json{{"file", file}, {"already_imported_as_run", run}},
+          fmt::format("skipped {}: already imported into {} as trace run {}\n", file, db_path, run)};
 }
 
 // One PyTorch profiler trace file, read whole before the database is touched; with
@@ -111,12 +116,9 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
                                             : std::string());
   ordered_json runs;
   std::vector<std::string> warnings;
-  std::int64_t existing = 0;
-  store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text, warnings,
-             skip_imported ? &existing : nullptr);
-  if (existing > 0) {
-    return {ordered_json{{"file", file}, {"already_imported_as_run", existing}},
-            fmt::format("skipped {}: already imported into {} as trace run {}\n", file, db_path, existing)};
+  if (const std::int64_t run =
+          store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text, warnings, skip_imported)) {
+    return skipped_report(db_path, file, run);
   }
   ordered_json doc = {{"file", file},         {"kernels", t.kernels},
                       {"copies", t.copies},       {"steps", t.steps},
@@ -126,55 +128,10 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
   return {doc, text};
 }
 
-// Trace files in a directory: what tensorboard_trace_handler writes, one
-// "<worker>.<time>.pt.trace.json[.gz]" per rank and profiling cycle, beside other files.
-std::vector<std::string> trace_files_in(const std::string& dir) {
-  std::vector<std::string> files;
-  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
-    const std::string name = entry.path().filename().string();
-    if (entry.is_regular_file() && (name.ends_with(".json") || name.ends_with(".json.gz"))) {
-      files.push_back(entry.path().string());
-    }
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-}  // namespace
-
-// A PyTorch profiler trace becomes one trace run per GPU it shows (normally one: a trace is one
-// rank's); a directory, each of its traces in name order, one transaction each.
-TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
-                                      const std::string& device) {
-  std::error_code ec;
-  if (!std::filesystem::is_directory(path, ec)) return import_kineto_file(db_path, path, device, false);
-  const std::vector<std::string> files = trace_files_in(path);
-  if (files.empty()) {
-    throw InputError(path, "--kineto", "the directory holds no trace file (*.json or *.json.gz)");
-  }
-  ordered_json imports = ordered_json::array(), skipped = ordered_json::array();
-  std::string text;
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    fmt::print(stderr, "[{}/{}] {}\n", i + 1, files.size(), files[i]);
-    try {
-      TraceImportReport r = import_kineto_file(db_path, files[i], device, true);
-      (r.doc.contains("already_imported_as_run") ? skipped : imports).push_back(std::move(r.doc));
-      text += r.text;
-    } catch (const InputError&) {
-      // Each file was its own transaction: say what is already stored before the error.
-      if (!text.empty()) fmt::print(stderr, "before the error below:\n{}", text);
-      throw;
-    }
-  }
-  text += fmt::format("{} trace file(s) of {}: {} imported, {} already in {}\n", files.size(), path,
-                      imports.size(), skipped.size(), db_path);
-  return {ordered_json{{"directory", path}, {"imports", imports}, {"skipped", skipped}}, text};
-}
-
-// An Nsight Systems report (SQLite export) becomes one trace run per GPU it shows: one for a
-// rank's report, several for a node's.
-TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file, const std::string& device,
-                                    const std::string& nvtx_step_prefix) {
+// One Nsight Systems SQLite export, read whole before the database is touched; `skip_imported` as
+// for Kineto files.
+TraceImportReport import_nsys_file(const std::string& db_path, const std::string& file, const std::string& device,
+                                   const std::string& nvtx_step_prefix, bool skip_imported) {
   const bool large = announce_large(file);
   const profiler::NsysTrace t = profiler::read_nsys_sqlite(file, device, nvtx_step_prefix);
   if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
@@ -194,11 +151,82 @@ TraceImportReport import_nsys_trace(const std::string& db_path, const std::strin
                                  t.untimed > 0 ? fmt::format(" ({} untimed left out)", t.untimed) : "", steps_text);
   ordered_json runs;
   std::vector<std::string> warnings;
-  store_once(db_path, file, kNsysTool, notes, t.records, t.device_names, runs, text, warnings);
+  if (const std::int64_t run =
+          store_once(db_path, file, kNsysTool, notes, t.records, t.device_names, runs, text, warnings, skip_imported)) {
+    return skipped_report(db_path, file, run);
+  }
   ordered_json doc = {{"file", file},   {"kernels", t.kernels}, {"copies", t.copies}, {"untimed", t.untimed},
                       {"steps", t.steps}, {"outside_steps", t.outside_steps},
                       {"runs", runs},   {"warnings", warnings}};
   return {doc, text};
 }
+
+// The files of `dir` whose names end with one of `suffixes`, in name order.
+std::vector<std::string> files_in(const std::string& dir, std::initializer_list<std::string_view> suffixes) {
+  std::vector<std::string> files;
+  for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+    const std::string name = entry.path().filename().string();
+    if (entry.is_regular_file() &&
+        std::any_of(suffixes.begin(), suffixes.end(), [&](std::string_view s) { return name.ends_with(s); })) {
+      files.push_back(entry.path().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// A directory of traces: each file in name order, one transaction each, progress on stderr, files
+// already stored skipped; an error stops at its file after saying what was stored before it.
+TraceImportReport import_directory(const std::string& db_path, const std::string& dir, const char* option,
+                                   std::initializer_list<std::string_view> suffixes, const char* kinds,
+                                   const std::function<TraceImportReport(const std::string&)>& import_one) {
+  const std::vector<std::string> files = files_in(dir, suffixes);
+  if (files.empty()) throw InputError(dir, option, fmt::format("the directory holds no trace file ({})", kinds));
+  ordered_json imports = ordered_json::array(), skipped = ordered_json::array();
+  std::string text;
+  for (std::size_t i = 0; i < files.size(); ++i) {
+    fmt::print(stderr, "[{}/{}] {}\n", i + 1, files.size(), files[i]);
+    try {
+      TraceImportReport r = import_one(files[i]);
+      (r.doc.contains("already_imported_as_run") ? skipped : imports).push_back(std::move(r.doc));
+      text += r.text;
+    } catch (const InputError&) {
+      if (!text.empty()) fmt::print(stderr, "before the error below:\n{}", text);
+      throw;
+    }
+  }
+  text += fmt::format("{} trace file(s) of {}: {} imported, {} already in {}\n", files.size(), dir, imports.size(),
+                      skipped.size(), db_path);
+  return {ordered_json{{"directory", dir}, {"imports", imports}, {"skipped", skipped}}, text};
+}
+
+bool is_directory(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::is_directory(path, ec);
+}
+
+}  // namespace
+
+// A PyTorch profiler trace becomes one trace run per GPU it shows (normally one: a trace is one
+// rank's); a directory, each of its traces (tensorboard_trace_handler's
+// "<worker>.<time>.pt.trace.json[.gz]", one per rank and profiling cycle).
+TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
+                                      const std::string& device) {
+  if (!is_directory(path)) return import_kineto_file(db_path, path, device, false);
+  return import_directory(db_path, path, "--kineto", {".json", ".json.gz"}, "*.json or *.json.gz",
+                          [&](const std::string& f) { return import_kineto_file(db_path, f, device, true); });
+}
+
+// An Nsight Systems report becomes one trace run per GPU it shows: one for a rank's report,
+// several for a node's; a directory, each of its *.sqlite exports (one per node).
+TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& path, const std::string& device,
+                                    const std::string& nvtx_step_prefix) {
+  if (!is_directory(path)) return import_nsys_file(db_path, path, device, nvtx_step_prefix, false);
+  return import_directory(db_path, path, "--nsys", {".sqlite"}, "*.sqlite, from nsys export --type sqlite",
+                          [&](const std::string& f) {
+                            return import_nsys_file(db_path, f, device, nvtx_step_prefix, true);
+                          });
+}
+
 
 }  // namespace calisim::cli

@@ -11,7 +11,7 @@
 //
 // `--kineto` also takes a directory: each *.json / *.json.gz in it, in name order
 // (tensorboard_trace_handler writes one file per rank and profiling cycle), each file its own
-// transaction, progress on stderr. There a file already imported is skipped and listed, not
+// transaction, progress on stderr; `--nsys` likewise each *.sqlite (one export per node). There a file already imported is skipped and listed, not
 // refused, so the directory can be imported again after files were added; an error stops at that
 // file, and the ones before it stay stored (listed on stderr). Its JSON document is
 // {"directory", "imports": [each file's document], "skipped": [{"file", "already_imported_as_run"}]}.

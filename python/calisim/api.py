@@ -110,7 +110,8 @@ def import_nsys(report, db, device=None, nvtx_steps=None):
     nvtx_steps, the prefix of the program's own NVTX step ranges ("iteration" for
     torch.cuda.nvtx.range_push(f"iteration{i}")), which then are the steps (`--nvtx-steps`).
     Returns the command's --json document ("kernels", "copies", "untimed", "steps",
-    "outside_steps", "runs", "warnings")."""
+    "outside_steps", "runs", "warnings"); for a directory of exports (one per node) each is
+    imported, those already in db skipped: {"directory", "imports", "skipped"}."""
     return json.loads(_core.import_nsys(os.fspath(db), os.fspath(report), device or "", nvtx_steps or ""))
 
 

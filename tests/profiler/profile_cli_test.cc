@@ -393,6 +393,23 @@ TEST(ProfileCli, NsysReportImportAndComparison) {
   EXPECT_NE(by_step.out.find("0.300"), std::string::npos) << "300 us of GEMM in each step: " << by_step.out;
   expect_refused(run_calisim("db import " + stepped_db + ".x --nsys " + stepped + " --nvtx-steps step"),
                  "no NVTX range whose text starts with 'step'");
+
+  // A directory of node reports: each imported (a run per GPU), those already stored skipped.
+  const std::string nodes = ::testing::TempDir() + "cli_nsys_nodes";
+  const std::string nodes_db = ::testing::TempDir() + "cli_nsys_nodes.db";
+  std::filesystem::remove_all(nodes);
+  std::filesystem::create_directories(nodes);
+  std::remove(nodes_db.c_str());
+  std::filesystem::copy_file(report, nodes + "/node0.sqlite");
+  std::filesystem::copy_file(stepped, nodes + "/node1.sqlite");
+  std::ofstream(nodes + "/node0.nsys-rep") << "not an export";
+  const CmdResult dir = run_calisim("db import " + nodes_db + " --nsys " + nodes + " --device 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(dir.code, 0) << dir.out;
+  EXPECT_NE(dir.out.find("2 trace file(s) of " + nodes + ": 2 imported, 0 already in"), std::string::npos) << dir.out;
+  EXPECT_NE(dir.out.find("trace run 3"), std::string::npos) << dir.out;  // node0's two GPUs, node1's one
+  const CmdResult again = run_calisim("db import " + nodes_db + " --nsys " + nodes);
+  ASSERT_EQ(again.code, 0) << again.out;
+  EXPECT_NE(again.out.find("0 imported, 2 already in"), std::string::npos) << again.out;
 }
 
 }  // namespace
