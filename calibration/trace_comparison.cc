@@ -64,6 +64,9 @@ TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
     last = std::max(last, k->end_ns);
     const double d = k->duration_s();
     const std::string& c = k->kernel_class;
+    // A copy from one GPU to another is communication: TransformerEngine's userbuffers in their
+    // copy-engine mode and PyTorch's async tensor parallelism move TP data this way.
+    const bool peer = c == "memcpy" && k->copy_kind == "PtoP";
     if (c == "gemm") s.gemm_s += d;
     else if (c == "attention") {
       s.attention_s += d;
@@ -74,12 +77,16 @@ TraceStepStats measure(const std::vector<const db::TraceKernel*>& recs) {
       s.nccl_s += d;
       *nccl_bucket(s, k->name) += d;
     }
+    else if (peer) {
+      s.nccl_s += d;
+      s.peer_copy_s += d;
+    }
     else if (is_copy(c)) s.copy_s += d;
     else s.other_s += d;
     const Interval iv{k->start_ns, k->end_ns};
     all.push_back(iv);
     if (is_compute(c)) compute.push_back(iv);
-    if (is_compute(c) || c == "nccl") compute_comm.push_back(iv);
+    if (is_compute(c) || c == "nccl" || peer) compute_comm.push_back(iv);
   }
   // Busy segments (anything running); the gaps between them are the idle time: short ones the
   // launch / dispatch gaps between kernels that follow each other, long ones the GPU waiting
@@ -114,6 +121,7 @@ void accumulate(TraceStepStats& sum, const TraceStepStats& x, double w) {
   sum.nccl_reduce_scatter_s += w * x.nccl_reduce_scatter_s;
   sum.nccl_send_recv_s += w * x.nccl_send_recv_s;
   sum.nccl_other_s += w * x.nccl_other_s;
+  sum.peer_copy_s += w * x.peer_copy_s;
   sum.elementwise_s += w * x.elementwise_s;
   sum.other_s += w * x.other_s;
   sum.nccl_s += w * x.nccl_s;
@@ -271,12 +279,13 @@ std::vector<ComparisonRow> compare_trace(const TraceStepStats& t, const Simulate
   rows.push_back({"memory-bound kernels (elementwise + other; optimizer)", t.elementwise_s + t.other_s,
                   s.memory_s + s.optimizer_s});
   rows.push_back({"copies / memsets", t.copy_s, 0.0, false});
-  rows.push_back({"communication kernels (NCCL, userbuffers, DeepEP; summed)", t.nccl_s, 0.0, false});
+  rows.push_back({"communication (NCCL, userbuffers, DeepEP kernels; peer copies; summed)", t.nccl_s, 0.0, false});
   const std::pair<const char*, double> collectives[] = {{"  all-reduce", t.nccl_all_reduce_s},
                                                         {"  all-gather", t.nccl_all_gather_s},
                                                         {"  reduce-scatter", t.nccl_reduce_scatter_s},
                                                         {"  send / recv (pipeline, all-to-all)", t.nccl_send_recv_s},
-                                                        {"  other collectives", t.nccl_other_s}};
+                                                        {"  other collectives", t.nccl_other_s},
+                                                        {"  peer-to-peer copies (copy engine)", t.peer_copy_s}};
   for (const auto& [label, traced] : collectives) {
     if (traced > 0) rows.push_back({label, traced, 0.0, false});
   }

@@ -52,6 +52,9 @@ struct TraceStepStats {
   // send/recv (pipeline transfers and all-to-all), the rest (broadcast, reduce, ...).
   double nccl_all_reduce_s = 0, nccl_all_gather_s = 0, nccl_reduce_scatter_s = 0, nccl_send_recv_s = 0,
          nccl_other_s = 0;
+  // Of nccl_s: peer-to-peer copies (GPU to GPU through the copy engine: TE userbuffers' CE mode,
+  // PyTorch async TP), communication that runs as copies rather than kernels; not in copy_s.
+  double peer_copy_s = 0;
   double compute_busy_s = 0;     // union of compute kernels
   double comm_only_s = 0;        // communication kernels running, no compute kernel
   double copy_only_s = 0;        // only copies / memsets running

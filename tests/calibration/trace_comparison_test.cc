@@ -157,6 +157,21 @@ TEST(TraceComparison, RowsPairTracedAndSimulated) {
 }
 
 // Attention backward and NCCL collectives are told apart by kernel name, as the libraries name them.
+// A GPU-to-GPU copy (copy-engine communication) counts as communication, not as a copy: alone on
+// the GPU it is exposed communication.
+TEST(TraceComparison, PeerCopiesAreCommunication) {
+  std::vector<db::TraceKernel> recs = {rec("gemm", 0, 100, "ProfilerStep#1"), rec("memcpy", 100, 150, "ProfilerStep#1"),
+                                       rec("memcpy", 150, 160, "ProfilerStep#1")};
+  recs[1].copy_kind = "PtoP";
+  recs[2].copy_kind = "DtoD";
+  const TraceStepStats t = calibration::trace_step_stats(recs, 0);
+  EXPECT_NEAR(t.peer_copy_s, 50e-6, 1e-12);
+  EXPECT_NEAR(t.nccl_s, 50e-6, 1e-12);
+  EXPECT_NEAR(t.copy_s, 10e-6, 1e-12);       // the device-local copy
+  EXPECT_NEAR(t.comm_only_s, 50e-6, 1e-12);
+  EXPECT_NEAR(t.copy_only_s, 10e-6, 1e-12);
+}
+
 TEST(TraceComparison, AttentionDirectionAndCollectivesByKernelName) {
   auto named = [](const std::string& cls, const std::string& name, double start_us, double end_us) {
     db::TraceKernel k = rec(cls, start_us, end_us, "ProfilerStep#1");
