@@ -18,6 +18,7 @@
 #include "core/error.h"
 #include "db/efficiency_db.h"
 #include "db/trace_store.h"
+#include "profiler/device_match.h"
 #include "simulator/rank_placement.h"
 
 namespace calisim::cli {
@@ -76,6 +77,15 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   }
   for (const cdb::RunRecord& run : all_runs) {
     if (run.id == c.run) c.device = run.device, c.notes = run.notes;
+  }
+  // A trace of another GPU than the simulated one compares (and would calibrate) two GPUs: say so,
+  // when both names map to known GPUs (custom system names with the same device do not warn).
+  const std::string traced_gpu = profiler::system_for_cuda_device(c.device);
+  const std::string simulated_gpu = profiler::system_for_cuda_device(r.device_name);
+  if (!traced_gpu.empty() && !simulated_gpu.empty() && traced_gpu != simulated_gpu) {
+    c.warnings.push_back(fmt::format("the trace ran on '{}' ({}), this simulation is of '{}' ({}): the comparison "
+                                     "sets two different GPUs side by side",
+                                     c.device, traced_gpu, r.device_name, simulated_gpu));
   }
   const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
   c.traced = calibration::trace_step_stats(records, a.steps);

@@ -200,6 +200,15 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   EXPECT_NE(s1.out.find("warning: trace run 1 is of rank 3, not the --trace-rank 6 simulated here"), std::string::npos)
       << s1.out;
   EXPECT_NE(run_calisim(pp2 + "--compare-trace " + db + " --trace-rank 6 --trace-stage 1").code, 0);
+  // A trace of another GPU is compared, with a warning (the fixture ran on an H100).
+  const CmdResult other_gpu = run_calisim(
+      "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system b200 --no-ops --compare-trace " + db);
+  ASSERT_EQ(other_gpu.code, 0) << other_gpu.out;
+  EXPECT_NE(other_gpu.out.find("warning: the trace ran on 'NVIDIA H100 80GB HBM3' (h100-sxm), this simulation is of "
+                               "'NVIDIA B200' (b200)"),
+            std::string::npos)
+      << other_gpu.out;
+  EXPECT_EQ(cmp.out.find("the trace ran on"), std::string::npos) << cmp.out;
   // A trace of another world size is compared, with a warning.
   const CmdResult other = run_calisim(
       "simulate --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --no-ops --compare-trace " + db);
