@@ -159,7 +159,12 @@ TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int
     std::vector<Step> order;
     for (const auto& [name, recs] : steps) order.push_back({recs.front()->start_ns, &name, &recs});
     std::sort(order.begin(), order.end(), [](const Step& a, const Step& b) { return a.start < b.start; });
-    for (const Step& st : order) accumulate(out, measure(*st.recs), 1.0 / static_cast<double>(order.size()));
+    for (const Step& st : order) {
+      const TraceStepStats one = measure(*st.recs);
+      accumulate(out, one, 1.0 / static_cast<double>(order.size()));
+      out.span_min_s = &st == &order.front() ? one.span_s : std::min(out.span_min_s, one.span_s);
+      out.span_max_s = std::max(out.span_max_s, one.span_s);
+    }
     out.steps = static_cast<int>(order.size());
     out.steps_text = order.size() == 1 ? *order.front().name
                                        : fmt::format("{} .. {} ({} steps)", *order.front().name,
@@ -176,6 +181,7 @@ TraceStepStats trace_step_stats(const std::vector<db::TraceKernel>& records, int
   all.reserve(records.size());
   for (const db::TraceKernel& k : records) all.push_back(&k);
   accumulate(out, measure(all), 1.0 / steps_if_unnamed);
+  out.span_min_s = out.span_max_s = out.span_s;  // one span for all the steps: no spread to tell
   out.steps = steps_if_unnamed;
   out.steps_text = fmt::format("whole trace as {} step{}", steps_if_unnamed, steps_if_unnamed > 1 ? "s" : "");
   return out;

@@ -45,6 +45,7 @@ struct TraceStepStats {
   bool from_step_ranges = false;  // the steps are the trace's ProfilerStep ranges (else the given count)
   std::int64_t outside_steps = 0;  // records in no step (left out)
   double span_s = 0;
+  double span_min_s = 0, span_max_s = 0;  // the shortest and longest step (with step ranges; else span_s)
   double gemm_s = 0, attention_s = 0, elementwise_s = 0, other_s = 0, nccl_s = 0, copy_s = 0;  // summed
   // Of attention_s: backward kernels (names with "bwd", "bprop", "backward" or xformers' "cutlassB").
   double attention_bwd_s = 0;

@@ -132,6 +132,10 @@ std::string trace_comparison_text(const TraceComparison& c) {
                                 c.stage_why);
   for (const auto& w : c.warnings) out += "  warning: " + w + "\n";
   if (!c.notes.empty()) out += "  trace: " + c.notes + "\n";
+  if (c.traced.from_step_ranges && c.traced.steps > 1) {
+    out += fmt::format("  traced step spans: {:.3f} .. {:.3f} ms over {} steps (mean {:.3f})\n",
+                       c.traced.span_min_s * 1e3, c.traced.span_max_s * 1e3, c.traced.steps, c.traced.span_s * 1e3);
+  }
   Table t({"per step", "traced ms", "simulated ms", "simulated / traced"});
   for (const calibration::ComparisonRow& row : c.rows) {
     t.add_row({row.quantity, fmt::format("{:.3f}", row.traced_s * 1e3),
@@ -181,6 +185,7 @@ nlohmann::json trace_comparison_json(const TraceComparison& c) {
           {"stage_from", c.stage_why}, {"run_from", c.run_why}, {"warnings", c.warnings}, {"top_kernels", top},
           {"device", c.device},     {"notes", c.notes},
           {"steps", c.traced.steps}, {"steps_text", c.traced.steps_text},
+          {"step_span_min_s", c.traced.span_min_s}, {"step_span_max_s", c.traced.span_max_s},
           {"outside_steps", c.traced.outside_steps}, {"stage", c.simulated.stage},
           {"class_split_scale", c.simulated.class_split_scale},
           {"other_runs", c.other_runs}, {"rows", rows}};

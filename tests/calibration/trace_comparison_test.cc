@@ -84,6 +84,8 @@ TEST(TraceComparison, StepsAreAveragedInTimeOrder) {
   const TraceStepStats s = calibration::trace_step_stats(recs, 0);
   EXPECT_EQ(s.steps_text, "ProfilerStep#9 .. ProfilerStep#10 (2 steps)");
   EXPECT_NEAR(s.span_s, 200e-6, 1e-12);
+  EXPECT_NEAR(s.span_min_s, 100e-6, 1e-12);  // the spread of the steps: a straggling step shows
+  EXPECT_NEAR(s.span_max_s, 300e-6, 1e-12);
   EXPECT_NEAR(s.gemm_s, 200e-6, 1e-12);
   EXPECT_NEAR(s.idle_s, 0, 1e-12);
 }

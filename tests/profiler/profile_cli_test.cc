@@ -177,6 +177,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   EXPECT_NE(cmp.out.find("trace comparison: trace run 1 (the latest) of 'NVIDIA H100 80GB HBM3'"), std::string::npos)
       << cmp.out;
   EXPECT_NE(cmp.out.find("ProfilerStep#2 .. ProfilerStep#3 (2 steps)"), std::string::npos) << cmp.out;
+  EXPECT_NE(cmp.out.find("traced step spans: "), std::string::npos) << cmp.out;
   for (const char* row : {"GEMM kernels", "0.370", "attention kernels", "0.090", "communication (NCCL, userbuffers, DeepEP kernels; peer copies; summed)", "0.200",
                           "communication only (exposed)", "0.010", "idle (nothing on the GPU", "0.088"}) {
     EXPECT_NE(cmp.out.find(row), std::string::npos) << row << "\n" << cmp.out;
