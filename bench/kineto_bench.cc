@@ -2,7 +2,8 @@
 // written once per process, of S training steps with K GEMM kernels each, and per kernel the CPU
 // events a real trace carries around it (aten op, Python frame, cudaLaunchKernel, flow start), so
 // that most of the file is CPU events the reader drops, as in a real trace. Reports the file size
-// and the records read; CALISIM_KINETO_BENCH_KEEP=1 keeps the files (their paths on stderr).
+// and the records read; CALISIM_KINETO_BENCH_KEEP=1 keeps the files (their paths on stderr). The
+// gzip case reads the same trace compressed (MB/s counted on the JSON it holds).
 #include <benchmark/benchmark.h>
 #include <fmt/format.h>
 
@@ -11,6 +12,9 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
+
+#include <zlib.h>
 
 #include "profiler/kineto_trace.h"
 
@@ -54,16 +58,33 @@ std::string write_trace(int steps, int kernels_per_step) {
   return path.string();
 }
 
+// `path` gzip-compressed beside it (what tensorboard_trace_handler(use_gzip=True) writes).
+std::string gzip_copy(const std::string& path) {
+  const std::string gz = path + ".gz";
+  std::ifstream in(path, std::ios::binary);
+  gzFile out = gzopen(gz.c_str(), "wb6");
+  std::vector<char> buf(1 << 20);
+  while (in.read(buf.data(), static_cast<std::streamsize>(buf.size())) || in.gcount() > 0) {
+    gzwrite(out, buf.data(), static_cast<unsigned>(in.gcount()));
+  }
+  gzclose(out);
+  return gz;
+}
+
 void BM_ReadKinetoTrace(benchmark::State& state) {
-  const std::string path = write_trace(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const std::string plain = write_trace(static_cast<int>(state.range(0)), static_cast<int>(state.range(1)));
+  const bool gzip = state.range(2) != 0;
+  const std::string path = gzip ? gzip_copy(plain) : plain;
   std::size_t records = 0;
   for (auto _ : state) {
     const auto t = calisim::profiler::read_kineto_trace(path);
     records = t.records.size();
     benchmark::DoNotOptimize(records);
   }
-  const auto bytes = std::filesystem::file_size(path);
-  state.counters["file_MB"] = static_cast<double>(bytes) / 1e6;
+  // Throughput counts the JSON parsed (the plain file's size), also for the .gz.
+  const auto bytes = std::filesystem::file_size(plain);
+  state.counters["file_MB"] = static_cast<double>(std::filesystem::file_size(path)) / 1e6;
+  state.counters["json_MB"] = static_cast<double>(bytes) / 1e6;
   state.counters["kernels"] = static_cast<double>(records);
   state.SetBytesProcessed(static_cast<std::int64_t>(state.iterations()) * static_cast<std::int64_t>(bytes));
   // CALISIM_KINETO_BENCH_KEEP=1 keeps the file, to time `calisim db import --kineto` on it.
@@ -72,8 +93,14 @@ void BM_ReadKinetoTrace(benchmark::State& state) {
   } else {
     std::filesystem::remove(path);
   }
+  if (gzip) std::filesystem::remove(plain);
 }
-// 2 steps of 5,000 kernels (about 9 MB), and 20 steps (about 95 MB, 500,000 events).
-BENCHMARK(BM_ReadKinetoTrace)->Args({2, 5000})->Args({20, 5000})->Unit(benchmark::kMillisecond);
+// 2 steps of 5,000 kernels (about 9 MB), and 20 steps (about 95 MB, 500,000 events); the third
+// argument 1 reads the same trace gzip-compressed.
+BENCHMARK(BM_ReadKinetoTrace)
+    ->Args({2, 5000, 0})
+    ->Args({20, 5000, 0})
+    ->Args({20, 5000, 1})
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
