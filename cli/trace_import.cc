@@ -1,6 +1,7 @@
 #include "cli/trace_import.h"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <functional>
@@ -181,7 +182,20 @@ TraceImportReport import_directory(const std::string& db_path, const std::string
                                    std::initializer_list<std::string_view> suffixes, const char* kinds,
                                    const std::function<TraceImportReport(const std::string&)>& import_one) {
   const std::vector<std::string> files = files_in(dir, suffixes);
-  if (files.empty()) throw InputError(dir, option, fmt::format("the directory holds no trace file ({})", kinds));
+  if (files.empty()) {
+    // torchtitan writes one subdirectory per profiled iteration: point at the one that is meant.
+    std::vector<std::string> subdirs;
+    for (const auto& entry : std::filesystem::directory_iterator(dir)) {
+      if (entry.is_directory()) subdirs.push_back(entry.path().filename().string());
+    }
+    std::sort(subdirs.begin(), subdirs.end());
+    if (subdirs.size() > 4) subdirs.resize(4), subdirs.push_back("...");
+    throw InputError(dir, option,
+                     fmt::format("the directory holds no trace file ({}){}", kinds,
+                                 subdirs.empty() ? std::string()
+                                                 : fmt::format("; it has subdirectories ({}): import one of them",
+                                                               fmt::join(subdirs, ", "))));
+  }
   ordered_json imports = ordered_json::array(), skipped = ordered_json::array();
   std::string text;
   for (std::size_t i = 0; i < files.size(); ++i) {

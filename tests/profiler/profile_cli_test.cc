@@ -333,6 +333,11 @@ TEST(ProfileCli, KinetoDirectoryImportsEveryRankAndComparesTheOneAsked) {
   std::filesystem::remove_all(empty);
   std::filesystem::create_directories(empty);
   expect_refused(run_calisim("db import " + db + " --kineto " + empty), "holds no trace file (*.json or *.json.gz)");
+  // torchtitan's layout: one subdirectory per profiled iteration; the message points at them.
+  std::filesystem::create_directories(empty + "/iteration_10");
+  std::filesystem::create_directories(empty + "/iteration_20");
+  expect_refused(run_calisim("db import " + db + " --kineto " + empty),
+                 "it has subdirectories (iteration_10, iteration_20): import one of them");
 }
 
 // An Nsight Systems SQLite export through the command line: one trace run per GPU of the report,
