@@ -7,6 +7,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "calibration/efficiency_scale.h"
 #include "core/dtype.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
@@ -200,65 +201,23 @@ std::vector<std::string> efficiencies_at_cap(const SystemConfig& sys, const FitF
   return out;
 }
 
-// A written efficiency keeps 4 decimals (the file is read by people; 1e-4 moves no result).
-double written(double e, double k) { return std::round(capped(e, k) * 1e4) / 1e4; }
-
-template <class Json>
-Json scale_document(Json doc, const FitFactors& f) {
-  const double kc = f.of(FitGroup::compute), kn = f.of(FitGroup::comm), km = f.of(FitGroup::memory);
-  auto scale = [](Json& parent, const char* key, double k) {
-    if (parent.is_object() && parent.contains(key) && parent[key].is_number()) {
-      parent[key] = written(parent[key].template get<double>(), k);
-    }
-  };
-  auto scale_all = [](Json* obj, double k) {
-    if (!obj || !obj->is_object()) return;
-    for (auto& [key, v] : obj->items())
-      if (v.is_number()) v = written(v.template get<double>(), k);
-  };
-  const double kf = f.of(FitGroup::fp8);
-  if (doc.contains("efficiency") && doc["efficiency"].is_object()) {
-    Json& e = doc["efficiency"];
-    // FP8 (with a factor to apply): the file's fp8 entries, else, on a device with an FP8 peak, a
-    // new "fp8" entry from the matmul figure the FP8 GEMMs used; both factors, from the values as
-    // read. The other matmul_by_dtype entries take the compute factor.
-    const bool fp8_fitted = kf != 1.0;
-    bool fp8_entries = false;
-    if (e.contains("matmul_by_dtype") && e["matmul_by_dtype"].is_object()) {
-      for (auto& [key, v] : e["matmul_by_dtype"].items()) {
-        if (!v.is_number()) continue;
-        const bool fp8 = key.rfind("fp8", 0) == 0;
-        fp8_entries = fp8_entries || fp8;
-        v = written(v.template get<double>(), fp8 && fp8_fitted ? kc * kf : kc);
-      }
-    }
-    const bool has_fp8_peak = doc.contains("device") && doc["device"].is_object() &&
-                              doc["device"].contains("peak_tflops") && doc["device"]["peak_tflops"].is_object() &&
-                              doc["device"]["peak_tflops"].contains("fp8");
-    if (fp8_fitted && !fp8_entries && has_fp8_peak && e.contains("matmul") && e["matmul"].is_number()) {
-      e["matmul_by_dtype"]["fp8"] = written(e["matmul"].template get<double>(), kc * kf);
-    }
-    scale(e, "matmul", kc);
-    scale(e, "attention", kc);
-    scale(e, "memory_bound", km);
-    if (e.contains("attention_implementations") && e["attention_implementations"].is_object()) {
-      for (auto& [name, impl] : e["attention_implementations"].items()) scale(impl, "attention", kc);
-    }
-  }
-  if (doc.contains("network") && doc["network"].is_object()) {
-    for (const char* tier : {"scale_up", "scale_out"}) {
-      Json& n = doc["network"];
-      if (n.contains(tier) && n[tier].is_object() && n[tier].contains("efficiency")) {
-        scale_all(&n[tier]["efficiency"], kn);
-      }
-    }
-  }
-  return doc;
+// The document is scaled by the shared mechanism (calibration/efficiency_scale.h): matmul and
+// attention by the compute factor, the FP8 entries by compute × fp8, memory_bound and the
+// collectives by theirs.
+EfficiencyScale scale_of(const FitFactors& f) {
+  EfficiencyScale s;
+  s.matmul = s.attention = f.of(FitGroup::compute);
+  s.fp8 = f.of(FitGroup::fp8);
+  s.memory = f.of(FitGroup::memory);
+  s.comm = f.of(FitGroup::comm);
+  return s;
 }
 
-nlohmann::json apply_factors(nlohmann::json doc, const FitFactors& f) { return scale_document(std::move(doc), f); }
+nlohmann::json apply_factors(nlohmann::json doc, const FitFactors& f) {
+  return scale_efficiencies(std::move(doc), scale_of(f));
+}
 nlohmann::ordered_json apply_factors(nlohmann::ordered_json doc, const FitFactors& f) {
-  return scale_document(std::move(doc), f);
+  return scale_efficiencies(std::move(doc), scale_of(f));
 }
 
 RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& o,

@@ -8,6 +8,7 @@
 #include <string_view>
 #include <utility>
 
+#include "calibration/efficiency_scale.h"
 #include "core/error.h"
 #include "profiler/kernel_class.h"
 #include "simulator/rank_placement.h"
@@ -321,29 +322,11 @@ TraceFit fit_to_trace(const TraceStepStats& t, const SimulatedStepClasses& s) {
 }
 
 nlohmann::ordered_json apply_trace_fit(nlohmann::ordered_json doc, const TraceFit& f, std::vector<std::string>* capped) {
-  if (!doc.contains("efficiency") || !doc["efficiency"].is_object()) return doc;
-  nlohmann::ordered_json& e = doc["efficiency"];
-  auto scale = [capped](nlohmann::ordered_json& parent, const std::string& key, double k, const std::string& path) {
-    if (!parent.is_object() || !parent.contains(key) || !parent[key].is_number()) return;
-    const double v = parent[key].get<double>() * k;
-    if (v >= 1 && capped) capped->push_back(path);
-    parent[key] = std::round(std::min(1.0, v) * 1e4) / 1e4;
-  };
-  scale(e, "matmul", f.matmul, "efficiency.matmul");
-  if (e.contains("matmul_by_dtype") && e["matmul_by_dtype"].is_object()) {
-    for (auto& [key, v] : e["matmul_by_dtype"].items()) {
-      (void)v;
-      scale(e["matmul_by_dtype"], key, f.matmul, "efficiency.matmul_by_dtype." + key);
-    }
-  }
-  scale(e, "attention", f.attention, "efficiency.attention");
-  if (e.contains("attention_implementations") && e["attention_implementations"].is_object()) {
-    for (auto& [name, impl] : e["attention_implementations"].items()) {
-      scale(impl, "attention", f.attention, "efficiency.attention_implementations." + name + ".attention");
-    }
-  }
-  scale(e, "memory_bound", f.memory, "efficiency.memory_bound");
-  return doc;
+  EfficiencyScale s;
+  s.matmul = f.matmul;
+  s.attention = f.attention;
+  s.memory = f.memory;
+  return scale_efficiencies(std::move(doc), s, capped);
 }
 
 }  // namespace calisim::calibration

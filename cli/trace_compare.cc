@@ -38,45 +38,48 @@ std::optional<std::pair<int, int>> rank_in_notes(const std::string& notes) {
 
 }  // namespace
 
-TraceComparison compare_with_trace(const TraceCompareRequest& a, const SimulationResult& r) {
-  namespace cdb = calisim::db;
-  if (!std::filesystem::exists(a.db)) {
-    throw InputError(a.db, "--compare-trace", "no such database file");
-  }
-  auto db = cdb::EfficiencyDb::open(a.db, cdb::OpenMode::read_only);
-  const std::vector<std::int64_t> runs = cdb::runs_with_trace_kernels(db);
-  if (runs.empty()) {
-    throw InputError(a.db, "--compare-trace",
+namespace {
+
+// A database's trace runs: the file opened once, its runs with trace records and every run's
+// record. InputError for a missing file or one without trace runs (saying how to get one).
+struct TraceFile {
+  db::EfficiencyDb store;
+  std::vector<std::int64_t> runs;     // runs with trace records, ascending
+  std::vector<db::RunRecord> all_runs;
+};
+
+TraceFile open_trace_file(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw InputError(path, "--compare-trace", "no such database file");
+  TraceFile f{db::EfficiencyDb::open(path, db::OpenMode::read_only), {}, {}};
+  f.runs = db::runs_with_trace_kernels(f.store);
+  if (f.runs.empty()) {
+    throw InputError(path, "--compare-trace",
                      fmt::format("holds no trace run: import one (calisim db import {} --kineto trace.json, or "
                                  "--nsys report.sqlite) or record one with libcalisim_trace.so (docs/profiling.md)",
-                                 a.db));
+                                 path));
+  }
+  f.all_runs = f.store.runs();
+  return f;
+}
+
+// Trace run `run` of `f` (chosen as `run_why` says) beside the simulated stage: the stage as given,
+// else the traced rank's (given, or from the notes when the trace's world is this layout's), else
+// the first.
+TraceComparison compare_run(TraceFile& f, std::int64_t run, std::string run_why, const TraceCompareRequest& a,
+                            const SimulationResult& r) {
+  if (std::find(f.runs.begin(), f.runs.end(), run) == f.runs.end()) {
+    throw InputError(a.db, "--trace-run",
+                     fmt::format("run {} holds no trace records; trace runs: {}", run, fmt::join(f.runs, ", ")));
   }
   TraceComparison c;
   c.db = a.db;
-  c.run = a.run > 0 ? a.run : runs.back();
-  // --trace-rank without --trace-run: that rank's trace when the file holds one (a directory of
-  // per-rank traces imported together), the latest of them.
-  const std::vector<cdb::RunRecord> all_runs = db.runs();
-  c.run_why = a.run > 0 ? "--trace-run" : "the latest";
-  if (a.run <= 0 && a.rank >= 0) {
-    std::int64_t of_rank = 0;
-    for (const cdb::RunRecord& run : all_runs) {
-      const auto noted = rank_in_notes(run.notes);
-      if (noted && noted->first == a.rank && std::find(runs.begin(), runs.end(), run.id) != runs.end()) {
-        of_rank = std::max(of_rank, run.id);
-      }
-    }
-    if (of_rank > 0) c.run = of_rank, c.run_why = fmt::format("the latest of rank {}", a.rank);
-  }
-  if (std::find(runs.begin(), runs.end(), c.run) == runs.end()) {
-    throw InputError(a.db, "--trace-run",
-                     fmt::format("run {} holds no trace records; trace runs: {}", c.run, fmt::join(runs, ", ")));
-  }
-  for (std::int64_t id : runs) {
+  c.run = run;
+  c.run_why = std::move(run_why);
+  for (std::int64_t id : f.runs) {
     if (id != c.run) c.other_runs.push_back(id);
   }
-  for (const cdb::RunRecord& run : all_runs) {
-    if (run.id == c.run) c.device = run.device, c.notes = run.notes;
+  for (const db::RunRecord& rec : f.all_runs) {
+    if (rec.id == c.run) c.device = rec.device, c.notes = rec.notes;
   }
   // A trace of another GPU than the simulated one compares (and would calibrate) two GPUs: say so,
   // when both names map to known GPUs (custom system names with the same device do not warn).
@@ -87,7 +90,7 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
                                      "sets two different GPUs side by side",
                                      c.device, traced_gpu, r.device_name, simulated_gpu));
   }
-  const std::vector<cdb::TraceKernel> records = cdb::load_trace_kernels(db, c.run);
+  const std::vector<db::TraceKernel> records = db::load_trace_kernels(f.store, c.run);
   c.traced = calibration::trace_step_stats(records, a.steps);
   c.top = calibration::top_kernels(records, c.traced, 10);
   // A step count given for a trace that has its own step ranges is not used: say so.
@@ -95,8 +98,6 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
     c.warnings.push_back(fmt::format("--trace-steps {} not used: the trace has its own ProfilerStep ranges ({})",
                                      a.steps, c.traced.steps_text));
   }
-  // The stage: as given, else the traced rank's (given, or from the notes when the trace's world
-  // is this layout's), else the first.
   const auto noted = rank_in_notes(c.notes);
   if (noted && a.rank >= 0 && noted->first != a.rank) {
     c.warnings.push_back(fmt::format("trace run {} is of rank {}, not the --trace-rank {} simulated here", c.run,
@@ -124,6 +125,26 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   c.simulated = calibration::simulated_step_classes(r, stage);
   c.rows = calibration::compare_trace(c.traced, c.simulated);
   return c;
+}
+
+}  // namespace
+
+TraceComparison compare_with_trace(const TraceCompareRequest& a, const SimulationResult& r) {
+  TraceFile f = open_trace_file(a.db);
+  if (a.run > 0) return compare_run(f, a.run, "--trace-run", a, r);
+  // --trace-rank without --trace-run: that rank's trace when the file holds one (a directory of
+  // per-rank traces imported together), the latest of them; else the latest.
+  if (a.rank >= 0) {
+    std::int64_t of_rank = 0;
+    for (const db::RunRecord& rec : f.all_runs) {
+      const auto noted = rank_in_notes(rec.notes);
+      if (noted && noted->first == a.rank && std::find(f.runs.begin(), f.runs.end(), rec.id) != f.runs.end()) {
+        of_rank = std::max(of_rank, rec.id);
+      }
+    }
+    if (of_rank > 0) return compare_run(f, of_rank, fmt::format("the latest of rank {}", a.rank), a, r);
+  }
+  return compare_run(f, f.runs.back(), "the latest", a, r);
 }
 
 std::string trace_comparison_text(const TraceComparison& c) {
@@ -201,25 +222,9 @@ std::vector<TraceComparison> compare_all_trace_runs(const TraceCompareRequest& a
     throw InputError("<command line>", "--trace-rank",
                      "not with --trace-run all: each run is compared with the stage of its own rank");
   }
-  if (!std::filesystem::exists(a.db)) throw InputError(a.db, "--compare-trace", "no such database file");
-  std::vector<std::int64_t> runs;
-  {
-    auto store = calisim::db::EfficiencyDb::open(a.db, calisim::db::OpenMode::read_only);
-    runs = calisim::db::runs_with_trace_kernels(store);
-  }
-  if (runs.empty()) {
-    TraceCompareRequest one = a;
-    one.all_runs = false;
-    compare_with_trace(one, r);  // refuses with the message that says how to import one
-  }
+  TraceFile f = open_trace_file(a.db);
   std::vector<TraceComparison> out;
-  for (std::int64_t id : runs) {
-    TraceCompareRequest one = a;
-    one.all_runs = false;
-    one.run = id;
-    one.rank = -1;
-    out.push_back(compare_with_trace(one, r));
-  }
+  for (std::int64_t id : f.runs) out.push_back(compare_run(f, id, "--trace-run all", a, r));
   return out;
 }
 

@@ -340,16 +340,22 @@ TEST(ProfileCli, KinetoDirectoryImportsEveryRankAndComparesTheOneAsked) {
                  "it has subdirectories (iteration_10, iteration_20): import one of them");
 }
 
+// An Nsight Systems SQLite export with the tables `sql` creates, in the test's temporary directory.
+std::string nsys_export(const std::string& name, const char* sql) {
+  const std::string path = ::testing::TempDir() + name;
+  std::remove(path.c_str());
+  calisim::db::Connection c(path, calisim::db::OpenMode::create);
+  c.exec(sql);
+  return path;
+}
+
 // An Nsight Systems SQLite export through the command line: one trace run per GPU of the report,
 // compared with a simulation by the number of steps the capture holds (nsys has no ProfilerStep
 // ranges).
 TEST(ProfileCli, NsysReportImportAndComparison) {
-  const std::string report = ::testing::TempDir() + "cli_nsys.sqlite";
   const std::string db = ::testing::TempDir() + "cli_nsys.db";
-  for (const auto& f : {report, db}) std::remove(f.c_str());
-  {
-    calisim::db::Connection c(report, calisim::db::OpenMode::create);
-    c.exec(R"sql(
+  std::remove(db.c_str());
+  const std::string report = nsys_export("cli_nsys.sqlite", R"sql(
       CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
       INSERT INTO StringIds VALUES (1, 'nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNT'), (2, 'flash_fwd_kernel');
       CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
@@ -359,7 +365,6 @@ TEST(ProfileCli, NsysReportImportAndComparison) {
       CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
       INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3'), (1, 'NVIDIA H100 80GB HBM3');
     )sql");
-  }
   const CmdResult imp = run_calisim("db import " + db + " --nsys " + report);
   ASSERT_EQ(imp.code, 0) << imp.out;
   EXPECT_NE(imp.out.find("3 kernels, 0 copies / memsets"), std::string::npos) << imp.out;
@@ -378,12 +383,9 @@ TEST(ProfileCli, NsysReportImportAndComparison) {
   expect_refused(run_calisim("db import " + db + " --kineto x.json --nvtx-steps iteration"), "needs --nsys");
 
   // The program's NVTX step ranges: each record in the step whose range holds its launch.
-  const std::string stepped = ::testing::TempDir() + "cli_nsys_steps.sqlite";
   const std::string stepped_db = ::testing::TempDir() + "cli_nsys_steps.db";
-  for (const auto& f : {stepped, stepped_db}) std::remove(f.c_str());
-  {
-    calisim::db::Connection c(stepped, calisim::db::OpenMode::create);
-    c.exec(R"sql(
+  std::remove(stepped_db.c_str());
+  const std::string stepped = nsys_export("cli_nsys_steps.sqlite", R"sql(
       CREATE TABLE StringIds (id INTEGER PRIMARY KEY, value TEXT NOT NULL);
       INSERT INTO StringIds VALUES (1, 'nvjet_hsh_256x128_64x4_2x1_v_bz_coopA_TNT');
       CREATE TABLE CUPTI_ACTIVITY_KIND_KERNEL (start INTEGER, end INTEGER, deviceId INTEGER, streamId INTEGER,
@@ -398,7 +400,6 @@ TEST(ProfileCli, NsysReportImportAndComparison) {
       CREATE TABLE TARGET_INFO_GPU (id INTEGER, name TEXT);
       INSERT INTO TARGET_INFO_GPU VALUES (0, 'NVIDIA H100 80GB HBM3');
     )sql");
-  }
   const CmdResult steps = run_calisim("db import " + stepped_db + " --nsys " + stepped + " --nvtx-steps iteration");
   ASSERT_EQ(steps.code, 0) << steps.out;
   EXPECT_NE(steps.out.find("2 step(s) by NVTX ranges 'iteration 10' .. 'iteration 11'"), std::string::npos) << steps.out;
