@@ -24,6 +24,7 @@
 #include "cli/megatron_configs.h"
 #include "cli/config_catalog.h"
 #include "cli/progress_bar.h"
+#include "cli/system_device.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "db/records.h"
@@ -87,12 +88,8 @@ ProfilingOutcome profile_missing(const profiler::ProfilePlan& missing, const Run
   profiler::CudaBenchOptions bo;
   profiler::CudaBench bench(bo);
   const SystemConfig& sys = rc.system;
-  db::DeviceRecord dev;
-  dev.name = sys.device.name;
+  db::DeviceRecord dev = device_record_of(sys);
   dev.sm_count = env.sm_count;
-  dev.peak_tflops = sys.device.peak_tflops;
-  dev.hbm_gb_s = sys.device.hbm_gb_s;
-  dev.memory_gb = sys.device.memory_gb;
   dev.l2_mb = env.l2_mb;
   dev.driver_version = env.driver_version;
   dev.cuda_version = env.cuda_version;

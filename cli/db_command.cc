@@ -114,13 +114,15 @@ void run_list(const DbArgs& a) {
   print(a, doc, doc.empty() ? a.db + ": no devices\n" : t.render(""));
 }
 
-// Trace runs (libcalisim_trace.so) hold kernels, not measurement rows: summarise each by kernel class.
+// Trace runs (libcalisim_trace.so, trace imports) hold kernels: summarise each by kernel class.
 void add_trace_summaries(cdb::EfficiencyDb& db, const std::vector<cdb::RunBatch>& runs, std::string& text,
                          ordered_json& doc) {
   ordered_json traces = ordered_json::array();
   for (const auto& b : runs) {
     if (b.run.source != cdb::Source::trace) continue;
     const cdb::TraceSummary s = cdb::summarize_trace(db, b.run.id);
+    // A trace import's efficiency rows (db import --kineto with record_shapes) are a run of their own.
+    if (s.kernels == 0 && b.rows.size() > 0) continue;
     std::int64_t copies = 0;
     for (const auto& c : s.copies) copies += c.count;
     text += fmt::format("\ntrace run {}: {} kernels{}, {} s of GPU time over {} s wall\n", b.run.id,

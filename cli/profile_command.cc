@@ -23,6 +23,7 @@
 #include "cli/megatron_configs.h"
 #include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
+#include "cli/system_device.h"
 #include "core/error.h"
 #include "profiler/profile_plan.h"
 #include "profiler/sweep.h"
@@ -213,11 +214,8 @@ Target target_for(const RunArgs& a, const prof::CudaEnvironment& env) {
   }
   const std::string system_path = resolve_config(ConfigKind::system, t.system_name);
   t.sys = parse_system(read_json_file(system_path), system_path);
-  t.dev.name = t.sys.device.name;
+  t.dev = device_record_of(t.sys);
   t.dev.sm_count = env.sm_count;
-  t.dev.peak_tflops = t.sys.device.peak_tflops;
-  t.dev.hbm_gb_s = t.sys.device.hbm_gb_s;
-  t.dev.memory_gb = t.sys.device.memory_gb;
   t.dev.l2_mb = env.l2_mb;
   t.dev.driver_version = env.driver_version;
   t.dev.cuda_version = env.cuda_version;

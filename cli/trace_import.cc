@@ -8,6 +8,8 @@
 #include <initializer_list>
 #include <cstdint>
 #include <map>
+#include <optional>
+#include <set>
 #include <vector>
 #include <cstdio>
 #include <filesystem>
@@ -17,7 +19,10 @@
 #include "core/error.h"
 #include "db/efficiency_db.h"
 #include "db/trace_store.h"
+#include "cli/system_device.h"
+#include "cli/table.h"
 #include "profiler/kineto_trace.h"
+#include "profiler/operator_rows.h"
 #include "profiler/nsys_trace.h"
 #include "profiler/trace_writer.h"
 
@@ -50,7 +55,8 @@ bool announce_large(const std::string& file) {
 std::int64_t store_once(const std::string& db_path, const std::string& file, const char* tool, std::string notes,
                         const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& device_names,
                         ordered_json& runs, std::string& text, std::vector<std::string>& warnings,
-                        bool skip_imported) {
+                        bool skip_imported, const profiler::TraceExtras& extras = {},
+                        profiler::TraceWriteResult* written = nullptr) {
   std::uint64_t fp = 1469598103934665603ull;
   auto mix = [&fp](std::string_view bytes) {
     for (unsigned char c : bytes) fp = (fp ^ c) * 1099511628211ull;
@@ -75,7 +81,8 @@ std::int64_t store_once(const std::string& db_path, const std::string& file, con
   info.ended_at = std::string();
   info.tool = tool;
   info.host = "unknown";
-  const profiler::TraceWriteResult w = profiler::store_trace(db_path, records, device_names, info);
+  const profiler::TraceWriteResult w = profiler::store_trace(db_path, records, device_names, info, extras);
+  if (written) *written = w;
   runs = ordered_json::array();
   for (const auto& [ordinal, run] : w.run_by_device) {
     const std::string& name = device_names.at(ordinal);
@@ -85,6 +92,140 @@ std::int64_t store_once(const std::string& db_path, const std::string& file, con
   for (const auto& warning : w.warnings) text += "  warning: " + warning + "\n";
   warnings = w.warnings;
   return 0;
+}
+
+// The efficiency rows a Kineto trace's keyed operators give (profiler/operator_rows.h), per device,
+// and the specs each device is stored with: the database's record when it has peaks, else the
+// shipped system's whose GPU CUDA calls by that name (which also gives the simulator's name for it,
+// so `simulate --system S --db` finds the rows).
+struct KernelRowsPlan {
+  profiler::TraceExtras extras;
+  std::map<int, profiler::OperatorRows> rows;
+  std::map<int, std::string> specs_from;  // ordinal -> shipped system the specs came from
+};
+
+bool has_peaks(const db::DeviceRecord& d) {
+  return std::any_of(d.peak_tflops.begin(), d.peak_tflops.end(), [](double p) { return p > 0; });
+}
+
+KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& file,
+                                const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& names,
+                                const std::vector<profiler::TracedOperator>& operators, const std::string& notes) {
+  KernelRowsPlan plan;
+  std::optional<db::EfficiencyDb> existing;
+  if (std::filesystem::exists(db_path)) existing.emplace(db::EfficiencyDb::open(db_path, db::OpenMode::read_only));
+  std::set<int> ordinals;
+  for (const db::TraceKernel& k : records) ordinals.insert(k.device);
+  for (const int ordinal : ordinals) {
+    const std::string& cuda_name = names.at(ordinal);
+    std::optional<db::DeviceRecord> known = existing ? existing->find_device(cuda_name) : std::nullopt;
+    db::DeviceRecord record;
+    if (known && has_peaks(*known)) {
+      record = *known;
+    } else if (const auto shipped = shipped_device_for(cuda_name)) {
+      record = shipped->record;
+      plan.extras.device_specs[ordinal] = record;
+      plan.specs_from[ordinal] = shipped->system;
+      if (known) record.name = known->name;  // the database keeps its name; the specs are filled in
+    } else {
+      record.name = known ? known->name : cuda_name;
+    }
+    if (operators.empty()) continue;
+    profiler::OperatorRows rows = profiler::operator_rows(operators, ordinal, record);
+    if (rows.rows.size() == 0) {
+      plan.rows[ordinal] = std::move(rows);
+      continue;
+    }
+    db::validate_rows(rows.rows, file);
+    const std::string rows_notes = fmt::format(
+        "GEMM and attention operators (record_shapes) of {}; {} GEMM and {} attention key(s) from {} call(s), "
+        "each key the median of its calls without overlapping communication; {} key(s) overlapped in every call "
+        "and are timed with it",
+        notes, rows.rows.gemm.size(), rows.rows.attention.size(), rows.calls, rows.overlapped_keys);
+    plan.extras.rows[ordinal] = profiler::TraceRowsRun{rows_notes, rows.rows};
+    plan.rows[ordinal] = std::move(rows);
+  }
+  return plan;
+}
+
+// Devices stored with a shipped system's specs, named in the text.
+void report_device_specs(const KernelRowsPlan& plan, const profiler::TraceWriteResult& written, std::string& text) {
+  for (const auto& [ordinal, system] : plan.specs_from) {
+    const auto name = written.device_by_ordinal.find(ordinal);
+    text += fmt::format("  CUDA device {}: device '{}' has the specs of shipped system {}\n", ordinal,
+                        name != written.device_by_ordinal.end() ? name->second : "", system);
+  }
+}
+
+std::string us(double s) { return fmt::format("{:.1f}", s * 1e6); }
+
+// What the keyed operators gave, as text (appended) and JSON.
+ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRowsPlan& plan,
+                                const profiler::TraceWriteResult& written, std::string& text) {
+  ordered_json doc = {{"record_shapes", t.record_shapes}, {"operator_events", t.operator_events}};
+  ordered_json unkeyed = ordered_json::object();
+  for (const auto& [cls, u] : t.unkeyed) unkeyed[cls] = {{"kernels", u.count}, {"total_s", u.total_s}};
+  doc["kernels_outside_operators"] = unkeyed;
+  report_device_specs(plan, written, text);
+  ordered_json devices = ordered_json::array();
+  for (const auto& [ordinal, rows] : plan.rows) {
+    const auto run = written.rows_run_by_device.find(ordinal);
+    ordered_json d = {{"device_ordinal", ordinal},
+                      {"device", written.device_by_ordinal.count(ordinal) ? written.device_by_ordinal.at(ordinal) : ""},
+                      {"run", run != written.rows_run_by_device.end() ? ordered_json(run->second) : ordered_json()},
+                      {"calls", rows.calls},
+                      {"gemm_rows", rows.rows.gemm.size()},
+                      {"attention_rows", rows.rows.attention.size()},
+                      {"overlapped_keys", rows.overlapped_keys},
+                      {"keyed_s", rows.keyed_s}};
+    ordered_json keys = ordered_json::array();
+    for (const auto& i : rows.info) {
+      keys.push_back({{"key", i.key}, {"operators", i.operators}, {"calls", i.calls}, {"used", i.used},
+                      {"total_s", i.total_s}, {"median_s", i.median_s}, {"efficiency", i.efficiency}});
+    }
+    d["keys"] = keys;
+    ordered_json reasons = ordered_json::object();
+    for (const auto& [reason, n] : rows.not_keyed) reasons[reason] = n;
+    d["not_keyed"] = reasons;
+    devices.push_back(d);
+
+    if (run != written.rows_run_by_device.end()) {
+      text += fmt::format(
+          "  efficiency rows (run {}): {} GEMM and {} attention key(s) from {} operator call(s), {} s of GPU time"
+          "{}\n",
+          run->second, rows.rows.gemm.size(), rows.rows.attention.size(), rows.calls, fmt::format("{:.4g}", rows.keyed_s),
+          rows.overlapped_keys > 0
+              ? fmt::format("; {} key(s) ran only beside communication and are timed with it", rows.overlapped_keys)
+              : std::string());
+      Table tab({"key", "calls", "median_us", "efficiency"});
+      const std::size_t shown = std::min<std::size_t>(rows.info.size(), 10);
+      for (std::size_t i = 0; i < shown; ++i) {
+        const auto& r = rows.info[i];
+        tab.add_row({r.key, std::to_string(r.calls), us(r.median_s), fmt::format("{:.3f}", r.efficiency)});
+      }
+      text += tab.render("    ");
+      if (rows.info.size() > shown) text += fmt::format("    ... {} more key(s) (--json lists all)\n", rows.info.size() - shown);
+    } else {
+      text += fmt::format("  no efficiency rows for CUDA device {} ({} keyed operator call(s))\n", ordinal, rows.calls);
+    }
+    for (const auto& [reason, n] : rows.not_keyed) text += fmt::format("    not keyed: {} call(s): {}\n", n, reason);
+  }
+  doc["devices"] = devices;
+  if (t.operators.empty()) {
+    const std::string why =
+        !t.record_shapes && t.operator_events == 0
+            ? "the trace was recorded without record_shapes=True: no operator shapes, so no efficiency rows"
+            : "no keyed PyTorch operator (aten::mm, addmm, bmm, baddbmm, _scaled_mm, scaled_dot_product_attention) "
+              "launched a kernel: no efficiency rows";
+    text += "  " + why + "\n";
+    doc["why_no_rows"] = why;
+  }
+  for (const auto& [cls, u] : t.unkeyed) {
+    text += fmt::format("  {} {} kernel(s), {:.4g} s, ran outside the keyed operators (TransformerEngine, flash-attn, "
+                        "CUDA graphs: no shapes in the trace)\n",
+                        u.count, cls, u.total_s);
+  }
+  return doc;
 }
 
 TraceImportReport skipped_report(const std::string& db_path, const std::string& file, std::int64_t run) {
@@ -117,8 +258,10 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
                                             : std::string());
   ordered_json runs;
   std::vector<std::string> warnings;
-  if (const std::int64_t run =
-          store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text, warnings, skip_imported)) {
+  const KernelRowsPlan plan = plan_kernel_rows(db_path, file, t.records, t.device_names, t.operators, notes);
+  profiler::TraceWriteResult written;
+  if (const std::int64_t run = store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text,
+                                          warnings, skip_imported, plan.extras, &written)) {
     return skipped_report(db_path, file, run);
   }
   ordered_json doc = {{"file", file},         {"kernels", t.kernels},
@@ -126,6 +269,7 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
                       {"step_source", t.step_source}, {"outside_steps", t.outside_steps},
                       {"rank", t.rank},           {"world_size", t.world_size},
                       {"runs", runs},             {"warnings", warnings}};
+  doc["kernel_rows"] = report_kernel_rows(t, plan, written, text);
   return {doc, text};
 }
 
@@ -152,10 +296,13 @@ TraceImportReport import_nsys_file(const std::string& db_path, const std::string
                                  t.untimed > 0 ? fmt::format(" ({} untimed left out)", t.untimed) : "", steps_text);
   ordered_json runs;
   std::vector<std::string> warnings;
-  if (const std::int64_t run =
-          store_once(db_path, file, kNsysTool, notes, t.records, t.device_names, runs, text, warnings, skip_imported)) {
+  const KernelRowsPlan plan = plan_kernel_rows(db_path, file, t.records, t.device_names, {}, notes);
+  profiler::TraceWriteResult written;
+  if (const std::int64_t run = store_once(db_path, file, kNsysTool, notes, t.records, t.device_names, runs, text,
+                                          warnings, skip_imported, plan.extras, &written)) {
     return skipped_report(db_path, file, run);
   }
+  report_device_specs(plan, written, text);
   ordered_json doc = {{"file", file},   {"kernels", t.kernels}, {"copies", t.copies}, {"untimed", t.untimed},
                       {"steps", t.steps}, {"outside_steps", t.outside_steps},
                       {"runs", runs},   {"warnings", warnings}};

@@ -6,6 +6,8 @@
 #include <cctype>
 #include <cmath>
 #include <functional>
+#include <iterator>
+#include <limits>
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string_view>
@@ -120,6 +122,72 @@ std::string_view memset_memory(std::string_view name) {
 struct Range {
   std::uint64_t start_ns, end_ns;
   std::string name;
+};
+
+// The CPU thread of an event: (pid, tid), Kineto's integers (0 where a trace writes something else).
+using Thread = std::pair<std::int64_t, std::int64_t>;
+Thread thread_of(const json& e) {
+  auto id = [&](const char* f) -> std::int64_t {
+    const auto it = e.find(f);
+    return it != e.end() && it->is_number_integer() ? it->get<std::int64_t>() : 0;
+  };
+  return {id("pid"), id("tid")};
+}
+
+struct Launch {
+  std::uint64_t ns;
+  Thread thread;
+};
+
+// A keyed operator's CPU span on its thread.
+struct OperatorSpan {
+  std::uint64_t start_ns, end_ns;
+  std::string name;
+  OperatorKey key;
+};
+
+// The outermost spans of one thread, sorted by start (spans on one thread nest or are disjoint: a call inside a keyed call is dropped).
+std::vector<OperatorSpan> outermost(std::vector<OperatorSpan> spans) {
+  std::sort(spans.begin(), spans.end(), [](const OperatorSpan& a, const OperatorSpan& b) {
+    return a.start_ns != b.start_ns ? a.start_ns < b.start_ns : a.end_ns > b.end_ns;
+  });
+  std::vector<OperatorSpan> out;
+  for (auto& s : spans) {
+    if (!out.empty() && s.start_ns < out.back().end_ns) continue;  // nested in the previous outer span
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Index of the span of `spans` (sorted, disjoint) whose [start, end] holds t, or -1.
+std::ptrdiff_t span_at(const std::vector<OperatorSpan>& spans, std::uint64_t t) {
+  auto it = std::upper_bound(spans.begin(), spans.end(), t,
+                             [](std::uint64_t v, const OperatorSpan& s) { return v < s.start_ns; });
+  if (it == spans.begin()) return -1;
+  --it;
+  return t <= it->end_ns ? it - spans.begin() : -1;
+}
+
+// Sorted, merged [start, end) intervals; overlaps() tells whether one of them meets [a, b).
+class Intervals {
+ public:
+  void add(std::uint64_t a, std::uint64_t b) { raw_.emplace_back(a, b); }
+  void finish() {
+    std::sort(raw_.begin(), raw_.end());
+    for (const auto& [a, b] : raw_) {
+      if (!merged_.empty() && a <= merged_.back().second) merged_.back().second = std::max(merged_.back().second, b);
+      else merged_.emplace_back(a, b);
+    }
+    raw_.clear();
+  }
+  bool overlaps(std::uint64_t a, std::uint64_t b) const {
+    auto it = std::upper_bound(merged_.begin(), merged_.end(), std::pair{a, std::numeric_limits<std::uint64_t>::max()});
+    if (it != merged_.begin() && std::prev(it)->second > a) return true;
+    return it != merged_.end() && it->first < b;
+  }
+
+ private:
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> raw_, merged_;
 };
 
 // The range of `ranges` (sorted by start, not overlapping) that holds t, or nullptr.
@@ -245,7 +313,7 @@ class StreamingTrace final : public json::json_sax_t {
     if (name->get_ref<const std::string&>().starts_with(db::kProfilerStepPrefix)) return;
     const std::string c = category(cat->get<std::string>());
     const bool used = c == "kernel" || c == "gpu_memcpy" || c == "gpu_memset" || c == "cuda_runtime" ||
-                      c == "cuda_driver";
+                      c == "cuda_driver" || (c == "cpu_op" && is_keyed_operator(name->get_ref<const std::string&>()));
     skipping_ = !used;
   }
 
@@ -259,6 +327,71 @@ class StreamingTrace final : public json::json_sax_t {
   long long index_ = 0;
 };
 
+// Each kernel to the outermost keyed operator whose CPU span on the launching thread holds its
+// launch; one TracedOperator per call that launched kernels (in launch order), its kernels'
+// summed time, and whether one of them met a communication kernel on its device.
+void attribute_operators(KinetoTrace& t, const std::vector<std::uint64_t>& record_launch,
+                         const std::unordered_map<std::int64_t, Launch>& launches,
+                         std::map<Thread, std::vector<OperatorSpan>> spans_by_thread) {
+  std::map<int, Intervals> communication;
+  for (const db::TraceKernel& k : t.records) {
+    if (k.kernel_class == "nccl") communication[k.device].add(k.start_ns, k.end_ns);
+  }
+  for (auto& [device, iv] : communication) iv.finish();
+  for (auto& [thread, spans] : spans_by_thread) spans = outermost(std::move(spans));
+
+  std::map<std::pair<Thread, std::ptrdiff_t>, std::size_t> call_index;  // span -> index in t.operators
+  std::vector<std::uint64_t> first_launch;                               // per call, for the order
+  for (std::size_t i = 0; i < t.records.size(); ++i) {
+    const db::TraceKernel& k = t.records[i];
+    // Copies, memsets and communication kernels are never part of a GEMM's or attention's own time.
+    if (k.kernel_class == "memcpy" || k.kernel_class == "memset" || k.kernel_class == "nccl") continue;
+    std::ptrdiff_t span = -1;
+    const Launch* launch = nullptr;
+    if (record_launch[i] > 0) {
+      const auto l = launches.find(static_cast<std::int64_t>(record_launch[i]));
+      if (l != launches.end()) {
+        launch = &l->second;
+        const auto s = spans_by_thread.find(launch->thread);
+        if (s != spans_by_thread.end()) span = span_at(s->second, launch->ns);
+      }
+    }
+    if (span < 0) {
+      if (k.kernel_class == "gemm" || k.kernel_class == "attention") {
+        UnkeyedKernels& u = t.unkeyed[k.kernel_class];
+        ++u.count;
+        u.total_s += k.duration_s();
+      }
+      continue;
+    }
+    const auto [it, fresh] = call_index.emplace(std::pair{launch->thread, span}, t.operators.size());
+    if (fresh) {
+      const OperatorSpan& s = spans_by_thread.at(launch->thread)[static_cast<std::size_t>(span)];
+      TracedOperator op;
+      op.name = s.name;
+      op.key = s.key;
+      op.device = k.device;
+      op.step = k.nvtx_range;
+      t.operators.push_back(std::move(op));
+      first_launch.push_back(launch->ns);
+    }
+    TracedOperator& op = t.operators[it->second];
+    op.gpu_s += k.duration_s();
+    ++op.kernels;
+    const auto c = communication.find(k.device);
+    if (c != communication.end() && c->second.overlaps(k.start_ns, k.end_ns)) op.overlaps_communication = true;
+  }
+  // Launch order (the records were visited in file order).
+  std::vector<std::size_t> order(t.operators.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](std::size_t a, std::size_t b) { return first_launch[a] < first_launch[b]; });
+  std::vector<TracedOperator> sorted;
+  sorted.reserve(order.size());
+  for (std::size_t i : order) sorted.push_back(std::move(t.operators[i]));
+  t.operators = std::move(sorted);
+}
+
 }  // namespace
 
 KinetoTrace read_kineto_trace(const std::string& path, const std::string& device_name_override) {
@@ -266,7 +399,8 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
 
   KinetoTrace t;
   std::vector<std::uint64_t> record_launch;   // per record: the correlation id, 0 when none
-  std::unordered_map<std::int64_t, std::uint64_t> launch_ns;  // correlation -> CPU launch time
+  std::unordered_map<std::int64_t, Launch> launches;          // correlation -> CPU launch time and thread
+  std::map<Thread, std::vector<OperatorSpan>> operator_spans;  // keyed operators' CPU spans, by thread
   std::map<int, std::vector<Range>> gpu_steps;                 // device -> GPU-side step ranges
   std::vector<Range> cpu_steps;
   std::map<std::string, std::uint64_t> step_start;             // step name -> earliest start
@@ -279,7 +413,18 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
     const std::string cat = category(cat_it != e.end() && cat_it->is_string() ? cat_it->get<std::string>() : "");
     if (cat == "cuda_runtime" || cat == "cuda_driver") {
       const std::int64_t corr = r.int_arg("correlation", -1);
-      if (corr >= 0) launch_ns[corr] = to_ns(r.micros("ts"));
+      if (corr >= 0) launches[corr] = Launch{to_ns(r.micros("ts")), thread_of(e)};
+      return;
+    }
+    if (cat == "cpu_op") {
+      const std::string name = r.str("name");
+      if (!is_keyed_operator(name)) return;
+      const auto args = e.find("args");
+      const std::uint64_t start = to_ns(r.micros("ts"));
+      ++t.operator_events;
+      operator_spans[thread_of(e)].push_back(
+          OperatorSpan{start, start + to_ns(r.micros("dur")), name,
+                       operator_key(name, args != e.end() ? *args : json::object())});
       return;
     }
     const bool gpu_record = cat == "kernel" || cat == "gpu_memcpy" || cat == "gpu_memset";
@@ -354,6 +499,9 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
       t.device_names[id->get<int>()] = name->get<std::string>();
     }
   }
+  if (const auto rs = doc.find("record_shapes"); rs != doc.end()) {
+    t.record_shapes = rs->is_boolean() ? rs->get<bool>() : rs->is_number() && rs->get<double>() != 0;
+  }
   if (const auto dist = doc.find("distributedInfo"); dist != doc.end() && dist->is_object()) {
     const auto rank = dist->find("rank");
     const auto world = dist->find("world_size");
@@ -384,12 +532,13 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
       const auto it = gpu_steps.find(k.device);
       if (it != gpu_steps.end()) step = range_at(it->second, k.start_ns);
     } else if (!cpu_steps.empty() && record_launch[i] > 0) {
-      const auto l = launch_ns.find(static_cast<std::int64_t>(record_launch[i]));
-      if (l != launch_ns.end()) step = range_at(cpu_steps, l->second);
+      const auto l = launches.find(static_cast<std::int64_t>(record_launch[i]));
+      if (l != launches.end()) step = range_at(cpu_steps, l->second.ns);
     }
     if (step) k.nvtx_range = step->name;
     else if (!t.step_source.empty()) ++t.outside_steps;
   }
+  attribute_operators(t, record_launch, launches, std::move(operator_spans));
   std::stable_sort(t.records.begin(), t.records.end(),
                    [](const db::TraceKernel& a, const db::TraceKernel& b) { return a.start_ns < b.start_ns; });
   return t;

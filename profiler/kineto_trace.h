@@ -21,6 +21,17 @@
 //   - Devices: "deviceProperties" (id -> name); a device the trace does not name maps to
 //     `device_name_override` when given, else the trace is refused with what to pass. A given
 //     override names every device of the trace. "distributedInfo" gives rank and world size.
+//   - Operators (traces recorded with record_shapes=True): the CPU events of the PyTorch operators
+//     profiler/aten_operator_keys.h keys (aten::mm ... the scaled_dot_product_attention family)
+//     are kept with their key, or the reason they have none. Each kernel is attributed to the
+//     outermost keyed operator on the thread that launched it whose CPU span holds the launch
+//     (args.correlation -> its cuda_runtime / cuda_driver event): so the flash kernel of
+//     scaled_dot_product_attention belongs to that operator, not to the internal one inside it.
+//     `operators` lists each call that launched kernels, with the summed duration of its kernels
+//     (copies, memsets and communication kernels not counted), its device and step, and whether any of its kernels ran
+//     while a communication kernel (class nccl) ran on the same device. GEMM and attention
+//     kernels that no keyed operator launched (TransformerEngine's GEMMs and fused attention,
+//     flash-attn's own operators, CUDA graphs) are summed in `unkeyed_s`.
 //   - Errors are InputError naming the file and the field (e.g. "traceEvents[12].dur: expected a
 //     non-negative number of microseconds"): a file that is not JSON, a truncated or damaged
 //     .gz, no "traceEvents", a kept event with a malformed field, a trace with no GPU kernel at
@@ -33,8 +44,26 @@
 #include <vector>
 
 #include "db/trace_store.h"
+#include "profiler/aten_operator_keys.h"
 
 namespace calisim::profiler {
+
+// One call of a keyed operator that launched kernels.
+struct TracedOperator {
+  std::string name;     // e.g. "aten::mm"
+  OperatorKey key;
+  int device = 0;
+  std::string step;     // the ProfilerStep of its first kernel, "" when none
+  double gpu_s = 0;     // summed duration of the kernels it launched
+  int kernels = 0;
+  bool overlaps_communication = false;
+};
+
+// GEMM / attention kernel time no keyed operator launched, by kernel class ("gemm", "attention").
+struct UnkeyedKernels {
+  std::int64_t count = 0;
+  double total_s = 0;
+};
 
 struct KinetoTrace {
   std::vector<db::TraceKernel> records;  // kernels, copies and memsets, start order
@@ -44,6 +73,10 @@ struct KinetoTrace {
   std::string step_source;                  // "gpu annotations", "cpu ranges and launch correlation" or ""
   std::int64_t outside_steps = 0;           // records in no step (when there are steps)
   std::int64_t kernels = 0, copies = 0;     // of `records`
+  std::vector<TracedOperator> operators;    // keyed operator calls with kernels, in launch order
+  std::int64_t operator_events = 0;         // CPU events of keyed operators (with or without kernels)
+  std::map<std::string, UnkeyedKernels> unkeyed;  // "gemm" / "attention" kernels outside keyed operators
+  bool record_shapes = false;               // the trace's top-level "record_shapes" flag
 };
 
 KinetoTrace read_kineto_trace(const std::string& path, const std::string& device_name_override = "");

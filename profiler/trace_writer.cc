@@ -11,6 +11,7 @@
 #include <memory>
 
 #include "core/error.h"
+#include "db/sqlite_handle.h"
 #include "profiler/kernel_class.h"
 
 namespace calisim::profiler {
@@ -49,18 +50,32 @@ void finish_trace_kernel(db::TraceKernel& k) {
 }
 
 TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
-                             const std::map<int, std::string>& device_names, const TraceRunInfo& info) {
+                             const std::map<int, std::string>& device_names, const TraceRunInfo& info,
+                             const TraceExtras& extras) {
   std::map<int, std::vector<db::TraceKernel>> by_device;
   for (auto& k : kernels) by_device[k.device].push_back(std::move(k));
   TraceWriteResult result;
   auto db = db::EfficiencyDb::open(db_path, db::OpenMode::create);
+  db::Transaction tx(db.connection());  // write_trace_run's and insert_run's own transactions nest in it
   for (auto& [ordinal, list] : by_device) {
     std::sort(list.begin(), list.end(), [](const auto& a, const auto& b) { return a.start_ns < b.start_ns; });
     const auto it = device_names.find(ordinal);
     const std::string cuda_name = it != device_names.end() ? it->second : fmt::format("CUDA device {}", ordinal);
+    const auto specs = extras.device_specs.find(ordinal);
     std::string device;
     if (const auto found = db.find_device(cuda_name)) {
       device = found->name;
+      const bool has_peaks = std::any_of(found->peak_tflops.begin(), found->peak_tflops.end(),
+                                         [](double p) { return p > 0; });
+      if (!has_peaks && specs != extras.device_specs.end()) {
+        db::DeviceRecord d = specs->second;
+        d.name = found->name;
+        db.put_device(d);
+      }
+    } else if (specs != extras.device_specs.end()) {
+      db.add_device_if_missing(specs->second);
+      device = specs->second.name;
+      if (device != cuda_name) db.add_alias(cuda_name, device);
     } else {
       db::DeviceRecord d;
       d.name = cuda_name;
@@ -83,7 +98,16 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
     run.notes = fmt::format("{}; CUDA device {} ({}); {} kernels, {} copies / memsets", info.notes, ordinal, cuda_name,
                             static_cast<std::ptrdiff_t>(list.size()) - copies, copies);
     result.run_by_device[ordinal] = db::write_trace_run(db, run, list);
+    result.device_by_ordinal[ordinal] = device;
+    if (const auto rows = extras.rows.find(ordinal); rows != extras.rows.end() && rows->second.rows.size() > 0) {
+      db::RunBatch batch;
+      batch.run = run;
+      batch.run.notes = rows->second.notes;
+      batch.rows = rows->second.rows;
+      result.rows_run_by_device[ordinal] = db.insert_run(batch);
+    }
   }
+  tx.commit();
   return result;
 }
 

@@ -9,7 +9,11 @@
 //     run's kernels in start order) into the database at db_path (created when missing). A
 //     device is found by its CUDA name (device_names[ordinal]) among device names and aliases;
 //     a name the file does not know is added as a device with no specs (a trace needs no peaks)
-//     and a warning saying so is returned. Returns the run ids, by device ordinal.
+//     and a warning saying so is returned, unless `extras.device_specs` has specs for that ordinal:
+//     then the device is added with them (its CUDA name an alias when the specs name it otherwise),
+//     and a known device whose record has no peaks gets them (keeping its name). With
+//     `extras.rows`, each device's efficiency rows are stored as one more run of source `trace`
+//     (profiler/operator_rows.h). Everything is one transaction. Returns the run ids, by ordinal.
 #pragma once
 
 #include <cstdint>
@@ -30,7 +34,20 @@ void finish_trace_kernel(db::TraceKernel& k);
 
 struct TraceWriteResult {
   std::map<int, std::int64_t> run_by_device;
+  std::map<int, std::int64_t> rows_run_by_device;  // the efficiency-row runs of `extras.rows`
+  std::map<int, std::string> device_by_ordinal;     // the database's name of each device
   std::vector<std::string> warnings;
+};
+
+// Rows stored beside a trace run: one run of its device.
+struct TraceRowsRun {
+  std::string notes;
+  db::MeasurementSet rows;
+};
+
+struct TraceExtras {
+  std::map<int, db::DeviceRecord> device_specs;  // by CUDA ordinal
+  std::map<int, TraceRowsRun> rows;              // by CUDA ordinal
 };
 
 // Provenance of the runs store_trace() writes.
@@ -47,7 +64,8 @@ struct TraceRunInfo {
 };
 
 TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKernel> kernels,
-                             const std::map<int, std::string>& device_names, const TraceRunInfo& info);
+                             const std::map<int, std::string>& device_names, const TraceRunInfo& info,
+                             const TraceExtras& extras = {});
 
 // The device names of imported trace records (Kineto, Nsight Systems): `override`, when given,
 // names every device the records use; otherwise each must already be in `names`, and InputError

@@ -92,8 +92,11 @@ def import_kineto(trace, db, device=None):
     --kineto TRACE` (docs/profiling.md). device names the GPU when the trace's deviceProperties do
     not. Returns the command's --json document: "kernels", "copies", "steps", "step_source",
     "outside_steps", "rank", "world_size", "runs" (one per GPU: "device_ordinal", "device",
-    "run"), "warnings". Raises ConfigError naming the file and field for a malformed trace, and
-    for a trace already imported into db.
+    "run"), "warnings", and "kernel_rows": with record_shapes=True, the GEMM / attention
+    efficiency rows its aten operators gave ("devices": per GPU the rows run, "keys" with
+    "key", "calls", "median_s", "efficiency", and "not_keyed" reasons; "kernels_outside_operators";
+    docs/profiling.md "Kernel efficiencies from a trace"). Raises ConfigError naming the file and
+    field for a malformed trace, and for a trace already imported into db.
 
     trace may be a directory (tensorboard_trace_handler's, one file per rank): each *.json /
     *.json.gz in it is imported in name order, those already in db skipped; the document is then

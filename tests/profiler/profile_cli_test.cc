@@ -147,6 +147,49 @@ TEST(ProfileCli, RunNeedsExactlyOnePlanSource) {
   EXPECT_EQ(r.code, 2) << r.out;
 }
 
+// A trace recorded with record_shapes=True: its aten GEMM / attention calls become efficiency rows
+// of the shipped system's device (source trace), which `simulate --db` then looks up. The rows'
+// figures are worked by hand in tests/profiler/operator_rows_test.cc.
+TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
+  const std::string trace = std::string(CALISIM_TEST_DATA_DIR) + "/kineto/record_shapes.json";
+  const std::string db = ::testing::TempDir() + "cli_kineto_shapes.db";
+  std::remove(db.c_str());
+  const CmdResult imp = run_calisim("db import --json " + db + " --kineto " + trace);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  const auto doc = nlohmann::json::parse(imp.out);
+  const auto& rows = doc.at("kernel_rows");
+  EXPECT_TRUE(rows.at("record_shapes").get<bool>());
+  ASSERT_EQ(rows.at("devices").size(), 1u);
+  const auto& dev = rows.at("devices")[0];
+  EXPECT_EQ(dev.at("device"), "NVIDIA H100 SXM5 80GB");
+  EXPECT_EQ(dev.at("run"), 2);
+  EXPECT_EQ(dev.at("gemm_rows"), 4);
+  EXPECT_EQ(dev.at("attention_rows"), 2);
+  EXPECT_EQ(dev.at("not_keyed").at("fp32 inputs (whether TF32 ran is not in the trace)"), 2);
+  EXPECT_EQ(rows.at("kernels_outside_operators").at("gemm").at("kernels"), 2);
+
+  // The row is found under the CUDA name (an alias) and the simulator's device name alike.
+  const std::string key = "'gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=NN acc=0'";
+  for (const char* name : {"'NVIDIA H100 80GB HBM3'", "'NVIDIA H100 SXM5 80GB'"}) {
+    const CmdResult q = run_calisim("db query --json " + db + " " + name + " " + key);
+    ASSERT_EQ(q.code, 0) << q.out;
+    EXPECT_NE(q.out.find("\"trace\""), std::string::npos) << q.out;
+  }
+  const CmdResult show = run_calisim("db show " + db + " 'NVIDIA H100 80GB HBM3'");
+  ASSERT_EQ(show.code, 0) << show.out;
+  EXPECT_NE(show.out.find("trace run 1: 22 kernels"), std::string::npos) << show.out;
+  EXPECT_EQ(show.out.find("trace run 2"), std::string::npos) << show.out;  // rows, not kernels
+
+  // Llama 3 8B at 4,096 tokens per micro-batch on one GPU per replica runs these shapes: the output
+  // projection's three GEMMs (its weight gradient unfused here, as plain PyTorch's) and attention.
+  const CmdResult sim = run_calisim(
+      "simulate --json --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm --db " + db +
+      " --set strategy.seq_len=4096 --set strategy.use_fused_grad_accumulation=false");
+  ASSERT_EQ(sim.code, 0) << sim.out;
+  const auto r = nlohmann::json::parse(sim.out);
+  EXPECT_EQ(r.at("efficiency_sources").at("kernels_per_source").at("measured"), 5) << sim.out;
+}
+
 // A PyTorch profiler trace through the command line: `db import --kineto` stores it as a trace
 // run (once: a second import of the same trace is refused), `db show` summarises it, and
 // `simulate --compare-trace` sets it beside a simulation by kernel class. The fixture's figures
@@ -163,6 +206,12 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
       << imp.out;
   EXPECT_NE(imp.out.find("1 record(s) outside them"), std::string::npos) << imp.out;
   EXPECT_NE(imp.out.find("trace run 1"), std::string::npos) << imp.out;
+  // The CUDA name is stored as an alias of the shipped system's device, with its peaks.
+  EXPECT_NE(imp.out.find("CUDA device 0: device 'NVIDIA H100 SXM5 80GB' has the specs of shipped system h100-sxm"),
+            std::string::npos)
+      << imp.out;
+  // The fixture's aten::mm events carry Input Dims only: no key, said with the reason.
+  EXPECT_NE(imp.out.find("not keyed: 2 call(s): no Input Dims / Input type"), std::string::npos) << imp.out;
   const CmdResult again = run_calisim("db import " + db + " --kineto " + trace);
   expect_refused(again, "already imported");
 
@@ -174,7 +223,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   const std::string sim = "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm --no-ops ";
   const CmdResult cmp = run_calisim(sim + "--compare-trace " + db);
   ASSERT_EQ(cmp.code, 0) << cmp.out;
-  EXPECT_NE(cmp.out.find("trace comparison: trace run 1 (the latest) of 'NVIDIA H100 80GB HBM3'"), std::string::npos)
+  EXPECT_NE(cmp.out.find("trace comparison: trace run 1 (the latest) of 'NVIDIA H100 SXM5 80GB'"), std::string::npos)
       << cmp.out;
   EXPECT_NE(cmp.out.find("ProfilerStep#2 .. ProfilerStep#3 (2 steps)"), std::string::npos) << cmp.out;
   EXPECT_NE(cmp.out.find("traced step spans: "), std::string::npos) << cmp.out;
@@ -205,7 +254,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   const CmdResult other_gpu = run_calisim(
       "simulate --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system b200 --no-ops --compare-trace " + db);
   ASSERT_EQ(other_gpu.code, 0) << other_gpu.out;
-  EXPECT_NE(other_gpu.out.find("warning: the trace ran on 'NVIDIA H100 80GB HBM3' (h100-sxm), this simulation is of "
+  EXPECT_NE(other_gpu.out.find("warning: the trace ran on 'NVIDIA H100 SXM5 80GB' (h100-sxm), this simulation is of "
                                "'NVIDIA B200' (b200)"),
             std::string::npos)
       << other_gpu.out;

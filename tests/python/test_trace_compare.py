@@ -14,6 +14,18 @@ TRACE = os.path.join(REPO, "tests", "data", "kineto", "two_steps.json")
 CONFIG = ("llama3-8b", "tp2_pp2_dp2_mbs1", "h100-sxm")
 
 
+def test_trace_with_shapes_gives_the_clis_efficiency_rows(tmp_path):
+    trace = os.path.join(REPO, "tests", "data", "kineto", "record_shapes.json")
+    py = calisim.import_kineto(trace, tmp_path / "py.db")["kernel_rows"]
+    cli = cli_json("db", "import", str(tmp_path / "cli.db"), "--kineto", trace, "--json")["kernel_rows"]
+    assert py == cli
+    (dev,) = py["devices"]
+    assert dev["device"] == "NVIDIA H100 SXM5 80GB" and dev["gemm_rows"] == 4 and dev["attention_rows"] == 2
+    tn = next(k for k in dev["keys"] if k["key"] == "gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=TN acc=0")
+    assert tn["calls"] == 4 and tn["used"] == 2
+    assert tn["efficiency"] == pytest.approx(2 * 4096**3 / 200e-6 / 989e12)
+
+
 def test_import_and_comparison_equal_the_cli(tmp_path):
     py_db, cli_db = tmp_path / "py.db", tmp_path / "cli.db"
     imported = calisim.import_kineto(TRACE, py_db)

@@ -1,0 +1,230 @@
+#include "profiler/aten_operator_keys.h"
+
+#include <fmt/format.h>
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace calisim::profiler {
+namespace {
+
+using nlohmann::json;
+using Shape = std::vector<std::int64_t>;
+
+// Operand positions in the operator's schema (native_functions.yaml), which is the order of
+// Kineto's per-input arrays.
+struct GemmOperator {
+  std::string_view name;
+  int a, b;      // the two matrix operands
+  int rank;      // 2: mm-like, 3: batched
+  bool scaled;   // _scaled_mm: FP8 operands with scales
+};
+constexpr std::array<GemmOperator, 5> kGemmOperators{{{"aten::mm", 0, 1, 2, false},
+                                                      {"aten::addmm", 1, 2, 2, false},
+                                                      {"aten::bmm", 0, 1, 3, false},
+                                                      {"aten::baddbmm", 1, 2, 3, false},
+                                                      {"aten::_scaled_mm", 0, 1, 2, true}}};
+
+struct AttentionOperator {
+  std::string_view name;
+  int q, k, v;
+  int causal;    // the is_causal argument
+  int mask;      // attn_mask / attn_bias, -1 when the schema has none
+  int cum_seq;   // cum_seq_q (variable-length batches), -1 when the schema has none
+  bool bshd;     // [batch, seq, heads, dim] (the flash kernels' own layout) instead of [b, h, s, d]
+  AttentionDirection direction;
+};
+constexpr auto kFwd = AttentionDirection::forward;
+constexpr auto kBwd = AttentionDirection::backward;
+constexpr std::array<AttentionOperator, 9> kAttentionOperators{{
+    {"aten::scaled_dot_product_attention", 0, 1, 2, 5, 3, -1, false, kFwd},
+    {"aten::_scaled_dot_product_flash_attention", 0, 1, 2, 4, -1, -1, false, kFwd},
+    {"aten::_scaled_dot_product_efficient_attention", 0, 1, 2, 6, 3, -1, false, kFwd},
+    {"aten::_scaled_dot_product_cudnn_attention", 0, 1, 2, 6, 3, -1, false, kFwd},
+    {"aten::_scaled_dot_product_flash_attention_backward", 1, 2, 3, 11, -1, 6, false, kBwd},
+    {"aten::_scaled_dot_product_efficient_attention_backward", 1, 2, 3, 11, 4, -1, false, kBwd},
+    {"aten::_scaled_dot_product_cudnn_attention_backward", 1, 2, 3, 14, 8, 9, false, kBwd},
+    {"aten::_flash_attention_forward", 0, 1, 2, 8, -1, 3, true, kFwd},
+    {"aten::_flash_attention_backward", 1, 2, 3, 11, -1, 6, true, kBwd},
+}};
+
+OperatorKey no_key(std::string reason) {
+  OperatorKey k;
+  k.reason = std::move(reason);
+  return k;
+}
+
+// One of Kineto's per-input arrays ("Input Dims", ...), or nullptr when the trace has none.
+const json* input_array(const json& args, const char* field) {
+  if (!args.is_object()) return nullptr;
+  const auto it = args.find(field);
+  return it == args.end() || !it->is_array() ? nullptr : &*it;
+}
+
+// Input i's shape; nullopt when the entry is missing or not a list of non-negative integers.
+std::optional<Shape> shape_at(const json* arr, int i) {
+  if (!arr || i >= static_cast<int>(arr->size())) return std::nullopt;
+  const json& v = (*arr)[static_cast<std::size_t>(i)];
+  if (!v.is_array()) return std::nullopt;
+  Shape s;
+  for (const json& d : v) {
+    if (!d.is_number_integer() || d.get<std::int64_t>() < 0) return std::nullopt;
+    s.push_back(d.get<std::int64_t>());
+  }
+  return s;
+}
+
+std::string text_at(const json* arr, int i) {
+  if (!arr || i >= static_cast<int>(arr->size())) return {};
+  const json& v = (*arr)[static_cast<std::size_t>(i)];
+  return v.is_string() ? v.get<std::string>() : std::string();
+}
+
+// PyTorch's scalar type names as the profiler writes them.
+std::optional<DType> dtype_of(const std::string& type) {
+  if (type == "c10::BFloat16") return DType::bf16;
+  if (type == "c10::Half") return DType::fp16;
+  if (type == "c10::Float8_e4m3fn") return DType::fp8_e4m3;
+  if (type == "c10::Float8_e5m2") return DType::fp8_e5m2;
+  if (type == "float") return DType::fp32;
+  return std::nullopt;
+}
+
+bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
+
+// The storage order of a matrix operand (its last two dims): 'N' row-major, 'T' a transposed
+// view (column-major), 0 neither (cuBLAS could not take it as is).
+char matrix_order(const Shape& dims, const Shape& strides) {
+  const std::size_t n = dims.size();
+  const std::int64_t r = dims[n - 2], c = dims[n - 1], sr = strides[n - 2], sc = strides[n - 1];
+  if (sc == 1 && (sr >= c || r == 1)) return 'N';
+  if (sr == 1 && (sc >= r || c == 1)) return 'T';
+  return 0;
+}
+
+OperatorKey gemm_key(const GemmOperator& op, const json& args) {
+  const json* dims = input_array(args, "Input Dims");
+  const json* types = input_array(args, "Input type");
+  const json* strides = input_array(args, "Input Strides");
+  if (!dims || !types) return no_key("no Input Dims / Input type (profile with record_shapes=True)");
+  const auto a = shape_at(dims, op.a), b = shape_at(dims, op.b);
+  const auto rank = static_cast<std::size_t>(op.rank);
+  if (!a || !b || a->size() != rank || b->size() != rank) {
+    return no_key(fmt::format("operands are not {}-D matrices", op.rank));
+  }
+  const std::int64_t m = (*a)[rank - 2], k = (*a)[rank - 1], k2 = (*b)[rank - 2], n = (*b)[rank - 1];
+  const std::int64_t batch = rank == 3 ? (*a)[0] : 1;
+  if (k != k2) return no_key(fmt::format("inner dimensions differ ({} and {})", k, k2));
+  if (rank == 3 && (*b)[0] != batch) return no_key("batch dimensions differ");
+  if (m == 0 || n == 0 || k == 0 || batch == 0) return no_key("an empty operand");
+
+  const auto ta = dtype_of(text_at(types, op.a)), tb = dtype_of(text_at(types, op.b));
+  if (!ta || !tb) {
+    return no_key(fmt::format("input types '{}', '{}'", text_at(types, op.a), text_at(types, op.b)));
+  }
+  DType dtype = *ta;
+  if (op.scaled) {
+    if (!is_fp8(*ta) || !is_fp8(*tb)) return no_key("_scaled_mm without FP8 operands");
+    // calisim keys an FP8 GEMM by its gradient format when one operand is E5M2 (core/kernel_keys.h).
+    if (*tb == DType::fp8_e5m2) dtype = DType::fp8_e5m2;
+  } else if (*ta != *tb) {
+    return no_key("operands of different types");
+  }
+  if (dtype == DType::fp32) return no_key("fp32 inputs (whether TF32 ran is not in the trace)");
+
+  if (!strides) return no_key("no Input Strides (PyTorch before 2.1): the layout is unknown");
+  const auto sa = shape_at(strides, op.a), sb = shape_at(strides, op.b);
+  if (!sa || !sb || sa->size() != rank || sb->size() != rank) return no_key("operand strides missing");
+  const char oa = matrix_order(*a, *sa), ob = matrix_order(*b, *sb);
+  if (!oa || !ob) return no_key("an operand is neither row- nor column-major");
+  GemmLayout layout;
+  if (oa == 'N' && ob == 'T') layout = GemmLayout::TN;
+  else if (oa == 'N' && ob == 'N') layout = GemmLayout::NN;
+  else if (oa == 'T' && ob == 'N') layout = GemmLayout::NT;
+  else return no_key("both operands transposed (a layout calisim does not key)");
+
+  OperatorKey out;
+  out.kind = OperatorKey::Kind::gemm;
+  out.gemm = GemmKey{m, n, k, batch, dtype, layout, false};
+  return out;
+}
+
+OperatorKey attention_key(const AttentionOperator& op, const json& args) {
+  const json* dims = input_array(args, "Input Dims");
+  const json* types = input_array(args, "Input type");
+  const json* concrete = input_array(args, "Concrete Inputs");
+  if (!dims || !types) return no_key("no Input Dims / Input type (profile with record_shapes=True)");
+  const auto q = shape_at(dims, op.q), k = shape_at(dims, op.k), v = shape_at(dims, op.v);
+  if (!q || !k || !v || q->size() != 4 || k->size() != 4 || v->size() != 4) {
+    return no_key("query, key and value are not 4-D");
+  }
+  if (op.mask >= 0) {
+    const auto mask = shape_at(dims, op.mask);
+    if (mask && !mask->empty()) return no_key("an explicit attention mask or bias");
+  }
+  if (op.cum_seq >= 0) {
+    const auto cum = shape_at(dims, op.cum_seq);
+    if (cum && !cum->empty()) return no_key("variable-length sequences (cumulative lengths given)");
+  }
+  if (!concrete) return no_key("no Concrete Inputs (PyTorch before 2.1): causal or not is unknown");
+  const std::string causal = text_at(concrete, op.causal);
+  if (causal != "True" && causal != "False") {
+    return no_key(fmt::format("is_causal (input {}) reads '{}', not True / False: an operator schema "
+                              "calisim does not know",
+                              op.causal, causal));
+  }
+  const auto dtype = dtype_of(text_at(types, op.q));
+  if (!dtype) return no_key(fmt::format("query type '{}'", text_at(types, op.q)));
+  if (*dtype == DType::fp32) return no_key("fp32 query");
+
+  // [b, h, s, d], or [b, s, h, d] for the flash kernels' own operators.
+  const int h = op.bshd ? 2 : 1, s = op.bshd ? 1 : 2;
+  AttentionKey key;
+  key.batch = (*q)[0];
+  key.heads_q = (*q)[h];
+  key.heads_kv = (*k)[h];
+  key.seq_q = (*q)[s];
+  key.seq_kv = (*k)[s];
+  key.head_dim_qk = (*q)[3];
+  key.head_dim_v = (*v)[3];
+  key.causal = causal == "True";
+  key.dtype = *dtype;
+  key.direction = op.direction;
+  if ((*k)[0] != key.batch || (*v)[0] != key.batch || (*k)[3] != key.head_dim_qk) {
+    return no_key("query and key disagree in batch or head dim");
+  }
+  if (key.batch == 0 || key.heads_q == 0 || key.heads_kv == 0 || key.seq_q == 0 || key.seq_kv == 0) {
+    return no_key("an empty operand");
+  }
+  if (key.heads_q % key.heads_kv != 0) return no_key("query heads are not a multiple of key heads");
+  OperatorKey out;
+  out.kind = OperatorKey::Kind::attention;
+  out.attention = key;
+  return out;
+}
+
+}  // namespace
+
+bool is_keyed_operator(std::string_view name) {
+  for (const auto& op : kGemmOperators) {
+    if (op.name == name) return true;
+  }
+  for (const auto& op : kAttentionOperators) {
+    if (op.name == name) return true;
+  }
+  return false;
+}
+
+OperatorKey operator_key(std::string_view name, const nlohmann::json& args) {
+  for (const auto& op : kGemmOperators) {
+    if (op.name == name) return gemm_key(op, args);
+  }
+  for (const auto& op : kAttentionOperators) {
+    if (op.name == name) return attention_key(op, args);
+  }
+  return no_key(fmt::format("'{}' is not an operator calisim keys", name));
+}
+
+}  // namespace calisim::profiler

@@ -1,0 +1,50 @@
+// Kernel keys of the PyTorch operators a profiler trace recorded with shapes
+// (torch.profiler.profile(record_shapes=True)): which GEMM or attention shape each aten
+// operator ran, read from the operator's trace arguments, so that the GPU time of its kernels
+// becomes an efficiency row of that key (profiler/operator_rows.h).
+//
+// Contract:
+//   - is_keyed_operator(name) is true for the operators operator_key() reads: the GEMMs
+//     aten::mm, aten::addmm, aten::bmm, aten::baddbmm, aten::_scaled_mm, and the fused attention
+//     operators of PyTorch's scaled_dot_product_attention — the public aten::scaled_dot_product_attention,
+//     its flash / efficient / cuDNN forward and backward operators, and aten::_flash_attention_forward
+//     / _backward. The Kineto reader keeps the CPU events of these operators only.
+//   - operator_key(name, args) reads Kineto's "Input Dims", "Input type", "Input Strides" and
+//     "Concrete Inputs" (the operator's arguments in schema order; scalars have empty dims and
+//     their value as text in Concrete Inputs) and returns the key, or kind `none` with the reason
+//     the operator has no key (calisim never guesses a key it cannot read).
+//   - GEMMs follow core/kernel_keys.h: C[m,n] = A[m,k] · B[k,n], layout from the operand strides
+//     (A row-major, B a transposed view: TN, a linear's forward; both row-major: NN, its data
+//     gradient; A a transposed view, B row-major: NT, its weight gradient). No key: no strides in
+//     the trace (PyTorch before 2.1), both operands transposed, an operand neither row- nor
+//     column-major, fp32 inputs (whether TF32 ran is not in the trace), mixed input types other
+//     than _scaled_mm's two FP8 formats (e5m2 when either operand is, as calisim keys gradients).
+//   - Attention: batch, heads and sequence lengths of query and key (heads_kv from the key: GQA),
+//     head dims of query and value, causal from the is_causal argument (which must read "True" or
+//     "False": a different schema is refused, not misread), dtype of the query. No key: no
+//     Concrete Inputs (the causal flag is unknown), an explicit mask or bias, variable-length
+//     batches (cumulative sequence lengths given), fp32 query.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "core/kernel_keys.h"
+
+namespace calisim::profiler {
+
+struct OperatorKey {
+  enum class Kind { gemm, attention, none };
+  Kind kind = Kind::none;
+  GemmKey gemm;
+  AttentionKey attention;
+  std::string reason;  // kind none: why the operator has no key
+};
+
+bool is_keyed_operator(std::string_view name);
+
+// `args`: the trace event's "args" object (null or missing members are read as absent).
+OperatorKey operator_key(std::string_view name, const nlohmann::json& args);
+
+}  // namespace calisim::profiler

@@ -1,0 +1,142 @@
+// Keyed operators of a Kineto trace recorded with shapes, and the efficiency rows they give.
+// Fixture: tests/data/kineto/record_shapes.json (tests/data/kineto/make_record_shapes.py writes
+// it; not a measurement): two steps on one H100, each with a forward linear (aten::mm, TN, 200 us),
+// a biased linear (aten::addmm, TN, k 1024, 60 us), scaled_dot_product_attention (a fill kernel of
+// 5 us and the flash kernel of 300 us, inside the nested flash operators), an fp32 mm, a GEMM
+// launched outside any operator (100 us), and on the autograd thread the data gradient (NN,
+// 210 us), weight gradient (NT, 220 us), flash backward (800 us) and the forward GEMM's shape
+// again beside a reduce-scatter (260 us).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "profiler/kineto_trace.h"
+#include "profiler/operator_rows.h"
+
+namespace {
+
+using calisim::DType;
+using calisim::profiler::OperatorKey;
+using calisim::profiler::operator_rows;
+using calisim::profiler::read_kineto_trace;
+using calisim::profiler::TracedOperator;
+
+const std::string kFixture = std::string(CALISIM_TEST_DATA_DIR) + "/kineto/record_shapes.json";
+
+calisim::db::DeviceRecord h100() {
+  calisim::db::DeviceRecord d;
+  d.name = "NVIDIA H100 SXM5 80GB";
+  d.peak_tflops[static_cast<int>(DType::bf16)] = 989;
+  return d;
+}
+
+TEST(OperatorRows, KernelsBelongToTheOutermostKeyedOperatorOfTheirLaunch) {
+  const auto t = read_kineto_trace(kFixture);
+  EXPECT_TRUE(t.record_shapes);
+  EXPECT_EQ(t.operator_events, 2 * 10);  // aten::linear is not keyed; the three SDPA levels are
+  ASSERT_EQ(t.operators.size(), 16u);    // calls that launched kernels: 8 per step
+  int sdpa = 0, overlapped = 0;
+  for (const TracedOperator& op : t.operators) {
+    EXPECT_EQ(op.device, 0);
+    EXPECT_TRUE(op.step == "ProfilerStep#1" || op.step == "ProfilerStep#2") << op.step;
+    if (op.name == "aten::scaled_dot_product_attention") {
+      ++sdpa;
+      EXPECT_EQ(op.kernels, 2);  // the fill and the flash kernel
+      EXPECT_NEAR(op.gpu_s, 305e-6, 1e-12);
+      ASSERT_EQ(op.key.kind, OperatorKey::Kind::attention);
+      EXPECT_EQ(op.key.attention.heads_kv, 8);
+    }
+    EXPECT_NE(op.name, "aten::_flash_attention_forward");  // nested: attributed to the outer call
+    if (op.overlaps_communication) {
+      ++overlapped;
+      EXPECT_NEAR(op.gpu_s, 260e-6, 1e-12);
+    }
+  }
+  EXPECT_EQ(sdpa, 2);
+  EXPECT_EQ(overlapped, 2);
+  // The GEMM launched outside any operator, once per step.
+  ASSERT_EQ(t.unkeyed.count("gemm"), 1u);
+  EXPECT_EQ(t.unkeyed.at("gemm").count, 2);
+  EXPECT_NEAR(t.unkeyed.at("gemm").total_s, 200e-6, 1e-12);
+  EXPECT_EQ(t.unkeyed.count("attention"), 0u);
+  EXPECT_TRUE(std::is_sorted(t.operators.begin(), t.operators.end(),
+                             [](const TracedOperator& a, const TracedOperator& b) { return a.step < b.step; }));
+}
+
+TEST(OperatorRows, OneRowPerKeyFromTheCallsWithoutCommunication) {
+  const auto t = read_kineto_trace(kFixture);
+  const auto r = operator_rows(t.operators, 0, h100());
+  EXPECT_EQ(r.calls, 16);
+  ASSERT_EQ(r.rows.gemm.size(), 4u);
+  ASSERT_EQ(r.rows.attention.size(), 2u);
+  EXPECT_EQ(r.overlapped_keys, 0);
+  ASSERT_EQ(r.not_keyed.size(), 1u);
+  EXPECT_EQ(r.not_keyed.begin()->second, 2);  // the fp32 mm of each step
+  EXPECT_NE(r.not_keyed.begin()->first.find("fp32"), std::string::npos);
+
+  auto gemm = [&](calisim::GemmLayout layout, std::int64_t k) {
+    for (const auto& row : r.rows.gemm) {
+      if (row.key.layout == layout && row.key.k == k) return row;
+    }
+    ADD_FAILURE() << "no row";
+    return calisim::db::GemmRow{};
+  };
+  const double flops = 2.0 * 4096.0 * 4096.0 * 4096.0;
+  // TN: the two 200 us calls; the 260 us calls beside the reduce-scatter are left out.
+  const auto tn = gemm(calisim::GemmLayout::TN, 4096);
+  EXPECT_EQ(tn.stats.n, 2);
+  EXPECT_NEAR(tn.stats.median_s, 200e-6, 1e-12);
+  EXPECT_NEAR(tn.efficiency, flops / 200e-6 / 989e12, 1e-9);
+  EXPECT_NEAR(gemm(calisim::GemmLayout::NN, 4096).efficiency, flops / 210e-6 / 989e12, 1e-9);
+  EXPECT_NEAR(gemm(calisim::GemmLayout::NT, 4096).efficiency, flops / 220e-6 / 989e12, 1e-9);
+  EXPECT_NEAR(gemm(calisim::GemmLayout::TN, 1024).tflops, flops / 4 / 60e-6 * 1e-12, 1e-6);
+  // Attention: causal halves the FLOPs, backward is 2.5x forward (core/kernel_keys.h).
+  const double attn_fwd = 2.0 * 32 * 4096.0 * 4096.0 * 256 / 2;
+  for (const auto& row : r.rows.attention) {
+    const bool fwd = row.key.direction == calisim::AttentionDirection::forward;
+    EXPECT_NEAR(row.efficiency, (fwd ? attn_fwd / 305e-6 : 2.5 * attn_fwd / 800e-6) / 989e12, 1e-9);
+  }
+  // info: by GPU time; the TN key holds 2 x 200 + 2 x 260 us of it.
+  ASSERT_EQ(r.info.size(), 6u);
+  EXPECT_EQ(r.info[0].key, "attn b=1 hq=32 hkv=8 sq=4096 skv=4096 dqk=128 dv=128 causal=1 dtype=bf16 dir=bwd");
+  EXPECT_EQ(r.info[1].key, "gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=TN acc=0");
+  EXPECT_EQ(r.info[1].calls, 4);
+  EXPECT_EQ(r.info[1].used, 2);
+  EXPECT_NEAR(r.info[1].total_s, 920e-6, 1e-12);
+  EXPECT_EQ(r.info[1].operators, "aten::mm");
+}
+
+TEST(OperatorRows, OverlappedOnlyKeysMissingPeaksAndImpossibleSpeedsAreSaid) {
+  auto call = [](double s, bool overlapped, DType dtype = DType::bf16) {
+    TracedOperator op;
+    op.name = "aten::mm";
+    op.key.kind = OperatorKey::Kind::gemm;
+    op.key.gemm = calisim::GemmKey{1024, 1024, 1024, 1, dtype, calisim::GemmLayout::TN, false};
+    op.gpu_s = s;
+    op.kernels = 1;
+    op.overlaps_communication = overlapped;
+    return op;
+  };
+  // Every call beside communication: timed from all of them, counted.
+  auto r = operator_rows({call(10e-6, true), call(12e-6, true), call(11e-6, true)}, 0, h100());
+  ASSERT_EQ(r.rows.gemm.size(), 1u);
+  EXPECT_EQ(r.overlapped_keys, 1);
+  EXPECT_NEAR(r.rows.gemm[0].stats.median_s, 11e-6, 1e-15);
+  EXPECT_EQ(r.rows.gemm[0].stats.n, 3);
+  // Another device's calls are not this device's.
+  auto other = call(10e-6, false);
+  other.device = 1;
+  EXPECT_EQ(operator_rows({other}, 0, h100()).calls, 0);
+  // No fp16 peak on the record; faster than the peak (2.1 GFLOP in 1 us).
+  r = operator_rows({call(10e-6, false, DType::fp16), call(1e-6, false)}, 0, h100());
+  EXPECT_EQ(r.rows.size(), 0u);
+  ASSERT_EQ(r.not_keyed.size(), 2u);
+  EXPECT_EQ(r.not_keyed.count("no peak for fp16 on NVIDIA H100 SXM5 80GB"), 1u);
+  bool too_fast = false;
+  for (const auto& [reason, n] : r.not_keyed) too_fast |= reason.find("faster than the device's peak") == 0;
+  EXPECT_TRUE(too_fast);
+}
+
+}  // namespace
