@@ -192,6 +192,8 @@ void run(const SimulateArgs& a) {
   std::vector<TraceComparison> cmp_all;
   if (!compare.db.empty() && compare.all_runs) cmp_all = compare_all_trace_runs(compare, r);
   else if (!compare.db.empty()) cmp = compare_with_trace(compare, r);
+  if (cmp) compare_shapes(*cmp, rc.system, *eff);
+  for (TraceComparison& c : cmp_all) compare_shapes(c, rc.system, *eff);
   if (!a.trace_fit_out.empty() && compare.all_runs) {
     throw InputError("<command line>", "--trace-fit-out", "needs one trace run, not --trace-run all");
   }

@@ -19,6 +19,7 @@
 #include "db/efficiency_db.h"
 #include "db/trace_store.h"
 #include "profiler/device_match.h"
+#include "simulator/op_cost.h"
 #include "simulator/rank_placement.h"
 
 namespace calisim::cli {
@@ -147,6 +148,44 @@ TraceComparison compare_with_trace(const TraceCompareRequest& a, const Simulatio
   return compare_run(f, f.runs.back(), "the latest", a, r);
 }
 
+namespace {
+
+double shapes_ratio(const std::vector<ShapeComparison>& shapes);
+
+// The shapes table (empty without a rows run): the ten keys with the most traced time.
+std::string shapes_text(const TraceComparison& c) {
+  if (c.shapes_run == 0) return "";
+  std::string out = fmt::format(
+      "\n  operator shapes of the trace (rows run {}: median call, kernels alone), against this simulation's time "
+      "for the same key; all {} keys, weighted by calls: simulated / traced {:.3f}\n",
+      c.shapes_run, c.shapes.size(), shapes_ratio(c.shapes));
+  Table t({"key", "calls", "traced us", "simulated us", "simulated / traced", "simulated from"});
+  const std::size_t shown = std::min<std::size_t>(c.shapes.size(), 10);
+  for (std::size_t i = 0; i < shown; ++i) {
+    const ShapeComparison& s = c.shapes[i];
+    t.add_row({s.key, std::to_string(s.calls), fmt::format("{:.1f}", s.traced_s * 1e6),
+               fmt::format("{:.1f}", s.simulated_s * 1e6),
+               s.traced_s > 0 ? fmt::format("{:.3f}", s.simulated_s / s.traced_s) : "-",
+               std::string(to_string(s.source))});
+  }
+  out += t.render();
+  if (c.shapes.size() > shown) out += fmt::format("  ... {} more (--json lists all)\n", c.shapes.size() - shown);
+  return out;
+}
+
+nlohmann::json shapes_json(const TraceComparison& c) {
+  if (c.shapes_run == 0) return nullptr;
+  nlohmann::json keys = nlohmann::json::array();
+  for (const ShapeComparison& s : c.shapes) {
+    keys.push_back({{"key", s.key}, {"calls", s.calls}, {"traced_s", s.traced_s}, {"simulated_s", s.simulated_s},
+                    {"traced_efficiency", s.traced_efficiency}, {"simulated_efficiency", s.simulated_efficiency},
+                    {"simulated_from", to_string(s.source)}});
+  }
+  return {{"run", c.shapes_run}, {"simulated_over_traced", shapes_ratio(c.shapes)}, {"keys", keys}};
+}
+
+}  // namespace
+
 std::string trace_comparison_text(const TraceComparison& c) {
   std::string out = fmt::format("trace comparison: trace run {} ({}) of '{}' in {}, {}; simulated stage {} ({})\n",
                                 c.run, c.run_why, c.device, c.db, c.traced.steps_text, c.simulated.stage,
@@ -177,6 +216,7 @@ std::string trace_comparison_text(const TraceComparison& c) {
   if (!c.other_runs.empty()) {
     out += fmt::format("  other trace runs in the file (--trace-run): {}\n", fmt::join(c.other_runs, ", "));
   }
+  out += shapes_text(c);
   if (!c.top.empty()) {
     Table k({"traced kernels with the most time per step", "class", "calls", "ms"});
     for (const calibration::TopKernel& t : c.top) {
@@ -188,6 +228,49 @@ std::string trace_comparison_text(const TraceComparison& c) {
   }
   return out;
 }
+
+void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff) {
+  c.shapes_run = 0;
+  c.shapes.clear();
+  auto store = db::EfficiencyDb::open(c.db, db::OpenMode::read_only);
+  const std::string link = fmt::format("; beside trace run {}", c.run);
+  for (const db::RunBatch& b : store.load_runs(c.device)) {
+    if (b.run.source != db::Source::trace || !b.run.notes.ends_with(link)) continue;
+    c.shapes_run = b.run.id;
+    const OpCoster coster(system, eff);
+    auto add = [&](const std::string& key, const db::SampleStats& stats, double traced_eff, double simulated_s,
+                   const Efficiency& used) {
+      c.shapes.push_back(ShapeComparison{key, stats.n, stats.median_s, simulated_s, used.source, used.value, traced_eff});
+    };
+    for (const db::GemmRow& row : b.rows.gemm) {
+      Efficiency used;
+      const double t = coster.gemm_s(row.key, nullptr, &used);
+      add(to_string(row.key), row.stats, row.efficiency, t, used);
+    }
+    for (const db::AttentionRow& row : b.rows.attention) {
+      Efficiency used;
+      const double t = coster.attention_s(row.key, nullptr, &used);
+      add(to_string(row.key), row.stats, row.efficiency, t, used);
+    }
+  }
+  std::stable_sort(c.shapes.begin(), c.shapes.end(), [](const ShapeComparison& a, const ShapeComparison& b) {
+    return static_cast<double>(a.calls) * a.traced_s > static_cast<double>(b.calls) * b.traced_s;
+  });
+}
+
+namespace {
+
+// Calls-weighted simulated / traced time over every compared shape (0 without shapes).
+double shapes_ratio(const std::vector<ShapeComparison>& shapes) {
+  double traced = 0, simulated = 0;
+  for (const auto& s : shapes) {
+    traced += static_cast<double>(s.calls) * s.traced_s;
+    simulated += static_cast<double>(s.calls) * s.simulated_s;
+  }
+  return traced > 0 ? simulated / traced : 0.0;
+}
+
+}  // namespace
 
 nlohmann::json trace_comparison_json(const TraceComparison& c) {
   nlohmann::json rows = nlohmann::json::array();
@@ -209,7 +292,7 @@ nlohmann::json trace_comparison_json(const TraceComparison& c) {
           {"step_span_min_s", c.traced.span_min_s}, {"step_span_max_s", c.traced.span_max_s},
           {"outside_steps", c.traced.outside_steps}, {"stage", c.simulated.stage},
           {"class_split_scale", c.simulated.class_split_scale},
-          {"other_runs", c.other_runs}, {"rows", rows}};
+          {"other_runs", c.other_runs}, {"rows", rows}, {"shapes", shapes_json(c)}};
 }
 
 

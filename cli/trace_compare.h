@@ -18,7 +18,9 @@
 #include <vector>
 
 #include "calibration/trace_comparison.h"
+#include "core/efficiency_model.h"
 #include "simulator/result.h"
+#include "simulator/system_config.h"
 
 namespace calisim::cli {
 
@@ -29,6 +31,17 @@ struct TraceCompareRequest {
   int stage = -1;            // -1: from the traced rank, else 0
   int rank = -1;             // -1: from the trace run's notes ("rank R of W"), when they say
   int steps = 0;             // steps in a trace without ProfilerStep ranges
+};
+
+// One operator shape of a trace recorded with record_shapes: its calls' median time against the
+// time the simulation gives the same key.
+struct ShapeComparison {
+  std::string key;
+  std::int64_t calls = 0;            // calls timed (the row's n)
+  double traced_s = 0;               // median per call
+  double simulated_s = 0;            // the simulator's time for one call of the key
+  EfficiencySource source = EfficiencySource::roofline;  // of the simulated efficiency
+  double simulated_efficiency = 0, traced_efficiency = 0;
 };
 
 struct TraceComparison {
@@ -42,10 +55,19 @@ struct TraceComparison {
   std::vector<calibration::TopKernel> top;
   std::string stage_why;         // how the stage was chosen
   std::vector<std::string> warnings;
+  std::int64_t shapes_run = 0;        // the rows run beside the trace run (0: none)
+  std::vector<ShapeComparison> shapes;  // by traced time (calls x median), largest first
 };
 
 TraceComparison compare_with_trace(const TraceCompareRequest& request, const SimulationResult& r);
 std::string trace_comparison_text(const TraceComparison& c);
+
+// The shapes of the compared trace: when `db import --kineto` stored efficiency rows beside trace
+// run c.run (a trace recorded with record_shapes; the rows run's notes end "beside trace run
+// N"), each key's traced median against the time `system` and `eff` (the simulation's) give one
+// call of it (simulator/op_cost.h: FLOPs over the efficiency's share of the peak; roofline keys
+// at least their memory time). Fills c.shapes_run and c.shapes; leaves them empty otherwise.
+void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff);
 nlohmann::json trace_comparison_json(const TraceComparison& c);
 
 // --trace-run all: every trace run of request.db (ids ascending), each compared as

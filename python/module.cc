@@ -124,9 +124,12 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
       throw InputError("<simulate>", "trace_fit_out", "needs one trace run, not trace_run=\"all\"");
     }
     if (q.all_runs) {
-      doc["trace_comparison"] = cli::trace_comparisons_json(cli::compare_all_trace_runs(q, r));
+      std::vector<cli::TraceComparison> all = cli::compare_all_trace_runs(q, r);
+      for (cli::TraceComparison& c : all) cli::compare_shapes(c, rc.system, *source.model);
+      doc["trace_comparison"] = cli::trace_comparisons_json(all);
     } else {
-      const cli::TraceComparison one = cli::compare_with_trace(q, r);
+      cli::TraceComparison one = cli::compare_with_trace(q, r);
+      cli::compare_shapes(one, rc.system, *source.model);
       doc["trace_comparison"] = cli::trace_comparison_json(one);
       if (!fit_out.empty()) {
         doc["trace_fit"] = cli::write_trace_fit(fit_out, nlohmann::ordered_json::parse(in.system.doc.dump()),

@@ -188,6 +188,28 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   ASSERT_EQ(sim.code, 0) << sim.out;
   const auto r = nlohmann::json::parse(sim.out);
   EXPECT_EQ(r.at("efficiency_sources").at("kernels_per_source").at("measured"), 5) << sim.out;
+
+  // --compare-trace sets each traced shape beside the simulation's time for it: from the system's
+  // defaults without a database; with the trace's own rows (--db) the same time, marked measured.
+  const std::string cmp = "simulate --json --no-ops --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm "
+                          "--set strategy.seq_len=4096 --compare-trace " + db;
+  for (const bool with_rows : {false, true}) {
+    const CmdResult c = run_calisim(cmp + (with_rows ? " --db " + db : std::string()));
+    ASSERT_EQ(c.code, 0) << c.out;
+    const auto shapes = nlohmann::json::parse(c.out).at("trace_comparison").at("shapes");
+    EXPECT_EQ(shapes.at("run"), 2);
+    ASSERT_EQ(shapes.at("keys").size(), 6u);
+    double traced = 0, simulated = 0;
+    for (const auto& k : shapes.at("keys")) {
+      EXPECT_EQ(k.at("simulated_from"), with_rows ? "measured" : "roofline") << k;
+      if (with_rows) EXPECT_NEAR(k.at("simulated_s").get<double>(), k.at("traced_s").get<double>(), 1e-12) << k;
+      traced += k.at("calls").get<double>() * k.at("traced_s").get<double>();
+      simulated += k.at("calls").get<double>() * k.at("simulated_s").get<double>();
+    }
+    EXPECT_NEAR(shapes.at("simulated_over_traced").get<double>(), simulated / traced, 1e-12);
+    EXPECT_EQ(shapes.at("keys")[0].at("key"),
+              "attn b=1 hq=32 hkv=8 sq=4096 skv=4096 dqk=128 dv=128 causal=1 dtype=bf16 dir=bwd");
+  }
 }
 
 // A PyTorch profiler trace through the command line: `db import --kineto` stores it as a trace
@@ -232,6 +254,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
     EXPECT_NE(cmp.out.find(row), std::string::npos) << row << "\n" << cmp.out;
   }
   EXPECT_NE(cmp.out.find("the trace's rank 3 of 8"), std::string::npos) << cmp.out;
+  EXPECT_EQ(cmp.out.find("operator shapes of the trace"), std::string::npos) << cmp.out;  // none keyed
   const CmdResult steps = run_calisim(sim + "--compare-trace " + db + " --trace-steps 5");
   ASSERT_EQ(steps.code, 0) << steps.out;
   EXPECT_NE(steps.out.find("warning: --trace-steps 5 not used: the trace has its own ProfilerStep ranges"),

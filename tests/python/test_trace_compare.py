@@ -24,6 +24,13 @@ def test_trace_with_shapes_gives_the_clis_efficiency_rows(tmp_path):
     tn = next(k for k in dev["keys"] if k["key"] == "gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=TN acc=0")
     assert tn["calls"] == 4 and tn["used"] == 2
     assert tn["efficiency"] == pytest.approx(2 * 4096**3 / 200e-6 / 989e12)
+    # The shapes beside the simulation's time for them, as `simulate --compare-trace`.
+    sim = calisim.simulate("llama3-8b", "tp1_pp1_dp8_mbs1", "h100-sxm", seq_len=4096,
+                           compare_trace=tmp_path / "py.db")
+    want = cli_json("simulate", "--model", "llama3-8b", "--strategy", "tp1_pp1_dp8_mbs1", "--system", "h100-sxm",
+                    "--set", "strategy.seq_len=4096", "--json", "--compare-trace", str(tmp_path / "cli.db"))
+    assert sim.to_dict()["trace_comparison"]["shapes"] == want["trace_comparison"]["shapes"]
+    assert len(want["trace_comparison"]["shapes"]["keys"]) == 6
 
 
 def test_import_and_comparison_equal_the_cli(tmp_path):
