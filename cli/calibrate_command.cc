@@ -24,7 +24,6 @@
 #include "cli/megatron_configs.h"
 #include "cli/config_catalog.h"
 #include "cli/progress_bar.h"
-#include "cli/system_device.h"
 #include "cli/table.h"
 #include "core/error.h"
 #include "db/records.h"
@@ -88,7 +87,7 @@ ProfilingOutcome profile_missing(const profiler::ProfilePlan& missing, const Run
   profiler::CudaBenchOptions bo;
   profiler::CudaBench bench(bo);
   const SystemConfig& sys = rc.system;
-  db::DeviceRecord dev = device_record_of(sys);
+  db::DeviceRecord dev = db::DeviceRecord::from_spec(sys.device);
   dev.sm_count = env.sm_count;
   dev.l2_mb = env.l2_mb;
   dev.driver_version = env.driver_version;

@@ -23,7 +23,6 @@
 #include "cli/megatron_configs.h"
 #include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
-#include "cli/system_device.h"
 #include "core/error.h"
 #include "profiler/profile_plan.h"
 #include "profiler/sweep.h"
@@ -214,7 +213,7 @@ Target target_for(const RunArgs& a, const prof::CudaEnvironment& env) {
   }
   const std::string system_path = resolve_config(ConfigKind::system, t.system_name);
   t.sys = parse_system(read_json_file(system_path), system_path);
-  t.dev = device_record_of(t.sys);
+  t.dev = db::DeviceRecord::from_spec(t.sys.device);
   t.dev.sm_count = env.sm_count;
   t.dev.l2_mb = env.l2_mb;
   t.dev.driver_version = env.driver_version;

@@ -44,6 +44,17 @@ DeviceSpec DeviceRecord::to_spec() const {
   return spec;
 }
 
+DeviceRecord DeviceRecord::from_spec(const DeviceSpec& spec) {
+  DeviceRecord r;
+  r.name = spec.name;
+  r.peak_tflops = spec.peak_tflops;
+  r.memory_gb = spec.memory_gb;
+  r.hbm_gb_s = spec.hbm_gb_s;
+  r.sm_count = spec.sm_count;
+  r.l2_mb = spec.l2_mb;
+  return r;
+}
+
 bool RunRecord::same_provenance(const RunRecord& o) const {
   return device == o.device && source == o.source && tool_version == o.tool_version && host == o.host &&
          started_at == o.started_at && ended_at == o.ended_at && notes == o.notes;

@@ -41,6 +41,8 @@ struct DeviceRecord {
   std::string library_versions;                    // free text, e.g. "cublasLt 12.4.5; cudnn 9.1.0"
 
   DeviceSpec to_spec() const;
+  // The record of a spec (a system file's device): every field to_spec() reads, no versions.
+  static DeviceRecord from_spec(const DeviceSpec& spec);
   bool operator==(const DeviceRecord&) const = default;
 };
 

@@ -67,14 +67,7 @@ DeviceProfile with_row_kernels(DeviceProfile p, const std::vector<db::RunBatch>&
 }
 
 db::DeviceRecord record_from_profile(const DeviceProfile& profile) {
-  db::DeviceRecord r;
-  r.name = profile.spec.name;
-  r.sm_count = profile.spec.sm_count;
-  r.peak_tflops = profile.spec.peak_tflops;
-  r.hbm_gb_s = profile.spec.hbm_gb_s;
-  r.memory_gb = profile.spec.memory_gb;
-  r.l2_mb = profile.spec.l2_mb;
-  return r;
+  return db::DeviceRecord::from_spec(profile.spec);
 }
 
 }  // namespace calisim::predictor

@@ -77,12 +77,7 @@ class Calibrate : public ::testing::Test {
   // at half the HBM bandwidth, and 8-GPU all-reduce rows of exactly 20 us + wire bytes / 10 GB/s.
   // A database holding `sys`'s device, and a measured run on it to fill with rows.
   static db::RunBatch measured_run_on(db::EfficiencyDb& db, const SystemConfig& sys, const std::string& notes) {
-    db::DeviceRecord d;
-    d.name = sys.device.name;
-    d.sm_count = sys.device.sm_count;
-    d.peak_tflops = sys.device.peak_tflops;
-    d.hbm_gb_s = sys.device.hbm_gb_s;
-    d.memory_gb = sys.device.memory_gb;
+    const db::DeviceRecord d = db::DeviceRecord::from_spec(sys.device);
     db.add_device_if_missing(d);
     db::RunBatch b;
     b.run.device = d.name;
