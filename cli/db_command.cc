@@ -34,6 +34,7 @@ struct DbArgs {
   std::string device;
   std::string key;
   std::string simumax, published, from, kineto, nsys, nvtx_steps;
+  bool no_kernel_rows = false;
   std::string out, format;
   std::vector<std::string> inputs;
   std::size_t nearest = 0;
@@ -266,7 +267,7 @@ std::vector<std::string> database_files(const std::string& path) {
 void import_trace(const DbArgs& a) {
   const TraceImportReport r =
       a.kineto.empty() ? import_nsys_trace(a.db, a.nsys, a.device, a.nvtx_steps)
-                       : import_kineto_trace(a.db, a.kineto, a.device);
+                       : import_kineto_trace(a.db, a.kineto, a.device, !a.no_kernel_rows);
   print(a, r.doc, r.text);
 }
 
@@ -276,6 +277,9 @@ void run_import(const DbArgs& a) {
   if (sources != 1) {
     throw InputError("<command line>", "db import",
                      "give exactly one of --simumax, --published, --from, --kineto or --nsys");
+  }
+  if (a.no_kernel_rows && a.kineto.empty()) {
+    throw InputError("<command line>", "db import --no-kernel-rows", "needs --kineto (the rows come from its operators)");
   }
   if (!a.nvtx_steps.empty() && a.nsys.empty()) {
     throw InputError("<command line>", "db import --nvtx-steps", "needs --nsys (Kineto traces carry their own steps)");
@@ -442,6 +446,9 @@ void register_db(CLI::App& app) {
   imp->add_option("--kineto", args->kineto,
                   "a PyTorch profiler trace (Chrome-trace .json or .json.gz of one rank) to store as a trace run, or a "
                   "directory of them (one per rank: each file imported, those already stored skipped)");
+  imp->add_flag("--no-kernel-rows", args->no_kernel_rows,
+                "with --kineto: store the trace only, not the GEMM / attention efficiency rows of its operators "
+                "(traces recorded with record_shapes=True; the report still says what they would be)");
   imp->add_option("--nsys", args->nsys,
                   "an Nsight Systems report exported to SQLite (nsys export --type sqlite) to store as trace runs, "
                   "one per GPU, or a directory of them (one per node: each imported, those already stored skipped)");

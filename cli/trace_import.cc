@@ -102,6 +102,7 @@ struct KernelRowsPlan {
   profiler::TraceExtras extras;
   std::map<int, profiler::OperatorRows> rows;
   std::map<int, std::string> specs_from;  // ordinal -> shipped system the specs came from
+  bool stored = true;                     // false: --no-kernel-rows (rows computed and reported only)
 };
 
 bool has_peaks(const db::DeviceRecord& d) {
@@ -162,7 +163,8 @@ std::string us(double s) { return fmt::format("{:.1f}", s * 1e6); }
 // What the keyed operators gave, as text (appended) and JSON.
 ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRowsPlan& plan,
                                 const profiler::TraceWriteResult& written, std::string& text) {
-  ordered_json doc = {{"record_shapes", t.record_shapes}, {"operator_events", t.operator_events}};
+  ordered_json doc = {{"record_shapes", t.record_shapes}, {"operator_events", t.operator_events},
+                      {"stored", plan.stored}};
   ordered_json unkeyed = ordered_json::object();
   for (const auto& [cls, u] : t.unkeyed) unkeyed[cls] = {{"kernels", u.count}, {"total_s", u.total_s}};
   doc["kernels_outside_operators"] = unkeyed;
@@ -205,6 +207,10 @@ ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRows
       }
       text += tab.render("    ");
       if (rows.info.size() > shown) text += fmt::format("    ... {} more key(s) (--json lists all)\n", rows.info.size() - shown);
+    } else if (!plan.stored && rows.rows.size() > 0) {
+      text += fmt::format("  efficiency rows not stored (--no-kernel-rows): {} GEMM and {} attention key(s) from {} "
+                          "operator call(s)\n",
+                          rows.rows.gemm.size(), rows.rows.attention.size(), rows.calls);
     } else {
       text += fmt::format("  no efficiency rows for CUDA device {} ({} keyed operator call(s))\n", ordinal, rows.calls);
     }
@@ -236,7 +242,7 @@ TraceImportReport skipped_report(const std::string& db_path, const std::string& 
 // One PyTorch profiler trace file, read whole before the database is touched; with
 // `skip_imported` a trace already in the database is reported as such instead of refused.
 TraceImportReport import_kineto_file(const std::string& db_path, const std::string& file, const std::string& device,
-                                     bool skip_imported) {
+                                     bool skip_imported, bool kernel_rows) {
   const bool large = announce_large(file);
   const profiler::KinetoTrace t = profiler::read_kineto_trace(file, device);
   if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
@@ -258,7 +264,9 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
                                             : std::string());
   ordered_json runs;
   std::vector<std::string> warnings;
-  const KernelRowsPlan plan = plan_kernel_rows(db_path, file, t.records, t.device_names, t.operators, notes);
+  KernelRowsPlan plan = plan_kernel_rows(db_path, file, t.records, t.device_names, t.operators, notes);
+  plan.stored = kernel_rows;
+  if (!kernel_rows) plan.extras.rows.clear();
   profiler::TraceWriteResult written;
   if (const std::int64_t run = store_once(db_path, file, kKinetoTool, notes, t.records, t.device_names, runs, text,
                                           warnings, skip_imported, plan.extras, &written)) {
@@ -372,10 +380,10 @@ bool is_directory(const std::string& path) {
 // rank's); a directory, each of its traces (tensorboard_trace_handler's
 // "<worker>.<time>.pt.trace.json[.gz]", one per rank and profiling cycle).
 TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
-                                      const std::string& device) {
-  if (!is_directory(path)) return import_kineto_file(db_path, path, device, false);
+                                      const std::string& device, bool kernel_rows) {
+  if (!is_directory(path)) return import_kineto_file(db_path, path, device, false, kernel_rows);
   return import_directory(db_path, path, "--kineto", {".json", ".json.gz"}, "*.json or *.json.gz",
-                          [&](const std::string& f) { return import_kineto_file(db_path, f, device, true); });
+                          [&](const std::string& f) { return import_kineto_file(db_path, f, device, true, kernel_rows); });
 }
 
 // An Nsight Systems report becomes one trace run per GPU it shows: one for a rank's report,

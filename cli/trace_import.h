@@ -27,8 +27,10 @@ struct TraceImportReport {
   std::string text;
 };
 
+// kernel_rows false (--no-kernel-rows): the trace only, no efficiency rows from its operators
+// (the report still counts what they would have been).
 TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
-                                      const std::string& device = "");
+                                      const std::string& device = "", bool kernel_rows = true);
 // nvtx_step_prefix: the program's NVTX ranges whose text starts with it are the steps
 // (profiler/nsys_trace.h); empty: the report has no steps.
 TraceImportReport import_nsys_trace(const std::string& db_path, const std::string& file,

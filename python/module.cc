@@ -243,11 +243,12 @@ PYBIND11_MODULE(_core, m) {
   m.def("database_devices", &database_devices, py::arg("path"));
   m.def(
       "import_kineto",
-      [](const std::string& db, const std::string& file, const std::string& device) {
+      [](const std::string& db, const std::string& file, const std::string& device, bool kernel_rows) {
         py::gil_scoped_release release;
-        return cli::import_kineto_trace(db, file, device).doc.dump();
+        return cli::import_kineto_trace(db, file, device, kernel_rows).doc.dump();
       },
-      py::arg("db"), py::arg("file"), py::arg("device"), "`calisim db import DB --kineto FILE --json` as a function");
+      py::arg("db"), py::arg("file"), py::arg("device"), py::arg("kernel_rows"),
+      "`calisim db import DB --kineto FILE --json [--no-kernel-rows]` as a function");
   m.def(
       "import_nsys",
       [](const std::string& db, const std::string& file, const std::string& device, const std::string& nvtx_steps) {

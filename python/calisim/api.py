@@ -86,7 +86,7 @@ def run_simulation(model, strategy, system, db=None, overrides=(), details=True,
     return SimulationResult(json.loads(text), json.loads(trace_text) if trace_text else None)
 
 
-def import_kineto(trace, db, device=None):
+def import_kineto(trace, db, device=None, kernel_rows=True):
     """Stores one rank's PyTorch profiler trace (Kineto's Chrome-trace JSON, plain or .json.gz) in
     the efficiency database db (created when missing) as trace runs, as `calisim db import DB
     --kineto TRACE` (docs/profiling.md). device names the GPU when the trace's deviceProperties do
@@ -95,14 +95,15 @@ def import_kineto(trace, db, device=None):
     "run"), "warnings", and "kernel_rows": with record_shapes=True, the GEMM / attention
     efficiency rows its aten operators gave ("devices": per GPU the rows run, "keys" with
     "key", "calls", "median_s", "efficiency", and "not_keyed" reasons; "kernels_outside_operators";
-    docs/profiling.md "Kernel efficiencies from a trace"). Raises ConfigError naming the file and
-    field for a malformed trace, and for a trace already imported into db.
+    docs/profiling.md "Kernel efficiencies from a trace"); kernel_rows=False stores the trace only
+    (`--no-kernel-rows`: the rows are reported, "stored": false). Raises ConfigError naming the
+    file and field for a malformed trace, and for a trace already imported into db.
 
     trace may be a directory (tensorboard_trace_handler's, one file per rank): each *.json /
     *.json.gz in it is imported in name order, those already in db skipped; the document is then
     {"directory", "imports": [one document per file], "skipped": [{"file",
     "already_imported_as_run"}]}."""
-    return json.loads(_core.import_kineto(os.fspath(db), os.fspath(trace), device or ""))
+    return json.loads(_core.import_kineto(os.fspath(db), os.fspath(trace), device or "", bool(kernel_rows)))
 
 
 def import_nsys(report, db, device=None, nvtx_steps=None):

@@ -168,6 +168,20 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   EXPECT_EQ(dev.at("not_keyed").at("fp32 inputs (whether TF32 ran is not in the trace)"), 2);
   EXPECT_EQ(rows.at("kernels_outside_operators").at("gemm").at("kernels"), 2);
 
+  // --no-kernel-rows: the trace only; the rows are reported, not stored.
+  const std::string bare = ::testing::TempDir() + "cli_kineto_shapes_bare.db";
+  std::remove(bare.c_str());
+  const CmdResult only = run_calisim("db import --json " + bare + " --kineto " + trace + " --no-kernel-rows");
+  ASSERT_EQ(only.code, 0) << only.out;
+  const auto only_rows = nlohmann::json::parse(only.out).at("kernel_rows");
+  EXPECT_FALSE(only_rows.at("stored").get<bool>());
+  EXPECT_TRUE(only_rows.at("devices")[0].at("run").is_null());
+  EXPECT_EQ(only_rows.at("devices")[0].at("gemm_rows"), 4);
+  const CmdResult listed = run_calisim("db list --json " + bare);
+  ASSERT_EQ(listed.code, 0) << listed.out;
+  EXPECT_EQ(nlohmann::json::parse(listed.out)[0].at("gemm"), 0) << listed.out;
+  expect_refused(run_calisim("db import " + bare + " --nsys x.sqlite --no-kernel-rows"), "needs --kineto");
+
   // The row is found under the CUDA name (an alias) and the simulator's device name alike.
   const std::string key = "'gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=NN acc=0'";
   for (const char* name : {"'NVIDIA H100 80GB HBM3'", "'NVIDIA H100 SXM5 80GB'"}) {

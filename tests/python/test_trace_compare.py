@@ -31,6 +31,9 @@ def test_trace_with_shapes_gives_the_clis_efficiency_rows(tmp_path):
                     "--set", "strategy.seq_len=4096", "--json", "--compare-trace", str(tmp_path / "cli.db"))
     assert sim.to_dict()["trace_comparison"]["shapes"] == want["trace_comparison"]["shapes"]
     assert len(want["trace_comparison"]["shapes"]["keys"]) == 6
+    # kernel_rows=False: the trace only, as --no-kernel-rows.
+    bare = calisim.import_kineto(trace, tmp_path / "bare.db", kernel_rows=False)["kernel_rows"]
+    assert bare["stored"] is False and bare["devices"][0]["run"] is None
 
 
 def test_import_and_comparison_equal_the_cli(tmp_path):
