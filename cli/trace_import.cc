@@ -221,8 +221,8 @@ ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRows
     const std::string why =
         !t.record_shapes && t.operator_events == 0
             ? "the trace was recorded without record_shapes=True: no operator shapes, so no efficiency rows"
-            : "no keyed PyTorch operator (aten::mm, addmm, bmm, baddbmm, _scaled_mm, scaled_dot_product_attention) "
-              "launched a kernel: no efficiency rows";
+            : "no keyed PyTorch operator (aten::mm, addmm, bmm, baddbmm, _scaled_mm, _grouped_mm, "
+              "scaled_dot_product_attention) launched a kernel: no efficiency rows";
     text += "  " + why + "\n";
     doc["why_no_rows"] = why;
   }

@@ -27,6 +27,18 @@ constexpr std::array<GemmOperator, 5> kGemmOperators{{{"aten::mm", 0, 1, 2, fals
                                                       {"aten::baddbmm", 1, 2, 3, false},
                                                       {"aten::_scaled_mm", 0, 1, 2, true}}};
 
+// Grouped GEMMs (MoE experts): groups along the rows of `self` ([T, K] x [G, K, N]: each expert's
+// tokens) or along the inner dimension ([M, T] x [T, N] -> [G, M, N]: each expert's weight
+// gradient), delimited by `offs` (device-side end offsets whose values the trace does not hold);
+// or two batched operands [G, M, K] x [G, K, N].
+struct GroupedOperator {
+  std::string_view name;
+  int a, b, offs;
+  bool scaled;
+};
+constexpr std::array<GroupedOperator, 2> kGroupedOperators{{{"aten::_grouped_mm", 0, 1, 2, false},
+                                                            {"aten::_scaled_grouped_mm", 0, 1, 4, true}}};
+
 struct AttentionOperator {
   std::string_view name;
   int q, k, v;
@@ -104,6 +116,92 @@ char matrix_order(const Shape& dims, const Shape& strides) {
   return 0;
 }
 
+// The key's input dtype from the two operands' types (no key: the reason).
+std::optional<DType> gemm_dtype(const json* types, int a, int b, bool scaled, std::string& reason) {
+  const auto ta = dtype_of(text_at(types, a)), tb = dtype_of(text_at(types, b));
+  if (!ta || !tb) {
+    reason = fmt::format("input types '{}', '{}'", text_at(types, a), text_at(types, b));
+    return std::nullopt;
+  }
+  DType dtype = *ta;
+  if (scaled) {
+    if (!is_fp8(*ta) || !is_fp8(*tb)) {
+      reason = "a scaled GEMM without FP8 operands";
+      return std::nullopt;
+    }
+    // calisim keys an FP8 GEMM by its gradient format when one operand is E5M2 (core/kernel_keys.h).
+    if (*tb == DType::fp8_e5m2) dtype = DType::fp8_e5m2;
+  } else if (*ta != *tb) {
+    reason = "operands of different types";
+    return std::nullopt;
+  }
+  if (dtype == DType::fp32) {
+    reason = "fp32 inputs (whether TF32 ran is not in the trace)";
+    return std::nullopt;
+  }
+  return dtype;
+}
+
+// The layout from the storage order of A's and B's last two dims (no key: the reason).
+std::optional<GemmLayout> gemm_layout(const json* strides, int a, int b, const Shape& da, const Shape& db,
+                                      std::string& reason) {
+  if (!strides) {
+    reason = "no Input Strides (PyTorch before 2.1): the layout is unknown";
+    return std::nullopt;
+  }
+  const auto sa = shape_at(strides, a), sb = shape_at(strides, b);
+  if (!sa || !sb || sa->size() != da.size() || sb->size() != db.size()) {
+    reason = "operand strides missing";
+    return std::nullopt;
+  }
+  const char oa = matrix_order(da, *sa), ob = matrix_order(db, *sb);
+  if (!oa || !ob) {
+    reason = "an operand is neither row- nor column-major";
+    return std::nullopt;
+  }
+  if (oa == 'N' && ob == 'T') return GemmLayout::TN;
+  if (oa == 'N' && ob == 'N') return GemmLayout::NN;
+  if (oa == 'T' && ob == 'N') return GemmLayout::NT;
+  reason = "both operands transposed (a layout calisim does not key)";
+  return std::nullopt;
+}
+
+OperatorKey grouped_key(const GroupedOperator& op, const json& args) {
+  const json* dims = input_array(args, "Input Dims");
+  const json* types = input_array(args, "Input type");
+  if (!dims || !types) return no_key("no Input Dims / Input type (profile with record_shapes=True)");
+  const auto a = shape_at(dims, op.a), b = shape_at(dims, op.b), offs = shape_at(dims, op.offs);
+  if (!a || !b) return no_key("grouped GEMM operands are not matrices");
+  const bool has_offs = offs && offs->size() == 1;
+  std::int64_t m = 0, n = 0, k = 0, groups = 0;
+  if (a->size() == 2 && b->size() == 3 && has_offs) {  // [T, K] x [G, K, N]: tokens split among G experts
+    groups = (*b)[0];
+    if ((*offs)[0] != groups) return no_key("offsets and expert count differ");
+    if ((*a)[1] != (*b)[1]) return no_key(fmt::format("inner dimensions differ ({} and {})", (*a)[1], (*b)[1]));
+    m = groups > 0 ? ((*a)[0] + groups - 1) / groups : 0, k = (*a)[1], n = (*b)[2];
+  } else if (a->size() == 2 && b->size() == 2 && has_offs) {  // [M, T] x [T, N] -> [G, M, N]
+    groups = (*offs)[0];
+    if ((*a)[1] != (*b)[0]) return no_key(fmt::format("inner dimensions differ ({} and {})", (*a)[1], (*b)[0]));
+    m = (*a)[0], n = (*b)[1], k = groups > 0 ? ((*a)[1] + groups - 1) / groups : 0;
+  } else if (a->size() == 3 && b->size() == 3 && !has_offs) {  // [G, M, K] x [G, K, N]
+    groups = (*a)[0];
+    if ((*b)[0] != groups || (*a)[2] != (*b)[1]) return no_key("batched operands disagree");
+    m = (*a)[1], k = (*a)[2], n = (*b)[2];
+  } else {
+    return no_key("a grouped GEMM form calisim does not key (operand ranks and offsets)");
+  }
+  if (m == 0 || n == 0 || k == 0 || groups == 0) return no_key("an empty operand");
+  std::string reason;
+  const auto dtype = gemm_dtype(types, op.a, op.b, op.scaled, reason);
+  if (!dtype) return no_key(reason);
+  const auto layout = gemm_layout(input_array(args, "Input Strides"), op.a, op.b, *a, *b, reason);
+  if (!layout) return no_key(reason);
+  OperatorKey out;
+  out.kind = OperatorKey::Kind::gemm;
+  out.gemm = GemmKey{m, n, k, groups, *dtype, *layout, false};
+  return out;
+}
+
 OperatorKey gemm_key(const GemmOperator& op, const json& args) {
   const json* dims = input_array(args, "Input Dims");
   const json* types = input_array(args, "Input type");
@@ -120,34 +218,14 @@ OperatorKey gemm_key(const GemmOperator& op, const json& args) {
   if (rank == 3 && (*b)[0] != batch) return no_key("batch dimensions differ");
   if (m == 0 || n == 0 || k == 0 || batch == 0) return no_key("an empty operand");
 
-  const auto ta = dtype_of(text_at(types, op.a)), tb = dtype_of(text_at(types, op.b));
-  if (!ta || !tb) {
-    return no_key(fmt::format("input types '{}', '{}'", text_at(types, op.a), text_at(types, op.b)));
-  }
-  DType dtype = *ta;
-  if (op.scaled) {
-    if (!is_fp8(*ta) || !is_fp8(*tb)) return no_key("_scaled_mm without FP8 operands");
-    // calisim keys an FP8 GEMM by its gradient format when one operand is E5M2 (core/kernel_keys.h).
-    if (*tb == DType::fp8_e5m2) dtype = DType::fp8_e5m2;
-  } else if (*ta != *tb) {
-    return no_key("operands of different types");
-  }
-  if (dtype == DType::fp32) return no_key("fp32 inputs (whether TF32 ran is not in the trace)");
-
-  if (!strides) return no_key("no Input Strides (PyTorch before 2.1): the layout is unknown");
-  const auto sa = shape_at(strides, op.a), sb = shape_at(strides, op.b);
-  if (!sa || !sb || sa->size() != rank || sb->size() != rank) return no_key("operand strides missing");
-  const char oa = matrix_order(*a, *sa), ob = matrix_order(*b, *sb);
-  if (!oa || !ob) return no_key("an operand is neither row- nor column-major");
-  GemmLayout layout;
-  if (oa == 'N' && ob == 'T') layout = GemmLayout::TN;
-  else if (oa == 'N' && ob == 'N') layout = GemmLayout::NN;
-  else if (oa == 'T' && ob == 'N') layout = GemmLayout::NT;
-  else return no_key("both operands transposed (a layout calisim does not key)");
-
+  std::string reason;
+  const auto dtype = gemm_dtype(types, op.a, op.b, op.scaled, reason);
+  if (!dtype) return no_key(reason);
+  const auto layout = gemm_layout(strides, op.a, op.b, *a, *b, reason);
+  if (!layout) return no_key(reason);
   OperatorKey out;
   out.kind = OperatorKey::Kind::gemm;
-  out.gemm = GemmKey{m, n, k, batch, dtype, layout, false};
+  out.gemm = GemmKey{m, n, k, batch, *dtype, *layout, false};
   return out;
 }
 
@@ -211,6 +289,9 @@ bool is_keyed_operator(std::string_view name) {
   for (const auto& op : kGemmOperators) {
     if (op.name == name) return true;
   }
+  for (const auto& op : kGroupedOperators) {
+    if (op.name == name) return true;
+  }
   for (const auto& op : kAttentionOperators) {
     if (op.name == name) return true;
   }
@@ -220,6 +301,9 @@ bool is_keyed_operator(std::string_view name) {
 OperatorKey operator_key(std::string_view name, const nlohmann::json& args) {
   for (const auto& op : kGemmOperators) {
     if (op.name == name) return gemm_key(op, args);
+  }
+  for (const auto& op : kGroupedOperators) {
+    if (op.name == name) return grouped_key(op, args);
   }
   for (const auto& op : kAttentionOperators) {
     if (op.name == name) return attention_key(op, args);

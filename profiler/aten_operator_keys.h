@@ -5,7 +5,8 @@
 //
 // Contract:
 //   - is_keyed_operator(name) is true for the operators operator_key() reads: the GEMMs
-//     aten::mm, aten::addmm, aten::bmm, aten::baddbmm, aten::_scaled_mm, and the fused attention
+//     aten::mm, aten::addmm, aten::bmm, aten::baddbmm, aten::_scaled_mm, the grouped (MoE expert)
+//     GEMMs aten::_grouped_mm and aten::_scaled_grouped_mm, and the fused attention
 //     operators of PyTorch's scaled_dot_product_attention — the public aten::scaled_dot_product_attention,
 //     its flash / efficient / cuDNN forward and backward operators, and aten::_flash_attention_forward
 //     / _backward. The Kineto reader keeps the CPU events of these operators only.
@@ -19,6 +20,12 @@
 //     the trace (PyTorch before 2.1), both operands transposed, an operand neither row- nor
 //     column-major, fp32 inputs (whether TF32 ran is not in the trace), mixed input types other
 //     than _scaled_mm's two FP8 formats (e5m2 when either operand is, as calisim keys gradients).
+//   - Grouped GEMMs are keyed as the simulator keys expert GEMMs (batch = groups, the rows or the
+//     inner dimension split evenly, rounded up, since the offsets' values are not in the trace):
+//     [T, K] x [G, K, N] with offsets (each expert's tokens: forward, data gradient) gives m =
+//     ceil(T / G), k = K, n = N; [M, T] x [T, N] with offsets (each expert's weight gradient) m = M,
+//     n = N, k = ceil(T / G); [G, M, K] x [G, K, N] without offsets a batched GEMM. Layout and
+//     dtype as for the plain GEMMs, from the two operands.
 //   - Attention: batch, heads and sequence lengths of query and key (heads_kv from the key: GQA),
 //     head dims of query and value, causal from the is_causal argument (which must read "True" or
 //     "False": a different schema is refused, not misread), dtype of the query. No key: no

@@ -88,6 +88,50 @@ TEST(AtenOperatorKeys, AddmmBmmBaddbmmAndScaledMmTakeTheirOwnOperandPositions) {
   EXPECT_EQ(operator_key("aten::_scaled_mm", scaled(kBf16, kBf16)).kind, OperatorKey::Kind::none);
 }
 
+// torch._grouped_mm as torchtitan's MoE experts call it: 8 experts, 16,384 routed tokens, dim 2048,
+// expert hidden 1536; weights [G, hidden, dim] used through a transposed view.
+TEST(AtenOperatorKeys, GroupedGemmsAreKeyedAsTheSimulatorKeysExpertGemms) {
+  auto grouped = [](json a, json b, json sa, json sb, const char* type = kBf16) {
+    return json{{"Input Dims", {a, b, {8}, json::array(), json::array()}},
+                {"Input type", {type, type, "int", "", "Scalar"}},
+                {"Input Strides", {sa, sb, {1}, json::array(), json::array()}},
+                {"Concrete Inputs", {"", "", "", "", ""}}};
+  };
+  // Forward: x [T, dim] @ w^T [G, dim, hidden]: TN, m = tokens per expert, batch = experts.
+  OperatorKey fwd = operator_key("aten::_grouped_mm", grouped({16384, 2048}, {8, 2048, 1536}, {2048, 1},
+                                                              {3145728, 1, 2048}));
+  ASSERT_EQ(fwd.kind, OperatorKey::Kind::gemm) << fwd.reason;
+  EXPECT_EQ(fwd.gemm, (calisim::GemmKey{2048, 1536, 2048, 8, DType::bf16, GemmLayout::TN, false}));
+  // Data gradient: dY [T, hidden] @ w [G, hidden, dim]: NN.
+  OperatorKey dgrad = operator_key("aten::_grouped_mm", grouped({16384, 1536}, {8, 1536, 2048}, {1536, 1},
+                                                                {3145728, 2048, 1}));
+  ASSERT_EQ(dgrad.kind, OperatorKey::Kind::gemm) << dgrad.reason;
+  EXPECT_EQ(dgrad.gemm, (calisim::GemmKey{2048, 2048, 1536, 8, DType::bf16, GemmLayout::NN, false}));
+  // Weight gradient: dY^T [hidden, T] @ x [T, dim] -> [G, hidden, dim], groups along the tokens: NT.
+  OperatorKey wgrad = operator_key("aten::_grouped_mm", grouped({1536, 16384}, {16384, 2048}, {1, 1536},
+                                                                {2048, 1}));
+  ASSERT_EQ(wgrad.kind, OperatorKey::Kind::gemm) << wgrad.reason;
+  EXPECT_EQ(wgrad.gemm, (calisim::GemmKey{1536, 2048, 2048, 8, DType::bf16, GemmLayout::NT, false}));
+  // Uneven totals round up: 16,385 tokens over 8 experts.
+  EXPECT_EQ(operator_key("aten::_grouped_mm", grouped({16385, 2048}, {8, 2048, 1536}, {2048, 1},
+                                                      {3145728, 1, 2048})).gemm.m,
+            2049);
+  // Offsets that disagree with the expert count, and a 3-D x 2-D form, are not keyed.
+  json bad = grouped({16384, 2048}, {8, 2048, 1536}, {2048, 1}, {3145728, 1, 2048});
+  bad["Input Dims"][2] = {4};
+  EXPECT_NE(operator_key("aten::_grouped_mm", bad).reason.find("offsets"), std::string::npos);
+  EXPECT_EQ(operator_key("aten::_grouped_mm", grouped({8, 64, 32}, {32, 16}, {2048, 32, 1}, {16, 1})).kind,
+            OperatorKey::Kind::none);
+  // _scaled_grouped_mm: FP8 operands, the offsets fifth (after the two scales).
+  const json scaled = {{"Input Dims", {{16384, 2048}, {8, 2048, 1536}, {16384}, {8, 1536}, {8}}},
+                       {"Input type", {"c10::Float8_e4m3fn", "c10::Float8_e4m3fn", "float", "float", "int"}},
+                       {"Input Strides", {{2048, 1}, {3145728, 1, 2048}, {1}, {1536, 1}, {1}}}};
+  OperatorKey f = operator_key("aten::_scaled_grouped_mm", scaled);
+  ASSERT_EQ(f.kind, OperatorKey::Kind::gemm) << f.reason;
+  EXPECT_EQ(f.gemm, (calisim::GemmKey{2048, 1536, 2048, 8, DType::fp8_e4m3, GemmLayout::TN, false}));
+  EXPECT_TRUE(is_keyed_operator("aten::_grouped_mm"));
+}
+
 TEST(AtenOperatorKeys, GemmsWithoutAKeySayWhy) {
   auto reason = [](const char* name, const json& args) {
     const OperatorKey k = operator_key(name, args);
