@@ -232,10 +232,16 @@ std::string trace_comparison_text(const TraceComparison& c) {
 void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff) {
   c.shapes_run = 0;
   c.shapes.clear();
+  // The import fingerprint in the trace run's notes ("fingerprint 0123456789abcdef").
+  const auto at = c.notes.find("fingerprint ");
+  if (at == std::string::npos) return;
+  const std::string link = c.notes.substr(at, 12 + 16);
   auto store = db::EfficiencyDb::open(c.db, db::OpenMode::read_only);
-  const std::string link = fmt::format("; beside trace run {}", c.run);
   for (const db::RunBatch& b : store.load_runs(c.device)) {
-    if (b.run.source != db::Source::trace || !b.run.notes.ends_with(link)) continue;
+    if (b.run.id == c.run || b.run.source != db::Source::trace || b.rows.size() == 0 ||
+        b.run.notes.find(link) == std::string::npos) {
+      continue;
+    }
     c.shapes_run = b.run.id;
     const OpCoster coster(system, eff);
     auto add = [&](const std::string& key, const db::SampleStats& stats, double traced_eff, double simulated_s,
@@ -252,6 +258,7 @@ void compare_shapes(TraceComparison& c, const SystemConfig& system, const Effici
       const double t = coster.attention_s(row.key, nullptr, &used);
       add(to_string(row.key), row.stats, row.efficiency, t, used);
     }
+    break;  // one rows run per trace run and device
   }
   std::stable_sort(c.shapes.begin(), c.shapes.end(), [](const ShapeComparison& a, const ShapeComparison& b) {
     return static_cast<double>(a.calls) * a.traced_s > static_cast<double>(b.calls) * b.traced_s;

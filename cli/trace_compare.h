@@ -63,8 +63,9 @@ TraceComparison compare_with_trace(const TraceCompareRequest& request, const Sim
 std::string trace_comparison_text(const TraceComparison& c);
 
 // The shapes of the compared trace: when `db import --kineto` stored efficiency rows beside trace
-// run c.run (a trace recorded with record_shapes; the rows run's notes end "beside trace run
-// N"), each key's traced median against the time `system` and `eff` (the simulation's) give one
+// run c.run (a trace recorded with record_shapes: the rows run of the same device whose notes carry
+// the trace run's import fingerprint), each key's traced median against the time `system` and
+// `eff` (the simulation's) give one
 // call of it (simulator/op_cost.h: FLOPs over the efficiency's share of the peak; roofline keys
 // at least their memory time). Fills c.shapes_run and c.shapes; leaves them empty otherwise.
 void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff);

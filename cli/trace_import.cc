@@ -67,6 +67,11 @@ std::int64_t store_once(const std::string& db_path, const std::string& file, con
   }
   const std::string fingerprint = fmt::format("fingerprint {:016x}", fp);
   notes += "; " + fingerprint;
+  // The rows of the trace's operators carry the same fingerprint: the link `simulate
+  // --compare-trace` follows from a trace run to its rows, which survives export and merge (run
+  // ids do not).
+  profiler::TraceExtras with_link = extras;
+  for (auto& [ordinal, rows] : with_link.rows) rows.notes += "; " + fingerprint;
   if (std::filesystem::exists(db_path)) {
     auto existing = db::EfficiencyDb::open(db_path, db::OpenMode::read_only);
     for (const db::RunRecord& run : existing.runs()) {
@@ -81,7 +86,7 @@ std::int64_t store_once(const std::string& db_path, const std::string& file, con
   info.ended_at = std::string();
   info.tool = tool;
   info.host = "unknown";
-  const profiler::TraceWriteResult w = profiler::store_trace(db_path, records, device_names, info, extras);
+  const profiler::TraceWriteResult w = profiler::store_trace(db_path, records, device_names, info, with_link);
   if (written) *written = w;
   runs = ordered_json::array();
   for (const auto& [ordinal, run] : w.run_by_device) {

@@ -102,8 +102,7 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
     if (const auto rows = extras.rows.find(ordinal); rows != extras.rows.end() && rows->second.rows.size() > 0) {
       db::RunBatch batch;
       batch.run = run;
-      // The link `simulate --compare-trace` follows from a trace run to its rows (cli/trace_compare.h).
-      batch.run.notes = fmt::format("{}; beside trace run {}", rows->second.notes, result.run_by_device[ordinal]);
+      batch.run.notes = rows->second.notes;
       batch.rows = rows->second.rows;
       result.rows_run_by_device[ordinal] = db.insert_run(batch);
     }

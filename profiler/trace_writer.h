@@ -13,8 +13,7 @@
 //     then the device is added with them (its CUDA name an alias when the specs name it otherwise),
 //     and a known device whose record has no peaks gets them (keeping its name). With
 //     `extras.rows`, each device's efficiency rows are stored as one more run of source `trace`
-//     (profiler/operator_rows.h), its notes ending "; beside trace run N". Everything is one
-//     transaction. Returns the run ids, by ordinal.
+//     (profiler/operator_rows.h). Everything is one transaction. Returns the run ids, by ordinal.
 #pragma once
 
 #include <cstdint>

@@ -224,6 +224,29 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
     EXPECT_EQ(shapes.at("keys")[0].at("key"),
               "attn b=1 hq=32 hkv=8 sq=4096 skv=4096 dqk=128 dv=128 causal=1 dtype=bf16 dir=bwd");
   }
+  // The link from the trace run to its rows is the import's fingerprint, not a run id: it holds in
+  // a database the two runs were exported to and imported into after another run took id 1.
+  const std::string moved = ::testing::TempDir() + "cli_kineto_shapes_moved.db";
+  const std::string exported = ::testing::TempDir() + "cli_kineto_shapes.json";
+  std::remove(moved.c_str());
+  ASSERT_EQ(run_calisim("db import " + moved + " --kineto " + std::string(CALISIM_TEST_DATA_DIR) +
+                        "/kineto/two_steps.json").code, 0);
+  ASSERT_EQ(run_calisim("db export " + db + " " + exported).code, 0);
+  const CmdResult merged = run_calisim("db import " + moved + " --from " + exported);
+  ASSERT_EQ(merged.code, 0) << merged.out;
+  const std::string moved_cmp = "simulate --json --no-ops --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system "
+                                "h100-sxm --set strategy.seq_len=4096 --compare-trace " + moved;
+  // (The import stores the rows run before the trace run: ids 2 and 3.)
+  const CmdResult m = run_calisim(moved_cmp + " --trace-run 3");
+  ASSERT_EQ(m.code, 0) << m.out;
+  const auto mshapes = nlohmann::json::parse(m.out).at("trace_comparison").at("shapes");
+  ASSERT_FALSE(mshapes.is_null()) << m.out;
+  EXPECT_EQ(mshapes.at("run"), 2);
+  EXPECT_EQ(mshapes.at("keys").size(), 6u);
+  // The other trace (no shapes) has none.
+  const CmdResult other = run_calisim(moved_cmp + " --trace-run 1");
+  ASSERT_EQ(other.code, 0) << other.out;
+  EXPECT_TRUE(nlohmann::json::parse(other.out).at("trace_comparison").at("shapes").is_null()) << other.out;
 }
 
 // A PyTorch profiler trace through the command line: `db import --kineto` stores it as a trace
