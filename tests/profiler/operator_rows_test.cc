@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 
 #include "profiler/kineto_trace.h"
@@ -106,6 +108,31 @@ TEST(OperatorRows, OneRowPerKeyFromTheCallsWithoutCommunication) {
   EXPECT_EQ(r.info[1].used, 2);
   EXPECT_NEAR(r.info[1].total_s, 920e-6, 1e-12);
   EXPECT_EQ(r.info[1].operators, "aten::mm");
+}
+
+// Traces of PyTorch before 2.1 carry no Input Strides (GEMM layout unknown) and no Concrete
+// Inputs (causal unknown), and name no device; their kernels' External id is the launch's
+// correlation, not the operator's. Attribution goes by the launch's CPU span, so it holds; the
+// keys are refused with their reasons, nothing is guessed.
+TEST(OperatorRows, OldTracesWithoutStridesOrScalarsGiveReasonsNotKeys) {
+  std::ifstream in(kFixture);
+  nlohmann::json doc = nlohmann::json::parse(in);
+  doc.erase("deviceProperties");
+  for (auto& e : doc["traceEvents"]) {
+    if (!e.contains("args")) continue;
+    e["args"].erase("Input Strides");
+    e["args"].erase("Concrete Inputs");
+    if (e.value("cat", "") == "kernel") e["args"]["External id"] = e["args"]["correlation"];
+  }
+  const std::string path = ::testing::TempDir() + "old_record_shapes.json";
+  std::ofstream(path) << doc.dump();
+  const auto t = read_kineto_trace(path, "NVIDIA H100 80GB HBM3");
+  ASSERT_EQ(t.operators.size(), 16u);
+  const auto r = operator_rows(t.operators, 0, h100());
+  EXPECT_EQ(r.rows.size(), 0u);
+  EXPECT_EQ(r.not_keyed.at("no Input Strides (PyTorch before 2.1): the layout is unknown"), 10);
+  EXPECT_EQ(r.not_keyed.at("no Concrete Inputs (PyTorch before 2.1): causal or not is unknown"), 4);
+  EXPECT_EQ(r.not_keyed.at("fp32 inputs (whether TF32 ran is not in the trace)"), 2);
 }
 
 TEST(OperatorRows, OverlappedOnlyKeysMissingPeaksAndImpossibleSpeedsAreSaid) {
