@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <filesystem>
 #include <csignal>
 #include <map>
 #include <memory>
@@ -24,6 +25,7 @@
 #include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
 #include "core/error.h"
+#include "db/efficiency_db.h"
 #include "profiler/profile_plan.h"
 #include "profiler/sweep.h"
 #include "simulator/config_loader.h"
@@ -49,6 +51,7 @@ struct PlanArgs {
   ConfigChoice configs;  // --model / --strategy, or --megatron
   std::string system = "h100-sxm", out;
   std::vector<std::string> runs;  // --runs: plan the kernels of these measured runs instead
+  std::string trace;              // --trace DB: plan the operator shapes of its trace imports
   std::vector<std::string> overrides;
   bool json = false;
 };
@@ -130,18 +133,54 @@ prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
   return plan;
 }
 
+// The GEMM and attention shapes a traced training job ran (the efficiency rows `db import --kineto`
+// stored from a trace recorded with record_shapes: runs of source trace that hold rows), in the
+// order of the rows: measured with `profile run` they give each shape in isolation beside its
+// in-situ time (`simulate --db ISOLATED.db --compare-trace DB`).
+prof::ProfilePlan plan_from_trace(const std::string& path) {
+  if (!std::filesystem::exists(path)) throw InputError(path, "--trace", "no such database file");
+  auto store = db::EfficiencyDb::open(path, db::OpenMode::read_only);
+  prof::ProfilePlan plan;
+  int runs = 0;
+  std::set<std::string> devices;
+  for (const db::RunBatch& b : store.load_runs()) {
+    if (b.run.source != db::Source::trace || b.rows.size() == 0) continue;
+    ++runs;
+    devices.insert(b.run.device);
+    for (const auto& r : b.rows.gemm) plan.add(r.key);
+    for (const auto& r : b.rows.attention) plan.add(r.key);
+  }
+  if (runs == 0) {
+    throw InputError(path, "--trace",
+                     "holds no operator shapes of a trace: import a PyTorch profiler trace recorded with "
+                     "record_shapes=True (calisim db import DB --kineto TRACE; docs/profiling.md)");
+  }
+  plan.description = fmt::format("the operator shapes of {} trace import(s) in {} ({})", runs,
+                                 std::filesystem::path(path).filename().string(), fmt::join(devices, ", "));
+  return plan;
+}
+
 void run_plan_command(const PlanArgs& a) {
+  if (!a.trace.empty()) {
+    if (!a.runs.empty() || !a.configs.empty()) {
+      throw InputError("<command line>", "profile plan --trace",
+                       "plans the trace's own shapes: leave out --model, --strategy, --megatron and --runs");
+    }
+  }
+  const bool from_trace = !a.trace.empty();
   const bool from_runs = !a.runs.empty();
-  if (from_runs == !a.configs.empty()) {
+  if (!from_trace && from_runs == !a.configs.empty()) {
     throw InputError("<command line>", "profile plan",
                      from_runs ? "--runs plans the rows' own configs: leave out --model, --strategy and --megatron"
                                : "give --model and --strategy (or --megatron SCRIPT), or --runs FILE");
   }
-  if (!from_runs && a.configs.megatron.empty() && (a.configs.model.empty() || a.configs.strategy.empty())) {
+  if (!from_trace && !from_runs && a.configs.megatron.empty() &&
+      (a.configs.model.empty() || a.configs.strategy.empty())) {
     throw InputError("<command line>", "profile plan", "give both --model and --strategy");
   }
   RowsPlanned rows;
-  const prof::ProfilePlan plan = from_runs ? plan_from_runs(a, rows) : plan_from_configs(a);
+  const prof::ProfilePlan plan =
+      from_trace ? plan_from_trace(a.trace) : from_runs ? plan_from_runs(a, rows) : plan_from_configs(a);
   if (!a.out.empty() && a.out != "-") prof::write_plan_file(plan, a.out);
   const std::size_t g = plan.count(db::KeyKind::gemm), at = plan.count(db::KeyKind::attention),
                     m = plan.count(db::KeyKind::memory), c = plan.count(db::KeyKind::collective);
@@ -168,7 +207,12 @@ void run_plan_command(const PlanArgs& a) {
                rows.not_simulated_ids.empty() ? "" : ": ", fmt::join(rows.not_simulated_ids, " "));
     if (!rows.not_simulated_ids.empty()) fmt::print("calisim validate --runs ... lists why each is not simulated\n");
   }
+  if (from_trace) fmt::print("{}\n", plan.description);
   fmt::print("measure them with: calisim profile run --plan {} --db FILE\n", a.out);
+  if (from_trace) {
+    fmt::print("then each shape in isolation beside the trace: calisim simulate ... --db FILE --compare-trace {}\n",
+               a.trace);
+  }
 }
 
 #ifdef CALISIM_HAVE_CUDA_PROFILER
@@ -374,6 +418,9 @@ void register_profile(CLI::App& app) {
                    "instead of --model/--strategy: every kernel the rows of these measured-runs CSVs need on "
                    "--system, mapped as calisim validate maps them (repeatable)")
       ->take_all();
+  plan->add_option("--trace", pa->trace,
+                   "instead of a config: the GEMM and attention shapes of the traces imported into this database "
+                   "(db import --kineto of a trace recorded with record_shapes), to measure them in isolation");
   plan->add_option("--system", pa->system,
                    "system config name or path (default h100-sxm); with --runs the shipped name the rows map to");
   plan->add_option("--set", pa->overrides, "override a config field, e.g. strategy.tp_size=4");

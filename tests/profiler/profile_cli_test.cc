@@ -182,6 +182,18 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   EXPECT_EQ(nlohmann::json::parse(listed.out)[0].at("gemm"), 0) << listed.out;
   expect_refused(run_calisim("db import " + bare + " --nsys x.sqlite --no-kernel-rows"), "needs --kineto");
 
+  // profile plan --trace: the traced shapes, to measure in isolation; refused where there are none.
+  const std::string plan = ::testing::TempDir() + "cli_kineto_shapes_plan.json";
+  const CmdResult planned = run_calisim("profile plan --trace " + db + " -o " + plan + " --json");
+  ASSERT_EQ(planned.code, 0) << planned.out;
+  const auto pj = nlohmann::json::parse(planned.out);
+  EXPECT_EQ(pj.at("gemm"), 4);
+  EXPECT_EQ(pj.at("attention"), 2);
+  EXPECT_EQ(pj.at("memory"), 0);
+  expect_refused(run_calisim("profile plan --trace " + bare), "holds no operator shapes");
+  expect_refused(run_calisim("profile plan --trace " + db + " --model llama3-8b --strategy tp1_pp1_dp8_mbs1"),
+                 "leave out --model");
+
   // The row is found under the CUDA name (an alias) and the simulator's device name alike.
   const std::string key = "'gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=NN acc=0'";
   for (const char* name : {"'NVIDIA H100 80GB HBM3'", "'NVIDIA H100 SXM5 80GB'"}) {
