@@ -133,7 +133,7 @@ prof::ProfilePlan plan_from_runs(const PlanArgs& a, RowsPlanned& rows) {
   return plan;
 }
 
-// The GEMM and attention shapes a traced training job ran (the efficiency rows `db import --kineto`
+// The GEMM, attention and collective shapes a traced training job ran (the rows `db import --kineto`
 // stored from a trace recorded with record_shapes: runs of source trace that hold rows), in the
 // order of the rows: measured with `profile run` they give each shape in isolation beside its
 // in-situ time (`simulate --db ISOLATED.db --compare-trace DB`).
@@ -149,6 +149,7 @@ prof::ProfilePlan plan_from_trace(const std::string& path) {
     devices.insert(b.run.device);
     for (const auto& r : b.rows.gemm) plan.add(r.key);
     for (const auto& r : b.rows.attention) plan.add(r.key);
+    for (const auto& r : b.rows.collective) plan.add(r.key);
   }
   if (runs == 0) {
     throw InputError(path, "--trace",

@@ -229,6 +229,15 @@ std::string trace_comparison_text(const TraceComparison& c) {
   return out;
 }
 
+namespace {
+
+// The efficiency (busbw over the row's link) a collective of the row's key reaches in time t.
+double busbw_over_link(const db::CollectiveRow& row, double t) {
+  return row.link_gb_s > 0 ? row.busbw_gb_s * (row.stats.median_s / t) / row.link_gb_s : 0.0;
+}
+
+}  // namespace
+
 void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff) {
   c.shapes_run = 0;
   c.shapes.clear();
@@ -256,6 +265,16 @@ void compare_shapes(TraceComparison& c, const SystemConfig& system, const Effici
     for (const db::AttentionRow& row : b.rows.attention) {
       Efficiency used;
       const double t = coster.attention_s(row.key, nullptr, &used);
+      add(to_string(row.key), row.stats, row.efficiency, t, used);
+    }
+    for (const db::CollectiveRow& row : b.rows.collective) {
+      // The NCCL model's time for the key; its efficiency source from the lookup it made.
+      SourceTally tally;
+      const double t = coster.collective_s(row.key, &tally);
+      Efficiency used;
+      used.source = static_cast<EfficiencySource>(
+          std::max_element(tally.kernels.begin(), tally.kernels.end()) - tally.kernels.begin());
+      used.value = t > 0 ? busbw_over_link(row, t) : 0.0;
       add(to_string(row.key), row.stats, row.efficiency, t, used);
     }
     break;  // one rows run per trace run and device

@@ -66,8 +66,9 @@ std::string trace_comparison_text(const TraceComparison& c);
 // run c.run (a trace recorded with record_shapes: the rows run of the same device whose notes carry
 // the trace run's import fingerprint), each key's traced median against the time `system` and
 // `eff` (the simulation's) give one
-// call of it (simulator/op_cost.h: FLOPs over the efficiency's share of the peak; roofline keys
-// at least their memory time). Fills c.shapes_run and c.shapes; leaves them empty otherwise.
+// call of it (simulator/op_cost.h: FLOPs over the efficiency's share of the peak, roofline keys
+// at least their memory time; collectives by the NCCL model, their traced time including waits for
+// peers). Fills c.shapes_run and c.shapes; leaves them empty otherwise.
 void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff);
 nlohmann::json trace_comparison_json(const TraceComparison& c);
 

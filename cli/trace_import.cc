@@ -125,10 +125,11 @@ KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& f
   for (const int ordinal : ordinals) {
     const std::string& cuda_name = names.at(ordinal);
     std::optional<db::DeviceRecord> known = existing ? existing->find_device(cuda_name) : std::nullopt;
+    const auto shipped = shipped_device_for(cuda_name);
     db::DeviceRecord record;
     if (known && has_peaks(*known)) {
       record = *known;
-    } else if (const auto shipped = shipped_device_for(cuda_name)) {
+    } else if (shipped) {
       record = shipped->record;
       plan.extras.device_specs[ordinal] = record;
       plan.specs_from[ordinal] = shipped->system;
@@ -137,17 +138,20 @@ KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& f
       record.name = known ? known->name : cuda_name;
     }
     if (operators.empty()) continue;
-    profiler::OperatorRows rows = profiler::operator_rows(operators, ordinal, record);
+    profiler::OperatorRows rows =
+        profiler::operator_rows(operators, ordinal, record, shipped ? shipped->network : profiler::TraceNetwork{});
     if (rows.rows.size() == 0) {
       plan.rows[ordinal] = std::move(rows);
       continue;
     }
     db::validate_rows(rows.rows, file);
     const std::string rows_notes = fmt::format(
-        "GEMM and attention operators (record_shapes) of {}; {} GEMM and {} attention key(s) from {} call(s), "
-        "each key the median of its calls without overlapping communication; {} key(s) overlapped in every call "
-        "and are timed with it",
-        notes, rows.rows.gemm.size(), rows.rows.attention.size(), rows.calls, rows.overlapped_keys);
+        "GEMM, attention and collective operators (record_shapes) of {}; {} GEMM, {} attention and {} collective "
+        "key(s) from {} call(s), each GEMM / attention key the median of its calls without overlapping "
+        "communication ({} key(s) overlapped in every call and are timed with it), each collective the median "
+        "of its calls, waits for peers included",
+        notes, rows.rows.gemm.size(), rows.rows.attention.size(), rows.rows.collective.size(), rows.calls,
+        rows.overlapped_keys);
     plan.extras.rows[ordinal] = profiler::TraceRowsRun{rows_notes, rows.rows};
     plan.rows[ordinal] = std::move(rows);
   }
@@ -183,6 +187,7 @@ ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRows
                       {"calls", rows.calls},
                       {"gemm_rows", rows.rows.gemm.size()},
                       {"attention_rows", rows.rows.attention.size()},
+                      {"collective_rows", rows.rows.collective.size()},
                       {"overlapped_keys", rows.overlapped_keys},
                       {"keyed_s", rows.keyed_s}};
     ordered_json keys = ordered_json::array();
@@ -198,9 +203,10 @@ ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRows
 
     if (run != written.rows_run_by_device.end()) {
       text += fmt::format(
-          "  efficiency rows (run {}): {} GEMM and {} attention key(s) from {} operator call(s), {} s of GPU time"
-          "{}\n",
-          run->second, rows.rows.gemm.size(), rows.rows.attention.size(), rows.calls, fmt::format("{:.4g}", rows.keyed_s),
+          "  efficiency rows (run {}): {} GEMM, {} attention and {} collective key(s) from {} operator call(s), "
+          "{} s of GPU time{}\n",
+          run->second, rows.rows.gemm.size(), rows.rows.attention.size(), rows.rows.collective.size(), rows.calls,
+          fmt::format("{:.4g}", rows.keyed_s),
           rows.overlapped_keys > 0
               ? fmt::format("; {} key(s) ran only beside communication and are timed with it", rows.overlapped_keys)
               : std::string());
@@ -213,9 +219,9 @@ ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRows
       text += tab.render("    ");
       if (rows.info.size() > shown) text += fmt::format("    ... {} more key(s) (--json lists all)\n", rows.info.size() - shown);
     } else if (!plan.stored && rows.rows.size() > 0) {
-      text += fmt::format("  efficiency rows not stored (--no-kernel-rows): {} GEMM and {} attention key(s) from {} "
-                          "operator call(s)\n",
-                          rows.rows.gemm.size(), rows.rows.attention.size(), rows.calls);
+      text += fmt::format("  efficiency rows not stored (--no-kernel-rows): {} GEMM, {} attention and {} collective "
+                          "key(s) from {} operator call(s)\n",
+                          rows.rows.gemm.size(), rows.rows.attention.size(), rows.rows.collective.size(), rows.calls);
     } else {
       text += fmt::format("  no efficiency rows for CUDA device {} ({} keyed operator call(s))\n", ordinal, rows.calls);
     }

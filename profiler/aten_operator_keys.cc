@@ -3,8 +3,10 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <cctype>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace calisim::profiler {
@@ -283,9 +285,118 @@ OperatorKey attention_key(const AttentionOperator& op, const json& args) {
   return out;
 }
 
+constexpr std::string_view kParamComms = "record_param_comms";
+
+// c10d's collective names (lower case) -> the op calisim prices; send and recv apart (their size
+// is the sent and the received buffer).
+std::optional<CollectiveOp> collective_op(std::string name) {
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  static const std::array<std::pair<std::string_view, CollectiveOp>, 19> kNames{{
+      {"allreduce", CollectiveOp::all_reduce},
+      {"all_reduce", CollectiveOp::all_reduce},
+      {"allreduce_coalesced", CollectiveOp::all_reduce},
+      {"allgather", CollectiveOp::all_gather},
+      {"all_gather", CollectiveOp::all_gather},
+      {"_allgather_base", CollectiveOp::all_gather},
+      {"all_gather_into_tensor", CollectiveOp::all_gather},
+      {"allgather_into_tensor_coalesced", CollectiveOp::all_gather},
+      {"allgather_coalesced", CollectiveOp::all_gather},
+      {"reduce_scatter", CollectiveOp::reduce_scatter},
+      {"reducescatter", CollectiveOp::reduce_scatter},
+      {"_reduce_scatter_base", CollectiveOp::reduce_scatter},
+      {"reduce_scatter_tensor", CollectiveOp::reduce_scatter},
+      {"reduce_scatter_tensor_coalesced", CollectiveOp::reduce_scatter},
+      {"all_to_all", CollectiveOp::all_to_all},
+      {"alltoall", CollectiveOp::all_to_all},
+      {"alltoall_base", CollectiveOp::all_to_all},
+      {"send", CollectiveOp::send_recv},
+      {"recv", CollectiveOp::send_recv},
+  }};
+  for (const auto& [n, op] : kNames) {
+    if (n == name) return op;
+  }
+  return std::nullopt;
+}
+
+// c10::ScalarType names as record_param_comms writes them ("BFloat16", "Float", ...).
+std::optional<DType> comm_dtype(const std::string& type) {
+  if (type == "BFloat16") return DType::bf16;
+  if (type == "Half") return DType::fp16;
+  if (type == "Float") return DType::fp32;
+  if (type == "Float8_e4m3fn") return DType::fp8_e4m3;
+  if (type == "Float8_e5m2") return DType::fp8_e5m2;
+  return std::nullopt;
+}
+
+std::optional<std::int64_t> int_field(const json& args, const char* field) {
+  const auto it = args.find(field);
+  if (it == args.end()) return std::nullopt;
+  if (it->is_number_integer()) return it->get<std::int64_t>();
+  if (it->is_string()) {
+    try {
+      std::size_t used = 0;
+      const std::int64_t v = std::stoll(it->get<std::string>(), &used);
+      if (used == it->get_ref<const std::string&>().size()) return v;
+    } catch (const std::exception&) {
+    }
+  }
+  return std::nullopt;
+}
+
+// "Process Group Ranks": a JSON list, or its text ("[0, 1, 2, 3]").
+std::vector<std::int64_t> group_ranks(const json& args) {
+  const auto it = args.find("Process Group Ranks");
+  if (it == args.end()) return {};
+  json list = *it;
+  if (it->is_string()) list = json::parse(it->get<std::string>(), nullptr, false);
+  std::vector<std::int64_t> ranks;
+  if (!list.is_array()) return {};
+  for (const json& r : list) {
+    if (!r.is_number_integer() || r.get<std::int64_t>() < 0) return {};
+    ranks.push_back(r.get<std::int64_t>());
+  }
+  return ranks;
+}
+
+OperatorKey collective_key(const json& args) {
+  if (!args.is_object()) return no_key("a collective without its arguments");
+  const auto name = args.find("Collective name");
+  if (name == args.end() || !name->is_string()) return no_key("a collective without \"Collective name\"");
+  const std::string collective = name->get<std::string>();
+  const auto op = collective_op(collective);
+  if (!op) return no_key(fmt::format("collective '{}' (calisim prices all-reduce, all-gather, reduce-scatter, "
+                                     "all-to-all and send / recv)",
+                                     collective));
+  const auto type = args.find("dtype");
+  const auto dtype = type != args.end() && type->is_string() ? comm_dtype(type->get<std::string>()) : std::nullopt;
+  if (!dtype) {
+    return no_key(fmt::format("collective element type '{}'",
+                              type != args.end() && type->is_string() ? type->get<std::string>() : ""));
+  }
+  const auto ranks = int_field(args, "Group size");
+  if (!ranks || *ranks < 2) return no_key("a collective without a group of two or more (\"Group size\")");
+  const auto in = int_field(args, "In msg nelems"), out = int_field(args, "Out msg nelems");
+  const bool recv = collective == "recv";
+  const bool total_is_output = *op == CollectiveOp::all_gather || recv;
+  const auto nelems = total_is_output ? out : in;
+  if (!nelems || *nelems <= 0) return no_key("a collective without its message size (\"In / Out msg nelems\")");
+  OperatorKey k;
+  k.kind = OperatorKey::Kind::collective;
+  k.collective.op = *op;
+  k.collective.bytes = *nelems * static_cast<std::int64_t>(bytes_per_element(*dtype));
+  k.collective.ranks = static_cast<int>(*ranks);
+  k.collective.ranks_per_node = 0;
+  k.collective.dtype = *dtype;
+  k.group_ranks = group_ranks(args);
+  return k;
+}
+
 }  // namespace
 
+bool is_collective_operator(std::string_view name) { return name == kParamComms; }
+
 bool is_keyed_operator(std::string_view name) {
+  if (name == kParamComms) return true;
   for (const auto& op : kGemmOperators) {
     if (op.name == name) return true;
   }
@@ -299,6 +410,7 @@ bool is_keyed_operator(std::string_view name) {
 }
 
 OperatorKey operator_key(std::string_view name, const nlohmann::json& args) {
+  if (name == kParamComms) return collective_key(args);
   for (const auto& op : kGemmOperators) {
     if (op.name == name) return gemm_key(op, args);
   }

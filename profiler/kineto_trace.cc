@@ -11,6 +11,7 @@
 #include <stdexcept>
 #include <nlohmann/json.hpp>
 #include <string_view>
+#include <tuple>
 #include <unordered_map>
 
 #include "core/error.h"
@@ -332,28 +333,34 @@ class StreamingTrace final : public json::json_sax_t {
 // summed time, and whether one of them met a communication kernel on its device.
 void attribute_operators(KinetoTrace& t, const std::vector<std::uint64_t>& record_launch,
                          const std::unordered_map<std::int64_t, Launch>& launches,
-                         std::map<Thread, std::vector<OperatorSpan>> spans_by_thread) {
+                         std::map<Thread, std::vector<OperatorSpan>> spans_by_thread,
+                         std::map<Thread, std::vector<OperatorSpan>> comm_by_thread) {
   std::map<int, Intervals> communication;
   for (const db::TraceKernel& k : t.records) {
     if (k.kernel_class == "nccl") communication[k.device].add(k.start_ns, k.end_ns);
   }
   for (auto& [device, iv] : communication) iv.finish();
   for (auto& [thread, spans] : spans_by_thread) spans = outermost(std::move(spans));
+  for (auto& [thread, spans] : comm_by_thread) spans = outermost(std::move(spans));
 
-  std::map<std::pair<Thread, std::ptrdiff_t>, std::size_t> call_index;  // span -> index in t.operators
-  std::vector<std::uint64_t> first_launch;                               // per call, for the order
+  // span (communication or not, thread, index) -> index in t.operators
+  std::map<std::tuple<bool, Thread, std::ptrdiff_t>, std::size_t> call_index;
+  std::vector<std::uint64_t> first_launch;  // per call, for the order
   for (std::size_t i = 0; i < t.records.size(); ++i) {
     const db::TraceKernel& k = t.records[i];
-    // Copies, memsets and communication kernels are never part of a GEMM's or attention's own time.
-    if (k.kernel_class == "memcpy" || k.kernel_class == "memset" || k.kernel_class == "nccl") continue;
+    // Copies and memsets belong to no call; communication kernels only to a collective's call, and
+    // never to a GEMM's or attention's own time.
+    if (k.kernel_class == "memcpy" || k.kernel_class == "memset") continue;
+    const bool comm = k.kernel_class == "nccl";
+    auto& by_thread = comm ? comm_by_thread : spans_by_thread;
     std::ptrdiff_t span = -1;
     const Launch* launch = nullptr;
     if (record_launch[i] > 0) {
       const auto l = launches.find(static_cast<std::int64_t>(record_launch[i]));
       if (l != launches.end()) {
         launch = &l->second;
-        const auto s = spans_by_thread.find(launch->thread);
-        if (s != spans_by_thread.end()) span = span_at(s->second, launch->ns);
+        const auto s = by_thread.find(launch->thread);
+        if (s != by_thread.end()) span = span_at(s->second, launch->ns);
       }
     }
     if (span < 0) {
@@ -364,9 +371,9 @@ void attribute_operators(KinetoTrace& t, const std::vector<std::uint64_t>& recor
       }
       continue;
     }
-    const auto [it, fresh] = call_index.emplace(std::pair{launch->thread, span}, t.operators.size());
+    const auto [it, fresh] = call_index.emplace(std::tuple{comm, launch->thread, span}, t.operators.size());
     if (fresh) {
-      const OperatorSpan& s = spans_by_thread.at(launch->thread)[static_cast<std::size_t>(span)];
+      const OperatorSpan& s = by_thread.at(launch->thread)[static_cast<std::size_t>(span)];
       TracedOperator op;
       op.name = s.name;
       op.key = s.key;
@@ -379,7 +386,9 @@ void attribute_operators(KinetoTrace& t, const std::vector<std::uint64_t>& recor
     op.gpu_s += k.duration_s();
     ++op.kernels;
     const auto c = communication.find(k.device);
-    if (c != communication.end() && c->second.overlaps(k.start_ns, k.end_ns)) op.overlaps_communication = true;
+    if (!comm && c != communication.end() && c->second.overlaps(k.start_ns, k.end_ns)) {
+      op.overlaps_communication = true;
+    }
   }
   // Launch order (the records were visited in file order).
   std::vector<std::size_t> order(t.operators.size());
@@ -400,7 +409,8 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
   KinetoTrace t;
   std::vector<std::uint64_t> record_launch;   // per record: the correlation id, 0 when none
   std::unordered_map<std::int64_t, Launch> launches;          // correlation -> CPU launch time and thread
-  std::map<Thread, std::vector<OperatorSpan>> operator_spans;  // keyed operators' CPU spans, by thread
+  std::map<Thread, std::vector<OperatorSpan>> operator_spans;  // keyed compute operators' CPU spans, by thread
+  std::map<Thread, std::vector<OperatorSpan>> comm_spans;      // record_param_comms spans, by thread
   std::map<int, std::vector<Range>> gpu_steps;                 // device -> GPU-side step ranges
   std::vector<Range> cpu_steps;
   std::map<std::string, std::uint64_t> step_start;             // step name -> earliest start
@@ -422,7 +432,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
       const auto args = e.find("args");
       const std::uint64_t start = to_ns(r.micros("ts"));
       ++t.operator_events;
-      operator_spans[thread_of(e)].push_back(
+      (is_collective_operator(name) ? comm_spans : operator_spans)[thread_of(e)].push_back(
           OperatorSpan{start, start + to_ns(r.micros("dur")), name,
                        operator_key(name, args != e.end() ? *args : json::object())});
       return;
@@ -538,7 +548,7 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
     if (step) k.nvtx_range = step->name;
     else if (!t.step_source.empty()) ++t.outside_steps;
   }
-  attribute_operators(t, record_launch, launches, std::move(operator_spans));
+  attribute_operators(t, record_launch, launches, std::move(operator_spans), std::move(comm_spans));
   std::stable_sort(t.records.begin(), t.records.end(),
                    [](const db::TraceKernel& a, const db::TraceKernel& b) { return a.start_ns < b.start_ns; });
   return t;

@@ -28,8 +28,11 @@
 //     (args.correlation -> its cuda_runtime / cuda_driver event): so the flash kernel of
 //     scaled_dot_product_attention belongs to that operator, not to the internal one inside it.
 //     `operators` lists each call that launched kernels, with the summed duration of its kernels
-//     (copies, memsets and communication kernels not counted), its device and step, and whether any of its kernels ran
-//     while a communication kernel (class nccl) ran on the same device. GEMM and attention
+//     (copies, memsets and communication kernels not counted), its device and step, and whether
+//     any of its kernels ran while a communication kernel (class nccl) ran on the same device.
+//     Communication kernels go the same way to the `record_param_comms` call (c10d's record of a
+//     collective) whose span holds their launch: one TracedOperator per collective call, its
+//     communication kernels' time (which includes waiting for the slowest peer). GEMM and attention
 //     kernels that no keyed operator launched (TransformerEngine's GEMMs and fused attention,
 //     flash-attn's own operators, CUDA graphs) are summed in `unkeyed_s`.
 //   - Errors are InputError naming the file and the field (e.g. "traceEvents[12].dur: expected a

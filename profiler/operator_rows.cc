@@ -3,9 +3,12 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <map>
+#include <stdexcept>
 #include <set>
 #include <unordered_map>
 
+#include "profiler/collective_sizes.h"
 #include "profiler/statistics.h"
 
 namespace calisim::profiler {
@@ -20,7 +23,45 @@ struct KeyCalls {
 };
 
 std::string key_text(const OperatorKey& k) {
-  return k.kind == OperatorKey::Kind::gemm ? to_string(k.gemm) : to_string(k.attention);
+  switch (k.kind) {
+    case OperatorKey::Kind::gemm: return to_string(k.gemm);
+    case OperatorKey::Kind::attention: return to_string(k.attention);
+    case OperatorKey::Kind::collective: return to_string(k.collective);
+    case OperatorKey::Kind::none: break;
+  }
+  return {};
+}
+
+// ranks_per_node of a collective key from its group's global ranks (placed in order,
+// `domain` to a scale-up domain); empty with the reason when it cannot be told.
+std::string place_group(OperatorKey& k, int domain) {
+  if (domain <= 0) return "a collective on a GPU whose network no shipped system describes";
+  if (k.group_ranks.empty()) return "a collective without \"Process Group Ranks\" (which ranks share a node is unknown)";
+  if (static_cast<int>(k.group_ranks.size()) != k.collective.ranks) return "\"Process Group Ranks\" disagree with \"Group size\"";
+  std::map<std::int64_t, int> per_domain;
+  for (std::int64_t r : k.group_ranks) ++per_domain[r / domain];
+  int most = 0;
+  for (const auto& [d, n] : per_domain) most = std::max(most, n);
+  k.collective.ranks_per_node = most;
+  return {};
+}
+
+// The collective row of one key from its calls' median (no row: the reason).
+std::string collective_row(const CollectiveKey& key, const SampleSummary& s, const TraceNetwork& network,
+                           db::CollectiveRow& row) {
+  try {
+    row.algbw_gb_s = algbw_gb_s(key, s.median_s);
+    row.busbw_gb_s = busbw_gb_s(key, s.median_s);
+  } catch (const std::invalid_argument&) {
+    return "a collective smaller than one element per rank";
+  }
+  row.key = key;
+  row.stats = s.to_stats();
+  row.link_gb_s = key.ranks_per_node >= key.ranks ? network.links.intra_node_gb_s : network.links.inter_node_gb_s;
+  if (!(row.link_gb_s > 0)) return "a collective over a tier the system gives no bandwidth";
+  row.efficiency = row.busbw_gb_s / row.link_gb_s;
+  if (row.efficiency > 2.0) return "a collective faster than twice its link (another system's network?)";
+  return {};
 }
 
 double key_flops(const OperatorKey& k) {
@@ -33,7 +74,8 @@ DType key_dtype(const OperatorKey& k) {
 
 }  // namespace
 
-OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int device, const db::DeviceRecord& record) {
+OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int device, const db::DeviceRecord& record,
+                           const TraceNetwork& network) {
   OperatorRows out;
   std::vector<std::string> order;  // keys in first-seen order (ties in the final sort stay stable)
   std::unordered_map<std::string, KeyCalls> by_key;
@@ -44,10 +86,17 @@ OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int dev
       ++out.not_keyed[op.key.reason];
       continue;
     }
-    const std::string text = key_text(op.key);
+    OperatorKey key = op.key;
+    if (key.kind == OperatorKey::Kind::collective) {
+      if (const std::string why = place_group(key, network.scale_up_domain); !why.empty()) {
+        ++out.not_keyed[why];
+        continue;
+      }
+    }
+    const std::string text = key_text(key);
     auto [it, fresh] = by_key.try_emplace(text);
     if (fresh) {
-      it->second.key = op.key;
+      it->second.key = key;
       order.push_back(text);
     }
     KeyCalls& c = it->second;
@@ -60,6 +109,20 @@ OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int dev
   for (const std::string& text : order) {
     const KeyCalls& c = by_key.at(text);
     const std::int64_t calls = static_cast<std::int64_t>(c.all_s.size());
+    if (c.key.kind == OperatorKey::Kind::collective) {
+      const SampleSummary s = summarize(c.all_s);
+      db::CollectiveRow row;
+      if (const std::string why = collective_row(c.key.collective, s, network, row); !why.empty()) {
+        out.not_keyed[why] += calls;
+        continue;
+      }
+      out.rows.collective.push_back(row);
+      std::string names;
+      for (const auto& n : c.operators) names += (names.empty() ? "" : ", ") + n;
+      out.info.push_back(OperatorRowInfo{text, names, calls, s.n, c.total_s, s.median_s, row.efficiency});
+      out.keyed_s += c.total_s;
+      continue;
+    }
     const double peak = record.peak_tflops[static_cast<std::size_t>(key_dtype(c.key))];
     if (!(peak > 0)) {
       out.not_keyed[fmt::format("no peak for {} on {}", to_string(key_dtype(c.key)), record.name)] += calls;

@@ -18,6 +18,14 @@
 //     aten_operator_keys.h), keys whose dtype has no peak on the device record ("no peak for
 //     DTYPE on DEVICE"), and keys whose efficiency exceeds 1.05 of the peak (a wrong device or
 //     clock: "faster than the device's peak").
+//   - Collective calls (record_param_comms, profiler/kineto_trace.h) need `network`: the key's
+//     ranks_per_node is the most of the group's ranks ("Process Group Ranks", global ranks placed
+//     in order, scale_up_domain to a domain) that share one domain; the row's time statistics are
+//     the calls' communication-kernel times, which include waiting for the slowest peer (so the
+//     efficiency is a lower bound of the link's: in-situ, not nccl-tests); algbw / busbw as
+//     nccl-tests counts them (profiler/collective_sizes.h), efficiency = busbw / the bandwidth of the
+//     tier the group spans (scale-up when all its ranks share a domain). No key: unknown network,
+//     no or inconsistent group ranks, a busbw above twice the link (another system's network).
 //   - `rows` keep the order of each key's first call; `info` (one entry per row, with the calls
 //     and GPU time behind it) is ordered by GPU time spent in the key, largest first.
 #pragma once
@@ -29,6 +37,7 @@
 
 #include "db/records.h"
 #include "profiler/kineto_trace.h"
+#include "profiler/row_builder.h"
 
 namespace calisim::profiler {
 
@@ -43,7 +52,7 @@ struct OperatorRowInfo {
 };
 
 struct OperatorRows {
-  db::MeasurementSet rows;                       // gemm and attention rows
+  db::MeasurementSet rows;                       // gemm, attention and collective rows
   std::vector<OperatorRowInfo> info;             // one per row, same keys, by total_s
   std::int64_t calls = 0;                        // calls of the device considered
   std::int64_t overlapped_keys = 0;
@@ -51,6 +60,15 @@ struct OperatorRows {
   std::map<std::string, std::int64_t> not_keyed; // reason -> calls
 };
 
-OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int device, const db::DeviceRecord& record);
+// The network collectives ran over: which ranks share a scale-up domain, and the per-GPU bandwidth
+// of each tier (a collective row's efficiency is busbw over the bandwidth of the tier its group
+// spans, as profiled rows are: profiler/row_builder.h).
+struct TraceNetwork {
+  int scale_up_domain = 0;  // GPUs per scale-up domain; 0 = unknown (collectives get no key)
+  LinkBandwidth links;
+};
+
+OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int device, const db::DeviceRecord& record,
+                           const TraceNetwork& network = {});
 
 }  // namespace calisim::profiler

@@ -132,6 +132,38 @@ TEST(AtenOperatorKeys, GroupedGemmsAreKeyedAsTheSimulatorKeysExpertGemms) {
   EXPECT_TRUE(is_keyed_operator("aten::_grouped_mm"));
 }
 
+// record_param_comms: c10d's record of a collective call; the size as nccl-tests counts it.
+TEST(AtenOperatorKeys, CollectivesFromRecordParamComms) {
+  auto comms = [](const char* name, std::int64_t in, std::int64_t out, json ranks = "[0, 1, 2, 3]") {
+    return json{{"Collective name", name}, {"dtype", "BFloat16"}, {"In msg nelems", in}, {"Out msg nelems", out},
+                {"Group size", 4}, {"Process Group Ranks", ranks}};
+  };
+  OperatorKey ar = operator_key("record_param_comms", comms("allreduce", 1024, 1024));
+  ASSERT_EQ(ar.kind, OperatorKey::Kind::collective) << ar.reason;
+  EXPECT_EQ(ar.collective.op, calisim::CollectiveOp::all_reduce);
+  EXPECT_EQ(ar.collective.bytes, 2048);
+  EXPECT_EQ(ar.collective.ranks, 4);
+  EXPECT_EQ(ar.group_ranks, (std::vector<std::int64_t>{0, 1, 2, 3}));
+  // all_gather: the whole output; reduce_scatter: the whole input; recv: what arrives.
+  EXPECT_EQ(operator_key("record_param_comms", comms("_allgather_base", 256, 1024)).collective.bytes, 2048);
+  EXPECT_EQ(operator_key("record_param_comms", comms("reduce_scatter_tensor", 1024, 256)).collective.bytes, 2048);
+  EXPECT_EQ(operator_key("record_param_comms", comms("recv", 0, 512)).collective.bytes, 1024);
+  // Ranks as a JSON list too.
+  EXPECT_EQ(operator_key("record_param_comms", comms("alltoall_base", 64, 64, json{8, 9, 10, 11})).group_ranks.size(),
+            4u);
+  // Not keyed: other collectives, a group of one, an element type calisim does not know.
+  EXPECT_NE(operator_key("record_param_comms", comms("broadcast", 64, 64)).reason.find("'broadcast'"),
+            std::string::npos);
+  json one = comms("allreduce", 64, 64);
+  one["Group size"] = 1;
+  EXPECT_EQ(operator_key("record_param_comms", one).kind, OperatorKey::Kind::none);
+  json ints = comms("allreduce", 64, 64);
+  ints["dtype"] = "Long";
+  EXPECT_NE(operator_key("record_param_comms", ints).reason.find("'Long'"), std::string::npos);
+  EXPECT_TRUE(calisim::profiler::is_collective_operator("record_param_comms"));
+  EXPECT_FALSE(calisim::profiler::is_collective_operator("aten::mm"));
+}
+
 TEST(AtenOperatorKeys, GemmsWithoutAKeySayWhy) {
   auto reason = [](const char* name, const json& args) {
     const OperatorKey k = operator_key(name, args);

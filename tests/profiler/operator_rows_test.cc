@@ -37,9 +37,9 @@ calisim::db::DeviceRecord h100() {
 TEST(OperatorRows, KernelsBelongToTheOutermostKeyedOperatorOfTheirLaunch) {
   const auto t = read_kineto_trace(kFixture);
   EXPECT_TRUE(t.record_shapes);
-  EXPECT_EQ(t.operator_events, 2 * 10);  // aten::linear is not keyed; the three SDPA levels are
-  ASSERT_EQ(t.operators.size(), 16u);    // calls that launched kernels: 8 per step
-  int sdpa = 0, overlapped = 0;
+  EXPECT_EQ(t.operator_events, 2 * 11);  // aten::linear is not keyed; the three SDPA levels are
+  ASSERT_EQ(t.operators.size(), 18u);    // calls that launched kernels: 9 per step
+  int sdpa = 0, overlapped = 0, collectives = 0;
   for (const TracedOperator& op : t.operators) {
     EXPECT_EQ(op.device, 0);
     EXPECT_TRUE(op.step == "ProfilerStep#1" || op.step == "ProfilerStep#2") << op.step;
@@ -51,12 +51,20 @@ TEST(OperatorRows, KernelsBelongToTheOutermostKeyedOperatorOfTheirLaunch) {
       EXPECT_EQ(op.key.attention.heads_kv, 8);
     }
     EXPECT_NE(op.name, "aten::_flash_attention_forward");  // nested: attributed to the outer call
+    if (op.name == "record_param_comms") {
+      ++collectives;  // the reduce-scatter kernel, and nothing else
+      EXPECT_EQ(op.kernels, 1);
+      EXPECT_NEAR(op.gpu_s, 400e-6, 1e-12);
+      ASSERT_EQ(op.key.kind, OperatorKey::Kind::collective) << op.key.reason;
+      EXPECT_EQ(op.key.group_ranks.size(), 8u);
+    }
     if (op.overlaps_communication) {
       ++overlapped;
       EXPECT_NEAR(op.gpu_s, 260e-6, 1e-12);
     }
   }
   EXPECT_EQ(sdpa, 2);
+  EXPECT_EQ(collectives, 2);
   EXPECT_EQ(overlapped, 2);
   // The GEMM launched outside any operator, once per step.
   ASSERT_EQ(t.unkeyed.count("gemm"), 1u);
@@ -70,13 +78,14 @@ TEST(OperatorRows, KernelsBelongToTheOutermostKeyedOperatorOfTheirLaunch) {
 TEST(OperatorRows, OneRowPerKeyFromTheCallsWithoutCommunication) {
   const auto t = read_kineto_trace(kFixture);
   const auto r = operator_rows(t.operators, 0, h100());
-  EXPECT_EQ(r.calls, 16);
+  EXPECT_EQ(r.calls, 18);
   ASSERT_EQ(r.rows.gemm.size(), 4u);
   ASSERT_EQ(r.rows.attention.size(), 2u);
   EXPECT_EQ(r.overlapped_keys, 0);
-  ASSERT_EQ(r.not_keyed.size(), 1u);
-  EXPECT_EQ(r.not_keyed.begin()->second, 2);  // the fp32 mm of each step
-  EXPECT_NE(r.not_keyed.begin()->first.find("fp32"), std::string::npos);
+  // The fp32 mm of each step; the reduce-scatters, without a network to place their group on.
+  ASSERT_EQ(r.not_keyed.size(), 2u);
+  EXPECT_EQ(r.not_keyed.at("fp32 inputs (whether TF32 ran is not in the trace)"), 2);
+  EXPECT_EQ(r.not_keyed.at("a collective on a GPU whose network no shipped system describes"), 2);
 
   auto gemm = [&](calisim::GemmLayout layout, std::int64_t k) {
     for (const auto& row : r.rows.gemm) {
@@ -127,12 +136,43 @@ TEST(OperatorRows, OldTracesWithoutStridesOrScalarsGiveReasonsNotKeys) {
   const std::string path = ::testing::TempDir() + "old_record_shapes.json";
   std::ofstream(path) << doc.dump();
   const auto t = read_kineto_trace(path, "NVIDIA H100 80GB HBM3");
-  ASSERT_EQ(t.operators.size(), 16u);
+  ASSERT_EQ(t.operators.size(), 18u);
   const auto r = operator_rows(t.operators, 0, h100());
   EXPECT_EQ(r.rows.size(), 0u);
   EXPECT_EQ(r.not_keyed.at("no Input Strides (PyTorch before 2.1): the layout is unknown"), 10);
   EXPECT_EQ(r.not_keyed.at("no Concrete Inputs (PyTorch before 2.1): causal or not is unknown"), 4);
   EXPECT_EQ(r.not_keyed.at("fp32 inputs (whether TF32 ran is not in the trace)"), 2);
+}
+
+// With the network (h100-sxm's: 8 GPUs per NVLink domain, 450 GB/s each; 50 GB/s per GPU over the
+// NICs), the reduce-scatter is a row: 64 MiB in 400 us, busbw 167.8 x 7/8 = 146.8 GB/s over NVLink.
+TEST(OperatorRows, CollectivesBecomeRowsOverTheTierTheirGroupSpans) {
+  const auto t = read_kineto_trace(kFixture);
+  calisim::profiler::TraceNetwork net;
+  net.scale_up_domain = 8;
+  net.links = {450, 50};
+  const auto r = operator_rows(t.operators, 0, h100(), net);
+  ASSERT_EQ(r.rows.collective.size(), 1u);
+  const auto& row = r.rows.collective[0];
+  EXPECT_EQ(calisim::to_string(row.key), "coll op=reduce_scatter bytes=67108864 ranks=8 per_node=8 dtype=bf16");
+  EXPECT_NEAR(row.busbw_gb_s, 67108864.0 / 400e-6 * 1e-9 * 7 / 8, 1e-9);
+  EXPECT_EQ(row.link_gb_s, 450);
+  EXPECT_NEAR(row.efficiency, row.busbw_gb_s / 450, 1e-12);
+  EXPECT_EQ(row.stats.n, 2);
+  EXPECT_EQ(r.not_keyed.count("a collective on a GPU whose network no shipped system describes"), 0u);
+  // Four GPUs per domain (and 100 GB/s of NICs per GPU): the group spans two domains, 4 ranks each,
+  // and is priced over the NICs.
+  net.scale_up_domain = 4;
+  net.links = {450, 100};
+  const auto r4 = operator_rows(t.operators, 0, h100(), net);
+  ASSERT_EQ(r4.rows.collective.size(), 1u);
+  EXPECT_EQ(r4.rows.collective[0].key.ranks_per_node, 4);
+  EXPECT_EQ(r4.rows.collective[0].link_gb_s, 100);
+  // With 50 GB/s it would be faster than twice its link: another network than the one given.
+  net.links = {450, 50};
+  const auto fast = operator_rows(t.operators, 0, h100(), net);
+  EXPECT_EQ(fast.rows.collective.size(), 0u);
+  EXPECT_EQ(fast.not_keyed.at("a collective faster than twice its link (another system's network?)"), 2);
 }
 
 TEST(OperatorRows, OverlappedOnlyKeysMissingPeaksAndImpossibleSpeedsAreSaid) {

@@ -165,6 +165,8 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   EXPECT_EQ(dev.at("run"), 2);
   EXPECT_EQ(dev.at("gemm_rows"), 4);
   EXPECT_EQ(dev.at("attention_rows"), 2);
+  // The reduce-scatter's record_param_comms, placed on h100-sxm's 8-GPU NVLink domain.
+  EXPECT_EQ(dev.at("collective_rows"), 1);
   EXPECT_EQ(dev.at("not_keyed").at("fp32 inputs (whether TF32 ran is not in the trace)"), 2);
   EXPECT_EQ(rows.at("kernels_outside_operators").at("gemm").at("kernels"), 2);
 
@@ -189,6 +191,7 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   const auto pj = nlohmann::json::parse(planned.out);
   EXPECT_EQ(pj.at("gemm"), 4);
   EXPECT_EQ(pj.at("attention"), 2);
+  EXPECT_EQ(pj.at("collective"), 1);
   EXPECT_EQ(pj.at("memory"), 0);
   expect_refused(run_calisim("profile plan --trace " + bare), "holds no operator shapes");
   expect_refused(run_calisim("profile plan --trace " + db + " --model llama3-8b --strategy tp1_pp1_dp8_mbs1"),
@@ -224,7 +227,7 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
     ASSERT_EQ(c.code, 0) << c.out;
     const auto shapes = nlohmann::json::parse(c.out).at("trace_comparison").at("shapes");
     EXPECT_EQ(shapes.at("run"), 2);
-    ASSERT_EQ(shapes.at("keys").size(), 6u);
+    ASSERT_EQ(shapes.at("keys").size(), 7u);  // 4 GEMM, 2 attention, the reduce-scatter
     double traced = 0, simulated = 0;
     for (const auto& k : shapes.at("keys")) {
       EXPECT_EQ(k.at("simulated_from"), with_rows ? "measured" : "roofline") << k;
@@ -254,7 +257,7 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   const auto mshapes = nlohmann::json::parse(m.out).at("trace_comparison").at("shapes");
   ASSERT_FALSE(mshapes.is_null()) << m.out;
   EXPECT_EQ(mshapes.at("run"), 2);
-  EXPECT_EQ(mshapes.at("keys").size(), 6u);
+  EXPECT_EQ(mshapes.at("keys").size(), 7u);
   // The other trace (no shapes) has none.
   const CmdResult other = run_calisim(moved_cmp + " --trace-run 1");
   ASSERT_EQ(other.code, 0) << other.out;

@@ -21,6 +21,7 @@ def test_trace_with_shapes_gives_the_clis_efficiency_rows(tmp_path):
     assert py == cli
     (dev,) = py["devices"]
     assert dev["device"] == "NVIDIA H100 SXM5 80GB" and dev["gemm_rows"] == 4 and dev["attention_rows"] == 2
+    assert dev["collective_rows"] == 1
     tn = next(k for k in dev["keys"] if k["key"] == "gemm m=4096 n=4096 k=4096 batch=1 dtype=bf16 layout=TN acc=0")
     assert tn["calls"] == 4 and tn["used"] == 2
     assert tn["efficiency"] == pytest.approx(2 * 4096**3 / 200e-6 / 989e12)
@@ -30,7 +31,7 @@ def test_trace_with_shapes_gives_the_clis_efficiency_rows(tmp_path):
     want = cli_json("simulate", "--model", "llama3-8b", "--strategy", "tp1_pp1_dp8_mbs1", "--system", "h100-sxm",
                     "--set", "strategy.seq_len=4096", "--json", "--compare-trace", str(tmp_path / "cli.db"))
     assert sim.to_dict()["trace_comparison"]["shapes"] == want["trace_comparison"]["shapes"]
-    assert len(want["trace_comparison"]["shapes"]["keys"]) == 6
+    assert len(want["trace_comparison"]["shapes"]["keys"]) == 7
     # kernel_rows=False: the trace only, as --no-kernel-rows.
     bare = calisim.import_kineto(trace, tmp_path / "bare.db", kernel_rows=False)["kernel_rows"]
     assert bare["stored"] is False and bare["devices"][0]["run"] is None

@@ -118,6 +118,20 @@ for step, t0 in ((1, 10000.0), (2, 20000.0)):
     cpu_op("aten::mm", b0 + 200, 20, [[4096, 4096], [4096, 4096]], [BF16, BF16], [[4096, 1], [1, 4096]], ["", ""],
            tid=BWD_TID)
     launch(b0 + 210, GEMM, gb + 1300, 260.0, tid=BWD_TID, driver=True)
+    # The reduce-scatter's c10d record (what torch.distributed writes for every collective call):
+    # 64 MiB of bf16 gradients over the 8 GPUs of node 0. 400 us: busbw 167.8 x 7/8 = 146.8 GB/s.
+    events.append({"ph": "X", "cat": "cpu_op", "name": "record_param_comms", "pid": PID, "tid": BWD_TID,
+                   "ts": b0 + 225, "dur": 12, "args": {
+                       "External id": ext[0], "Record function id": 0, "Ev Idx": ext[0],
+                       "Collective name": "_reduce_scatter_base", "dtype": "BFloat16",
+                       "In msg nelems": 33554432, "Out msg nelems": 4194304, "Group size": 8,
+                       "Process Group Name": "0", "Process Group Description": "default_pg",
+                       "Process Group Ranks": "[0, 1, 2, 3, 4, 5, 6, 7]",
+                       "In split size": "[]", "Out split size": "[]",
+                       "Input Dims": [[4194304], [33554432], [], [], [], [], [], [], [], [], [], []],
+                       "Input type": [BF16, BF16, "Int", "Int", "Int", "Int", "Int", "", "", "GenericList",
+                                      "GenericList", "Int"]}})
+    ext[0] += 1
     launch(b0 + 230, NCCL, gb + 1250, 400.0, tid=BWD_TID, stream=20, grid=(24, 1, 1))
 
 doc = {
