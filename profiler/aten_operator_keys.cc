@@ -168,6 +168,23 @@ std::optional<GemmLayout> gemm_layout(const json* strides, int a, int b, const S
   return std::nullopt;
 }
 
+// `shape` (m, n, k, batch) completed with the operands' dtype and layout (operands a and b, dims da
+// and db), or no key with the reason.
+OperatorKey gemm_with_type_and_layout(const json& args, int a, int b, bool scaled, const Shape& da, const Shape& db,
+                                      GemmKey shape) {
+  std::string reason;
+  const auto dtype = gemm_dtype(input_array(args, "Input type"), a, b, scaled, reason);
+  if (!dtype) return no_key(reason);
+  const auto layout = gemm_layout(input_array(args, "Input Strides"), a, b, da, db, reason);
+  if (!layout) return no_key(reason);
+  OperatorKey out;
+  out.kind = OperatorKey::Kind::gemm;
+  out.gemm = shape;
+  out.gemm.dtype = *dtype;
+  out.gemm.layout = *layout;
+  return out;
+}
+
 OperatorKey grouped_key(const GroupedOperator& op, const json& args) {
   const json* dims = input_array(args, "Input Dims");
   const json* types = input_array(args, "Input type");
@@ -193,21 +210,12 @@ OperatorKey grouped_key(const GroupedOperator& op, const json& args) {
     return no_key("a grouped GEMM form calisim does not key (operand ranks and offsets)");
   }
   if (m == 0 || n == 0 || k == 0 || groups == 0) return no_key("an empty operand");
-  std::string reason;
-  const auto dtype = gemm_dtype(types, op.a, op.b, op.scaled, reason);
-  if (!dtype) return no_key(reason);
-  const auto layout = gemm_layout(input_array(args, "Input Strides"), op.a, op.b, *a, *b, reason);
-  if (!layout) return no_key(reason);
-  OperatorKey out;
-  out.kind = OperatorKey::Kind::gemm;
-  out.gemm = GemmKey{m, n, k, groups, *dtype, *layout, false};
-  return out;
+  return gemm_with_type_and_layout(args, op.a, op.b, op.scaled, *a, *b, GemmKey{m, n, k, groups});
 }
 
 OperatorKey gemm_key(const GemmOperator& op, const json& args) {
   const json* dims = input_array(args, "Input Dims");
   const json* types = input_array(args, "Input type");
-  const json* strides = input_array(args, "Input Strides");
   if (!dims || !types) return no_key("no Input Dims / Input type (profile with record_shapes=True)");
   const auto a = shape_at(dims, op.a), b = shape_at(dims, op.b);
   const auto rank = static_cast<std::size_t>(op.rank);
@@ -219,16 +227,7 @@ OperatorKey gemm_key(const GemmOperator& op, const json& args) {
   if (k != k2) return no_key(fmt::format("inner dimensions differ ({} and {})", k, k2));
   if (rank == 3 && (*b)[0] != batch) return no_key("batch dimensions differ");
   if (m == 0 || n == 0 || k == 0 || batch == 0) return no_key("an empty operand");
-
-  std::string reason;
-  const auto dtype = gemm_dtype(types, op.a, op.b, op.scaled, reason);
-  if (!dtype) return no_key(reason);
-  const auto layout = gemm_layout(strides, op.a, op.b, *a, *b, reason);
-  if (!layout) return no_key(reason);
-  OperatorKey out;
-  out.kind = OperatorKey::Kind::gemm;
-  out.gemm = GemmKey{m, n, k, batch, *dtype, *layout, false};
-  return out;
+  return gemm_with_type_and_layout(args, op.a, op.b, op.scaled, *a, *b, GemmKey{m, n, k, batch});
 }
 
 OperatorKey attention_key(const AttentionOperator& op, const json& args) {
