@@ -445,7 +445,8 @@ void register_db(CLI::App& app) {
   imp->add_option("--from", args->from, "a calisim export (.json, .csv) or another database file");
   imp->add_option("--kineto", args->kineto,
                   "a PyTorch profiler trace (Chrome-trace .json or .json.gz of one rank) to store as a trace run, or a "
-                  "directory of them (one per rank: each file imported, those already stored skipped)");
+                  "directory of them (one per rank: each file imported, those already stored skipped); recorded with "
+                  "record_shapes=True, its GEMM, attention and collective calls also become efficiency rows");
   imp->add_flag("--no-kernel-rows", args->no_kernel_rows,
                 "with --kineto: store the trace only, not the GEMM / attention efficiency rows of its operators "
                 "(traces recorded with record_shapes=True; the report still says what they would be)");
