@@ -363,6 +363,11 @@ OperatorKey collective_key(const json& args) {
   if (name == args.end() || !name->is_string()) return no_key("a collective without \"Collective name\"");
   const std::string collective = name->get<std::string>();
   const auto op = collective_op(collective);
+  // A send or receive runs between two ranks of its group; which peer (hence which link) is not in
+  // the record, and calisim keys point-to-point transfers by that pair.
+  if (op == CollectiveOp::send_recv) {
+    return no_key(fmt::format("point-to-point '{}' (its peer, hence its link, is not in the trace)", collective));
+  }
   if (!op) return no_key(fmt::format("collective '{}' (calisim prices all-reduce, all-gather, reduce-scatter, "
                                      "all-to-all and send / recv)",
                                      collective));
@@ -375,8 +380,7 @@ OperatorKey collective_key(const json& args) {
   const auto ranks = int_field(args, "Group size");
   if (!ranks || *ranks < 2) return no_key("a collective without a group of two or more (\"Group size\")");
   const auto in = int_field(args, "In msg nelems"), out = int_field(args, "Out msg nelems");
-  const bool recv = collective == "recv";
-  const bool total_is_output = *op == CollectiveOp::all_gather || recv;
+  const bool total_is_output = *op == CollectiveOp::all_gather;
   const auto nelems = total_is_output ? out : in;
   if (!nelems || *nelems <= 0) return no_key("a collective without its message size (\"In / Out msg nelems\")");
   OperatorKey k;

@@ -29,12 +29,13 @@
 //     dtype as for the plain GEMMs, from the two operands.
 //   - Collectives: PyTorch's `record_param_comms` events (c10d's record of every collective call):
 //     "Collective name" (allreduce, _allgather_base / all_gather_into_tensor, reduce_scatter_tensor,
-//     alltoall_base, send, recv, their coalesced forms) gives the op; the size is nccl-tests' S
+//     alltoall_base, their coalesced forms) gives the op; the size is nccl-tests' S
 //     (core/kernel_keys.h): all_reduce and all_to_all the input, all_gather the whole output,
-//     reduce_scatter the whole input, send what is sent, recv what is received, each "msg
-//     nelems" times the element size of "dtype"; ranks from "Group size"; group_ranks from
-//     "Process Group Ranks" (a list, or its text "[0, 1, ...]"). No key: broadcast, barrier and the
-//     other collectives calisim does not price, a group of one, an element type it does not know.
+//     reduce_scatter the whole input, each "msg nelems" times the element size of "dtype"; ranks
+//     from "Group size"; group_ranks from "Process Group Ranks" (a list, or its text "[0, 1,
+//     ...]"). No key: send / recv (the peer, hence the link, is not in the record), broadcast,
+//     barrier and the other collectives calisim does not price, a group of one, an element type it
+//     does not know.
 //   - Attention: batch, heads and sequence lengths of query and key (heads_kv from the key: GQA),
 //     head dims of query and value, causal from the is_causal argument (which must read "True" or
 //     "False": a different schema is refused, not misread), dtype of the query. No key: no
