@@ -368,8 +368,8 @@ OperatorKey collective_key(const json& args) {
   if (op == CollectiveOp::send_recv) {
     return no_key(fmt::format("point-to-point '{}' (its peer, hence its link, is not in the trace)", collective));
   }
-  if (!op) return no_key(fmt::format("collective '{}' (calisim prices all-reduce, all-gather, reduce-scatter, "
-                                     "all-to-all and send / recv)",
+  if (!op) return no_key(fmt::format("collective '{}' (calisim keys all-reduce, all-gather, reduce-scatter "
+                                     "and all-to-all from a trace)",
                                      collective));
   const auto type = args.find("dtype");
   const auto dtype = type != args.end() && type->is_string() ? comm_dtype(type->get<std::string>()) : std::nullopt;
