@@ -92,7 +92,7 @@ def import_kineto(trace, db, device=None, kernel_rows=True):
     --kineto TRACE` (docs/profiling.md). device names the GPU when the trace's deviceProperties do
     not. Returns the command's --json document: "kernels", "copies", "steps", "step_source",
     "outside_steps", "rank", "world_size", "runs" (one per GPU: "device_ordinal", "device",
-    "run"), "warnings", and "kernel_rows": with record_shapes=True, the GEMM / attention
+    "run"), "warnings", and "kernel_rows": with record_shapes=True, the GEMM / attention / collective
     efficiency rows its aten operators gave ("devices": per GPU the rows run, "keys" with
     "key", "calls", "median_s", "efficiency", and "not_keyed" reasons; "kernels_outside_operators";
     docs/profiling.md "Kernel efficiencies from a trace"); kernel_rows=False stores the trace only
