@@ -1,7 +1,8 @@
 // Kernel keys of the PyTorch operators a profiler trace recorded with shapes
 // (torch.profiler.profile(record_shapes=True)): which GEMM or attention shape each aten
-// operator ran, read from the operator's trace arguments, so that the GPU time of its kernels
-// becomes an efficiency row of that key (profiler/operator_rows.h).
+// operator ran, and which collective each c10d call made, read from the operator's trace
+// arguments, so that the GPU time of its kernels becomes an efficiency row of that key
+// (profiler/operator_rows.h).
 //
 // Contract:
 //   - is_keyed_operator(name) is true for the operators operator_key() reads: the GEMMs

@@ -1,6 +1,6 @@
 // Efficiency rows from the keyed operator calls of a profiler trace (profiler/kineto_trace.h,
-// traces recorded with record_shapes=True): the GEMM and attention efficiencies the user's own
-// training job reached, by shape, stored beside the trace so that `simulate --db` and the predictor
+// traces recorded with record_shapes=True): the GEMM, attention and collective efficiencies the
+// user's own training job reached, by shape, stored beside the trace so that `simulate --db` and the predictor
 // use them like profiled rows (source `trace`, which a measured row of the same key outranks).
 //
 // Contract (operator_rows(), pure):
