@@ -342,14 +342,23 @@ std::string trace_comparisons_text(const std::vector<TraceComparison>& cs) {
   std::string out = fmt::format("trace comparison of every trace run in {} ({} runs), per step, traced / simulated ms:\n",
                                 cs.front().db, cs.size());
   auto pair = [](double traced, double simulated) { return fmt::format("{:.1f} / {:.1f}", traced * 1e3, simulated * 1e3); };
-  Table t({"run", "rank", "stage", "steps", "step span", "compute busy", "exposed comm", "idle"});
+  // Runs with operator shapes (traces recorded with record_shapes) add the calls-weighted
+  // simulated / traced time of their shapes: a rank whose kernels run slower than its peers'
+  // (a hot or power-capped GPU) shows as a lower ratio than the others'.
+  const bool shapes = std::any_of(cs.begin(), cs.end(), [](const TraceComparison& c) { return c.shapes_run > 0; });
+  std::vector<std::string> header{"run", "rank", "stage", "steps", "step span", "compute busy", "exposed comm", "idle"};
+  if (shapes) header.push_back("shapes sim / traced");
+  Table t(header);
   std::vector<std::string> warnings;
   for (const TraceComparison& c : cs) {
     const auto rank = rank_in_notes(c.notes);
-    t.add_row({std::to_string(c.run), rank ? fmt::format("{} of {}", rank->first, rank->second) : "-",
-               std::to_string(c.simulated.stage), std::to_string(c.traced.steps),
-               pair(c.traced.span_s, c.simulated.step_s), pair(c.traced.compute_busy_s, c.simulated.compute_busy_s),
-               pair(c.traced.comm_only_s, c.simulated.comm_exposed_s), pair(c.traced.idle_s, c.simulated.idle_s)});
+    std::vector<std::string> row{
+        std::to_string(c.run), rank ? fmt::format("{} of {}", rank->first, rank->second) : "-",
+        std::to_string(c.simulated.stage), std::to_string(c.traced.steps), pair(c.traced.span_s, c.simulated.step_s),
+        pair(c.traced.compute_busy_s, c.simulated.compute_busy_s), pair(c.traced.comm_only_s, c.simulated.comm_exposed_s),
+        pair(c.traced.idle_s, c.simulated.idle_s)};
+    if (shapes) row.push_back(c.shapes_run > 0 ? fmt::format("{:.3f}", shapes_ratio(c.shapes)) : "-");
+    t.add_row(row);
     for (const auto& w : c.warnings) warnings.push_back(fmt::format("run {}: {}", c.run, w));
   }
   out += t.render();

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -262,6 +263,14 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
   const CmdResult other = run_calisim(moved_cmp + " --trace-run 1");
   ASSERT_EQ(other.code, 0) << other.out;
   EXPECT_TRUE(nlohmann::json::parse(other.out).at("trace_comparison").at("shapes").is_null()) << other.out;
+  // --trace-run all: a column with each run's calls-weighted simulated / traced shape time ("-" for
+  // the run without shapes), the same figure as the single run's JSON.
+  const CmdResult all = run_calisim("simulate --no-ops --model llama3-8b --strategy tp1_pp1_dp8_mbs1 --system h100-sxm "
+                                    "--set strategy.seq_len=4096 --compare-trace " + moved + " --trace-run all");
+  ASSERT_EQ(all.code, 0) << all.out;
+  EXPECT_NE(all.out.find("shapes sim / traced"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find(fmt::format("{:.3f}", mshapes.at("simulated_over_traced").get<double>())), std::string::npos)
+      << all.out;
 }
 
 // A PyTorch profiler trace through the command line: `db import --kineto` stores it as a trace
