@@ -188,12 +188,12 @@ void run(const SimulateArgs& a) {
   }
   TraceCompareRequest compare = a.compare;
   if (!a.trace_run.empty()) parse_trace_run(a.trace_run, compare);
+  compare.system = &rc.system;
+  compare.model = eff.get();
   std::optional<TraceComparison> cmp;
   std::vector<TraceComparison> cmp_all;
   if (!compare.db.empty() && compare.all_runs) cmp_all = compare_all_trace_runs(compare, r);
   else if (!compare.db.empty()) cmp = compare_with_trace(compare, r);
-  if (cmp) compare_shapes(*cmp, rc.system, *eff);
-  for (TraceComparison& c : cmp_all) compare_shapes(c, rc.system, *eff);
   if (!a.trace_fit_out.empty() && compare.all_runs) {
     throw InputError("<command line>", "--trace-fit-out", "needs one trace run, not --trace-run all");
   }

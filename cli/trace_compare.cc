@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "cli/table.h"
+#include "cli/trace_import.h"
 #include "calibration/trace_comparison.h"
 #include "simulator/config_loader.h"
 #include "core/error.h"
@@ -47,6 +48,9 @@ struct TraceFile {
   db::EfficiencyDb store;
   std::vector<std::int64_t> runs;     // runs with trace records, ascending
   std::vector<db::RunRecord> all_runs;
+  // The runs of source trace that hold efficiency rows (trace imports' operator shapes), loaded
+  // when the first comparison asks for shapes and kept for the others (--trace-run all).
+  std::optional<std::vector<db::RunBatch>> shape_runs;
 };
 
 TraceFile open_trace_file(const std::string& path) {
@@ -61,6 +65,56 @@ TraceFile open_trace_file(const std::string& path) {
   }
   f.all_runs = f.store.runs();
   return f;
+}
+
+// The efficiency (busbw over the row's link) a collective of the row's key reaches in time t.
+double busbw_over_link(const db::CollectiveRow& row, double t) {
+  return row.link_gb_s > 0 ? row.busbw_gb_s * (row.stats.median_s / t) / row.link_gb_s : 0.0;
+}
+
+// The operator shapes of trace run c.run beside the simulation's time for each (TraceCompareRequest).
+void compare_shapes(TraceFile& f, TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff) {
+  const std::string link = import_fingerprint(c.notes);
+  if (link.empty()) return;
+  if (!f.shape_runs) {
+    f.shape_runs.emplace();
+    for (db::RunBatch& b : f.store.load_runs()) {
+      if (b.run.source == db::Source::trace && b.rows.size() > 0) f.shape_runs->push_back(std::move(b));
+    }
+  }
+  for (const db::RunBatch& b : *f.shape_runs) {
+    if (b.run.device != c.device || b.run.notes.find(link) == std::string::npos) continue;
+    c.shapes_run = b.run.id;
+    const OpCoster coster(system, eff);
+    auto add = [&](const std::string& key, const db::SampleStats& stats, double traced_eff, double simulated_s,
+                   const Efficiency& used) {
+      c.shapes.push_back(ShapeComparison{key, stats.n, stats.median_s, simulated_s, used.source, used.value, traced_eff});
+    };
+    for (const db::GemmRow& row : b.rows.gemm) {
+      Efficiency used;
+      const double t = coster.gemm_s(row.key, nullptr, &used);
+      add(to_string(row.key), row.stats, row.efficiency, t, used);
+    }
+    for (const db::AttentionRow& row : b.rows.attention) {
+      Efficiency used;
+      const double t = coster.attention_s(row.key, nullptr, &used);
+      add(to_string(row.key), row.stats, row.efficiency, t, used);
+    }
+    for (const db::CollectiveRow& row : b.rows.collective) {
+      // The NCCL model's time for the key; its efficiency source from the lookup it made.
+      SourceTally tally;
+      const double t = coster.collective_s(row.key, &tally);
+      Efficiency used;
+      used.source = static_cast<EfficiencySource>(
+          std::max_element(tally.kernels.begin(), tally.kernels.end()) - tally.kernels.begin());
+      used.value = t > 0 ? busbw_over_link(row, t) : 0.0;
+      add(to_string(row.key), row.stats, row.efficiency, t, used);
+    }
+    break;  // one rows run per trace run and device
+  }
+  std::stable_sort(c.shapes.begin(), c.shapes.end(), [](const ShapeComparison& a, const ShapeComparison& b) {
+    return static_cast<double>(a.calls) * a.traced_s > static_cast<double>(b.calls) * b.traced_s;
+  });
 }
 
 // Trace run `run` of `f` (chosen as `run_why` says) beside the simulated stage: the stage as given,
@@ -125,6 +179,7 @@ TraceComparison compare_run(TraceFile& f, std::int64_t run, std::string run_why,
   }
   c.simulated = calibration::simulated_step_classes(r, stage);
   c.rows = calibration::compare_trace(c.traced, c.simulated);
+  if (a.system && a.model) compare_shapes(f, c, *a.system, *a.model);
   return c;
 }
 
@@ -229,60 +284,7 @@ std::string trace_comparison_text(const TraceComparison& c) {
   return out;
 }
 
-namespace {
 
-// The efficiency (busbw over the row's link) a collective of the row's key reaches in time t.
-double busbw_over_link(const db::CollectiveRow& row, double t) {
-  return row.link_gb_s > 0 ? row.busbw_gb_s * (row.stats.median_s / t) / row.link_gb_s : 0.0;
-}
-
-}  // namespace
-
-void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff) {
-  c.shapes_run = 0;
-  c.shapes.clear();
-  // The import fingerprint in the trace run's notes ("fingerprint 0123456789abcdef").
-  const auto at = c.notes.find("fingerprint ");
-  if (at == std::string::npos) return;
-  const std::string link = c.notes.substr(at, 12 + 16);
-  auto store = db::EfficiencyDb::open(c.db, db::OpenMode::read_only);
-  for (const db::RunBatch& b : store.load_runs(c.device)) {
-    if (b.run.id == c.run || b.run.source != db::Source::trace || b.rows.size() == 0 ||
-        b.run.notes.find(link) == std::string::npos) {
-      continue;
-    }
-    c.shapes_run = b.run.id;
-    const OpCoster coster(system, eff);
-    auto add = [&](const std::string& key, const db::SampleStats& stats, double traced_eff, double simulated_s,
-                   const Efficiency& used) {
-      c.shapes.push_back(ShapeComparison{key, stats.n, stats.median_s, simulated_s, used.source, used.value, traced_eff});
-    };
-    for (const db::GemmRow& row : b.rows.gemm) {
-      Efficiency used;
-      const double t = coster.gemm_s(row.key, nullptr, &used);
-      add(to_string(row.key), row.stats, row.efficiency, t, used);
-    }
-    for (const db::AttentionRow& row : b.rows.attention) {
-      Efficiency used;
-      const double t = coster.attention_s(row.key, nullptr, &used);
-      add(to_string(row.key), row.stats, row.efficiency, t, used);
-    }
-    for (const db::CollectiveRow& row : b.rows.collective) {
-      // The NCCL model's time for the key; its efficiency source from the lookup it made.
-      SourceTally tally;
-      const double t = coster.collective_s(row.key, &tally);
-      Efficiency used;
-      used.source = static_cast<EfficiencySource>(
-          std::max_element(tally.kernels.begin(), tally.kernels.end()) - tally.kernels.begin());
-      used.value = t > 0 ? busbw_over_link(row, t) : 0.0;
-      add(to_string(row.key), row.stats, row.efficiency, t, used);
-    }
-    break;  // one rows run per trace run and device
-  }
-  std::stable_sort(c.shapes.begin(), c.shapes.end(), [](const ShapeComparison& a, const ShapeComparison& b) {
-    return static_cast<double>(a.calls) * a.traced_s > static_cast<double>(b.calls) * b.traced_s;
-  });
-}
 
 namespace {
 

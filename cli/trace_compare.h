@@ -10,6 +10,13 @@
 // The stage is request.stage when >= 0, else the pipeline stage of request.rank when >= 0, else that
 // of the "rank R of W" the run's notes give when W is the result's world size, else 0; a trace of
 // another world size adds a warning.
+// Shapes (with request.system and request.model): when `db import --kineto` stored efficiency rows
+// beside the trace run (a trace recorded with record_shapes: the rows run of the same device whose
+// notes carry the trace run's import fingerprint, cli/trace_import.h), each key's traced median
+// against the time that system and model give one call of it (simulator/op_cost.h: FLOPs over the
+// efficiency's share of the peak, roofline keys at least their memory time; collectives by the
+// NCCL model, their traced time including waits for peers), by traced time (calls x median),
+// largest first; shapes_run 0 and no shapes otherwise.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +38,10 @@ struct TraceCompareRequest {
   int stage = -1;            // -1: from the traced rank, else 0
   int rank = -1;             // -1: from the trace run's notes ("rank R of W"), when they say
   int steps = 0;             // steps in a trace without ProfilerStep ranges
+  // The simulation's system and efficiency model: with both, a trace recorded with record_shapes
+  // gets its operator shapes set beside the time these give each key (TraceComparison::shapes).
+  const SystemConfig* system = nullptr;
+  const EfficiencyModel* model = nullptr;
 };
 
 // One operator shape of a trace recorded with record_shapes: its calls' median time against the
@@ -62,14 +73,7 @@ struct TraceComparison {
 TraceComparison compare_with_trace(const TraceCompareRequest& request, const SimulationResult& r);
 std::string trace_comparison_text(const TraceComparison& c);
 
-// The shapes of the compared trace: when `db import --kineto` stored efficiency rows beside trace
-// run c.run (a trace recorded with record_shapes: the rows run of the same device whose notes carry
-// the trace run's import fingerprint), each key's traced median against the time `system` and
-// `eff` (the simulation's) give one
-// call of it (simulator/op_cost.h: FLOPs over the efficiency's share of the peak, roofline keys
-// at least their memory time; collectives by the NCCL model, their traced time including waits for
-// peers). Fills c.shapes_run and c.shapes; leaves them empty otherwise.
-void compare_shapes(TraceComparison& c, const SystemConfig& system, const EfficiencyModel& eff);
+
 nlohmann::json trace_comparison_json(const TraceComparison& c);
 
 // --trace-run all: every trace run of request.db (ids ascending), each compared as

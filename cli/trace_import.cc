@@ -27,6 +27,13 @@
 #include "profiler/trace_writer.h"
 
 namespace calisim::cli {
+
+std::string import_fingerprint(const std::string& notes) {
+  const auto at = notes.find(kFingerprintPrefix);
+  if (at == std::string::npos || notes.size() < at + kFingerprintPrefix.size() + 16) return {};
+  return notes.substr(at, kFingerprintPrefix.size() + 16);
+}
+
 namespace {
 using ordered_json = nlohmann::ordered_json;
 constexpr const char* kKinetoTool = "calisim db import --kineto";
@@ -65,7 +72,7 @@ std::int64_t store_once(const std::string& db_path, const std::string& file, con
     mix(k.name);
     mix(fmt::format("{}:{}:{}", k.device, k.start_ns, k.end_ns));
   }
-  const std::string fingerprint = fmt::format("fingerprint {:016x}", fp);
+  const std::string fingerprint = fmt::format("{}{:016x}", kFingerprintPrefix, fp);
   notes += "; " + fingerprint;
   // The rows of the trace's operators carry the same fingerprint: the link `simulate
   // --compare-trace` follows from a trace run to its rows, which survives export and merge (run
@@ -110,10 +117,6 @@ struct KernelRowsPlan {
   bool stored = true;                     // false: --no-kernel-rows (rows computed and reported only)
 };
 
-bool has_peaks(const db::DeviceRecord& d) {
-  return std::any_of(d.peak_tflops.begin(), d.peak_tflops.end(), [](double p) { return p > 0; });
-}
-
 KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& file,
                                 const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& names,
                                 const std::vector<profiler::TracedOperator>& operators, const std::string& notes) {
@@ -127,7 +130,7 @@ KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& f
     std::optional<db::DeviceRecord> known = existing ? existing->find_device(cuda_name) : std::nullopt;
     const auto shipped = shipped_device_for(cuda_name);
     db::DeviceRecord record;
-    if (known && has_peaks(*known)) {
+    if (known && known->has_peaks()) {
       record = *known;
     } else if (shipped) {
       record = shipped->record;
@@ -232,8 +235,8 @@ ordered_json report_kernel_rows(const profiler::KinetoTrace& t, const KernelRows
     const std::string why =
         !t.record_shapes && t.operator_events == 0
             ? "the trace was recorded without record_shapes=True: no operator shapes, so no efficiency rows"
-            : "no keyed PyTorch operator (aten::mm, addmm, bmm, baddbmm, _scaled_mm, _grouped_mm, "
-              "scaled_dot_product_attention) launched a kernel: no efficiency rows";
+            : "no keyed operator (PyTorch's matrix multiplies, scaled_dot_product_attention, c10d collectives: "
+              "docs/profiling.md) launched a kernel: no efficiency rows";
     text += "  " + why + "\n";
     doc["why_no_rows"] = why;
   }

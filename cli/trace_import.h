@@ -19,8 +19,15 @@
 
 #include <nlohmann/json.hpp>
 #include <string>
+#include <string_view>
 
 namespace calisim::cli {
+
+// Every import's notes carry "fingerprint " and 16 hex digits of its records: what refuses a second
+// import of the same trace, and what links a trace run to the efficiency rows of its operators.
+inline constexpr std::string_view kFingerprintPrefix = "fingerprint ";
+// The fingerprint text in a run's notes ("fingerprint 0123456789abcdef"), or "" when none.
+std::string import_fingerprint(const std::string& notes);
 
 struct TraceImportReport {
   nlohmann::ordered_json doc;

@@ -1,5 +1,7 @@
 #include "db/records.h"
 
+#include <algorithm>
+
 #include <ctime>
 #include <stdexcept>
 #include <string>
@@ -53,6 +55,10 @@ DeviceRecord DeviceRecord::from_spec(const DeviceSpec& spec) {
   r.sm_count = spec.sm_count;
   r.l2_mb = spec.l2_mb;
   return r;
+}
+
+bool DeviceRecord::has_peaks() const {
+  return std::any_of(peak_tflops.begin(), peak_tflops.end(), [](double p) { return p > 0; });
 }
 
 bool RunRecord::same_provenance(const RunRecord& o) const {

@@ -43,6 +43,8 @@ struct DeviceRecord {
   DeviceSpec to_spec() const;
   // The record of a spec (a system file's device): every field to_spec() reads, no versions.
   static DeviceRecord from_spec(const DeviceSpec& spec);
+  // Whether any dtype has a dense peak (a record made from a trace's device name alone has none).
+  bool has_peaks() const;
   bool operator==(const DeviceRecord&) const = default;
 };
 

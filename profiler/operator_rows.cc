@@ -106,32 +106,39 @@ OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int dev
     c.total_s += op.gpu_s;
   }
 
+  // The row's entry in `info`: what ran it, how many calls, the GPU time behind it.
+  auto add_info = [&out](const std::string& text, const KeyCalls& c, const SampleSummary& s, double efficiency) {
+    std::string names;
+    for (const auto& n : c.operators) names += (names.empty() ? "" : ", ") + n;
+    out.info.push_back(OperatorRowInfo{text, names, static_cast<std::int64_t>(c.all_s.size()), s.n, c.total_s,
+                                       s.median_s, efficiency});
+    out.keyed_s += c.total_s;
+  };
   for (const std::string& text : order) {
     const KeyCalls& c = by_key.at(text);
     const std::int64_t calls = static_cast<std::int64_t>(c.all_s.size());
-    if (c.key.kind == OperatorKey::Kind::collective) {
-      const SampleSummary s = summarize(c.all_s);
+    // GEMM and attention from the calls without communication beside them when there are any;
+    // collectives from all their calls.
+    const bool collective = c.key.kind == OperatorKey::Kind::collective;
+    const bool overlapped = !collective && c.isolated_s.empty();
+    const SampleSummary s = summarize(collective || overlapped ? c.all_s : c.isolated_s);
+    if (!(s.median_s > 0)) {
+      out.not_keyed["kernels of zero duration"] += calls;
+      continue;
+    }
+    if (collective) {
       db::CollectiveRow row;
       if (const std::string why = collective_row(c.key.collective, s, network, row); !why.empty()) {
         out.not_keyed[why] += calls;
         continue;
       }
       out.rows.collective.push_back(row);
-      std::string names;
-      for (const auto& n : c.operators) names += (names.empty() ? "" : ", ") + n;
-      out.info.push_back(OperatorRowInfo{text, names, calls, s.n, c.total_s, s.median_s, row.efficiency});
-      out.keyed_s += c.total_s;
+      add_info(text, c, s, row.efficiency);
       continue;
     }
     const double peak = record.peak_tflops[static_cast<std::size_t>(key_dtype(c.key))];
     if (!(peak > 0)) {
       out.not_keyed[fmt::format("no peak for {} on {}", to_string(key_dtype(c.key)), record.name)] += calls;
-      continue;
-    }
-    const bool overlapped = c.isolated_s.empty();
-    const SampleSummary s = summarize(overlapped ? c.all_s : c.isolated_s);
-    if (!(s.median_s > 0)) {
-      out.not_keyed["kernels of zero duration"] += calls;
       continue;
     }
     const double tflops = key_flops(c.key) / s.median_s * 1e-12;
@@ -145,10 +152,7 @@ OperatorRows operator_rows(const std::vector<TracedOperator>& operators, int dev
     } else {
       out.rows.attention.push_back(db::AttentionRow{c.key.attention, s.to_stats(), tflops, efficiency});
     }
-    std::string names;
-    for (const auto& n : c.operators) names += (names.empty() ? "" : ", ") + n;
-    out.info.push_back(OperatorRowInfo{text, names, calls, s.n, c.total_s, s.median_s, efficiency});
-    out.keyed_s += c.total_s;
+    add_info(text, c, s, efficiency);
     out.overlapped_keys += overlapped ? 1 : 0;
   }
   std::stable_sort(out.info.begin(), out.info.end(),

@@ -65,9 +65,7 @@ TraceWriteResult store_trace(const std::string& db_path, std::vector<db::TraceKe
     std::string device;
     if (const auto found = db.find_device(cuda_name)) {
       device = found->name;
-      const bool has_peaks = std::any_of(found->peak_tflops.begin(), found->peak_tflops.end(),
-                                         [](double p) { return p > 0; });
-      if (!has_peaks && specs != extras.device_specs.end()) {
+      if (!found->has_peaks() && specs != extras.device_specs.end()) {
         db::DeviceRecord d = specs->second;
         d.name = found->name;
         db.put_device(d);

@@ -119,17 +119,16 @@ std::pair<std::string, std::string> simulate_run(const RunInputs& in, const std:
     q.stage = c.value("stage", -1);
     q.rank = c.value("rank", -1);
     q.steps = c.value("steps", 0);
+    q.system = &rc.system;
+    q.model = source.model.get();
     const std::string fit_out = c.value("fit_out", std::string());
     if (!fit_out.empty() && q.all_runs) {
       throw InputError("<simulate>", "trace_fit_out", "needs one trace run, not trace_run=\"all\"");
     }
     if (q.all_runs) {
-      std::vector<cli::TraceComparison> all = cli::compare_all_trace_runs(q, r);
-      for (cli::TraceComparison& c : all) cli::compare_shapes(c, rc.system, *source.model);
-      doc["trace_comparison"] = cli::trace_comparisons_json(all);
+      doc["trace_comparison"] = cli::trace_comparisons_json(cli::compare_all_trace_runs(q, r));
     } else {
-      cli::TraceComparison one = cli::compare_with_trace(q, r);
-      cli::compare_shapes(one, rc.system, *source.model);
+      const cli::TraceComparison one = cli::compare_with_trace(q, r);
       doc["trace_comparison"] = cli::trace_comparison_json(one);
       if (!fit_out.empty()) {
         doc["trace_fit"] = cli::write_trace_fit(fit_out, nlohmann::ordered_json::parse(in.system.doc.dump()),
