@@ -1,4 +1,4 @@
-// `calisim profile plan|run`: which kernel shapes a configuration needs, and measuring them on
+// `calisim profile plan|run|sequence` (sequence: cli/profile_sequence.h): which kernel shapes a configuration needs, and measuring them on
 // this machine's GPUs into the efficiency database (docs/profiling.md).
 //
 // `plan` is pure and always available. `run` needs a CUDA build; without one it exits with an
@@ -21,6 +21,7 @@
 
 #include "calibration/measured_runs.h"
 #include "cli/commands.h"
+#include "cli/profile_sequence.h"
 #include "cli/megatron_configs.h"
 #include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
@@ -446,6 +447,8 @@ void register_profile(CLI::App& app) {
   run->add_flag("--retry-skipped", ra->retry_skipped, "measure again the kernels an earlier run skipped");
   run->add_option("--csv", ra->csv, "also append every result (with its details) to this CSV file");
   run->callback([ra] { run_run_command(*ra); });
+
+  register_profile_sequence(profile);
 }
 
 }  // namespace calisim::cli

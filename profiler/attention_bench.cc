@@ -862,14 +862,34 @@ AttentionBench::~AttentionBench() {
   if (handle_) cudnnDestroy(handle_);
 }
 
-Measurement AttentionBench::measure(const AttentionKey& key) {
-  if (const std::string why = unsupported_reason(key); !why.empty()) return Measurement::skipped_because(why);
+namespace {
+
+// The graph, tensors and chosen executor of one key, kept together: the executor points into the
+// graph's plans and at the tensors' host scalars, so all three live on the heap and never move.
+class PreparedAttention final : public PreparedKernel {
+ public:
+  PreparedAttention(std::unique_ptr<BuiltGraph> built, std::unique_ptr<Tensors> t, std::unique_ptr<Executor> ex)
+      : built_(std::move(built)), t_(std::move(t)), ex_(std::move(ex)) {}
+  void run(cudaStream_t s) override { ex_->run(s); }
+  void prepare_run(cudaStream_t s) override { ex_->prepare(s); }
+  bool has_prepare_run() const override { return caller_zeroes_dq_accum(); }
+
+ private:
+  std::unique_ptr<BuiltGraph> built_;
+  std::unique_ptr<Tensors> t_;
+  std::unique_ptr<Executor> ex_;
+};
+
+}  // namespace
+
+Prepared AttentionBench::prepare(const AttentionKey& key) {
+  if (const std::string why = unsupported_reason(key); !why.empty()) return {nullptr, why};
   const bool backward = key.direction == AttentionDirection::backward;
   try {
-    const BuiltGraph built = build_graph(handle_, key, kAttentionCandidates);
-    Tensors t(key, nullptr);
+    auto built = std::make_unique<BuiltGraph>(build_graph(handle_, key, kAttentionCandidates));
+    auto t = std::make_unique<Tensors>(key, nullptr);
     check_cuda(cudaDeviceSynchronize(), "attention input fill");
-    if (backward) run_forward_for(handle_, key, t, nullptr);
+    if (backward) run_forward_for(handle_, key, *t, nullptr);
     // Autotune over the heuristics' first candidates, as the GEMM benchmark does. Only the fastest
     // executor so far stays alive (at most two at a time): each holds its own workspace, and keeping
     // every candidate's would turn a long-sequence backward into a spurious out-of-memory skip.
@@ -877,13 +897,13 @@ Measurement AttentionBench::measure(const AttentionKey& key) {
     // is waited for, so it cannot overlap the timed samples (that stream does not wait for the
     // legacy default stream) nor share tensors with them.
     double best_s = INFINITY;
-    std::size_t best = built.plans.size();
+    std::size_t best = built->plans.size();
     std::unique_ptr<Executor> chosen_ex;
     std::string last_error;
     const cudaStream_t stream = loop_.stream();
-    for (std::size_t i = 0; i < built.plans.size(); ++i) {
+    for (std::size_t i = 0; i < built->plans.size(); ++i) {
       try {
-        auto ex = std::make_unique<Executor>(handle_, built.plans[i], *built.g, t);
+        auto ex = std::make_unique<Executor>(handle_, built->plans[i], *built->g, *t);
         ex->prepare(stream);
         ex->run(stream);
         check_cuda(cudaStreamSynchronize(stream), "cuDNN SDPA trial run");
@@ -900,17 +920,26 @@ Measurement AttentionBench::measure(const AttentionKey& key) {
         last_error = e.what();
       }
     }
-    if (!chosen_ex) {
-      return Measurement::skipped_because("every cuDNN SDPA engine failed; last: " + last_error);
-    }
-    Executor& chosen = *chosen_ex;
-    // prepare (zeroing dQ_accum before cuDNN 9.6.0) runs before each sample, outside its time.
-    Measurement m =
-        loop_.measure([&](cudaStream_t st) { chosen.run(st); }, [&](cudaStream_t st) { chosen.prepare(st); });
-    m.algorithm = fmt::format("cudnn sdpa {} engine {} workspace {} B (fastest of {})", built.variant,
-                              built.plans[best].engine, built.plans[best].workspace_bytes, built.plans.size());
-    m.library = library_version();
-    return m;
+    if (!chosen_ex) return {nullptr, "every cuDNN SDPA engine failed; last: " + last_error};
+    const std::string algorithm =
+        fmt::format("cudnn sdpa {} engine {} workspace {} B (fastest of {})", built->variant,
+                    built->plans[best].engine, built->plans[best].workspace_bytes, built->plans.size());
+    auto k = std::make_unique<PreparedAttention>(std::move(built), std::move(t), std::move(chosen_ex));
+    k->algorithm = algorithm;
+    k->library = library_version();
+    return {std::move(k), ""};
+  } catch (const GpuError& e) {
+    if (e.out_of_memory() || e.not_supported()) return {nullptr, e.what()};
+    throw;
+  }
+}
+
+Measurement AttentionBench::measure(const AttentionKey& key) {
+  Prepared p = prepare(key);
+  if (!p.kernel) return Measurement::skipped_because(p.skip_reason);
+  // prepare_run (zeroing dQ_accum before cuDNN 9.6.0) runs before each sample, outside its time.
+  try {
+    return measure_prepared(loop_, *p.kernel);
   } catch (const GpuError& e) {
     if (e.out_of_memory() || e.not_supported()) return Measurement::skipped_because(e.what());
     throw;

@@ -42,6 +42,7 @@
 
 #include "core/kernel_keys.h"
 #include "profiler/measure_loop.h"
+#include "profiler/prepared_kernel.h"
 
 namespace calisim::profiler {
 
@@ -55,6 +56,10 @@ class AttentionBench {
   AttentionBench& operator=(const AttentionBench&) = delete;
 
   Measurement measure(const AttentionKey& key);
+  // The key's graph built, tensors filled (a backward key's O and Stats by one forward pass) and
+  // the fastest engine chosen (the autotuning above), kept alive to run again; its prepare_run
+  // zeroes the dQ accumulator where cuDNN needs that. skip_reason as measure() would give it.
+  Prepared prepare(const AttentionKey& key);
 
   // For tests: runs the key's forward once (first engine that finalises) on random inputs and
   // returns the largest |O - ref| against the naive reference kernel (attention_reference.h);

@@ -152,4 +152,31 @@ Measurement CudaBench::measure(const PlannedKernel& kernel) {
   return m;
 }
 
+Prepared CudaBench::prepare(const PlannedKernel& kernel) {
+  switch (kernel.kind) {
+    case db::KeyKind::gemm:
+      return s_->gemm->prepare(db::parse_gemm_key(kernel.key));
+    case db::KeyKind::memory:
+      return s_->memory->prepare(db::parse_memory_key(kernel.key));
+    case db::KeyKind::attention:
+      return s_->attention->prepare(db::parse_attention_key(kernel.key));
+    default:
+      throw std::invalid_argument("not a single-GPU kernel key: " + kernel.key);
+  }
+}
+
+Measurement CudaBench::measure_prepared(PreparedKernel& kernel) {
+  Measurement m = profiler::measure_prepared(*s_->loop, kernel);
+  if (m.timer != TimerKind::cupti) m.timer_note = s_->timer_note;
+  return m;
+}
+
+cudaStream_t CudaBench::stream() const { return s_->stream; }
+
+const NvmlMonitor& CudaBench::nvml() const { return *s_->nvml; }
+
+void CudaBench::set_kernel_records(bool on) {
+  if (s_->cupti) s_->cupti->set_collecting(on);
+}
+
 }  // namespace calisim::profiler

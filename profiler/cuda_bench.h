@@ -11,6 +11,8 @@
 #include <string>
 
 #include "profiler/measure_loop.h"
+#include "profiler/nvml_monitor.h"
+#include "profiler/prepared_kernel.h"
 #include "profiler/runner.h"
 
 namespace calisim::profiler {
@@ -46,6 +48,16 @@ class CudaBench final : public KernelBench {
   Measurement measure(const PlannedKernel& kernel) override;
   // "cupti" or "cuda_events (CUPTI unavailable: ...)".
   std::string timer_description() const;
+
+  // For `profile sequence` (sequence_bench.h): a GEMM, attention or memory key prepared to run
+  // again (collectives are refused: std::invalid_argument), its measurement as measure() would
+  // time it, the measuring stream, NVML, and CUPTI's kernel records off (false) while a sequence
+  // runs untimed by it and on again after.
+  Prepared prepare(const PlannedKernel& kernel);
+  Measurement measure_prepared(PreparedKernel& kernel);
+  cudaStream_t stream() const;
+  const NvmlMonitor& nvml() const;
+  void set_kernel_records(bool on);
 
  private:
   struct State;

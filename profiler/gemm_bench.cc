@@ -166,19 +166,36 @@ GemmBench::~GemmBench() {
   if (handle_) cublasLtDestroy(handle_);
 }
 
-Measurement GemmBench::measure(const GemmKey& key) {
+namespace {
+
+class PreparedGemm final : public PreparedKernel {
+ public:
+  PreparedGemm(std::unique_ptr<Problem> p, const cublasLtMatmulAlgo_t& algo, cublasLtHandle_t h, DeviceBuffer& ws)
+      : p_(std::move(p)), algo_(algo), handle_(h), workspace_(ws) {}
+  void run(cudaStream_t s) override { p_->run(handle_, algo_, workspace_, s); }
+
+ private:
+  std::unique_ptr<Problem> p_;
+  cublasLtMatmulAlgo_t algo_;
+  cublasLtHandle_t handle_;
+  DeviceBuffer& workspace_;
+};
+
+}  // namespace
+
+Prepared GemmBench::prepare(const GemmKey& key) {
   std::unique_ptr<Problem> p;
   try {
     p = std::make_unique<Problem>(key, nullptr);
   } catch (const GpuError& e) {
-    if (e.out_of_memory() || e.not_supported()) return Measurement::skipped_because(e.what());
+    if (e.out_of_memory() || e.not_supported()) return {nullptr, e.what()};
     throw;
   }
   check_cuda(cudaDeviceSynchronize(), "GEMM input fill");
   const auto candidates = heuristics(handle_, *p, workspace_.bytes());
   if (candidates.empty()) {
-    return Measurement::skipped_because(fmt::format("cuBLASLt offers no algorithm for {} {} on this GPU",
-                                                    calisim::to_string(key.dtype), to_string(key.layout)));
+    return {nullptr, fmt::format("cuBLASLt offers no algorithm for {} {} on this GPU", calisim::to_string(key.dtype),
+                                 to_string(key.layout))};
   }
   // Autotune: each candidate briefly, after one untimed run that may fail for this shape. The
   // trial runs on the measuring stream and is waited for: on the legacy default stream it could
@@ -201,11 +218,17 @@ Measurement GemmBench::measure(const GemmKey& key) {
       last_error = e.what();
     }
   }
-  if (!best) return Measurement::skipped_because("every cuBLASLt candidate failed; last: " + last_error);
-  Measurement m = loop_.measure([&](cudaStream_t s) { p->run(handle_, *best, workspace_, s); });
-  m.algorithm = describe_cublaslt_algo(*best) + fmt::format(" (fastest of {})", candidates.size());
-  m.library = library_version();
-  return m;
+  if (!best) return {nullptr, "every cuBLASLt candidate failed; last: " + last_error};
+  auto k = std::make_unique<PreparedGemm>(std::move(p), *best, handle_, workspace_);
+  k->algorithm = describe_cublaslt_algo(*best) + fmt::format(" (fastest of {})", candidates.size());
+  k->library = library_version();
+  return {std::move(k), ""};
+}
+
+Measurement GemmBench::measure(const GemmKey& key) {
+  Prepared p = prepare(key);
+  if (!p.kernel) return Measurement::skipped_because(p.skip_reason);
+  return measure_prepared(loop_, *p.kernel);
 }
 
 double GemmBench::check_against_cpu(const GemmKey& key, cudaStream_t stream) {

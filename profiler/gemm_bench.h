@@ -25,6 +25,7 @@
 #include "core/kernel_keys.h"
 #include "profiler/device_buffer.h"
 #include "profiler/measure_loop.h"
+#include "profiler/prepared_kernel.h"
 
 namespace calisim::profiler {
 
@@ -42,6 +43,10 @@ class GemmBench {
   GemmBench& operator=(const GemmBench&) = delete;
 
   Measurement measure(const GemmKey& key);
+  // The key's buffers filled and its fastest algorithm chosen (the autotuning above), kept alive
+  // to run again; skip_reason as measure() would give it. The kernel shares this bench's
+  // workspace: run prepared GEMMs on one stream at a time.
+  Prepared prepare(const GemmKey& key);
 
   // For tests: runs the key once with the heuristic's first algorithm on random inputs and
   // returns ||D - ref|| / ||ref|| against a double-precision CPU product of the same (rounded)

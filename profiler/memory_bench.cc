@@ -51,18 +51,39 @@ struct StreamArrays {
 
 }  // namespace
 
-Measurement MemoryBench::measure(const MemoryOpKey& key) {
+namespace {
+
+class PreparedStream final : public PreparedKernel {
+ public:
+  explicit PreparedStream(std::unique_ptr<StreamArrays> a) : a_(std::move(a)) {}
+  void run(cudaStream_t s) override { a_->launch(s); }
+
+ private:
+  std::unique_ptr<StreamArrays> a_;
+};
+
+}  // namespace
+
+Prepared MemoryBench::prepare(const MemoryOpKey& key) {
   std::unique_ptr<StreamArrays> a;
   try {
     a = std::make_unique<StreamArrays>(key, 1000, false, nullptr);
   } catch (const GpuError& e) {
-    if (e.out_of_memory()) return Measurement::skipped_because(e.what());
+    if (e.out_of_memory()) return {nullptr, e.what()};
     throw;
   }
-  Measurement m = loop_.measure([&](cudaStream_t s) { a->launch(s); });
-  m.algorithm = fmt::format("stream {}r{}w x {} elements of {} B{}", a->p.reads, a->p.writes, a->n,
-                            a->p.element_bytes, a->p.approximated ? " (kind not in the table: 1r1w approximation)" : "");
-  return m;
+  const std::string algorithm =
+      fmt::format("stream {}r{}w x {} elements of {} B{}", a->p.reads, a->p.writes, a->n, a->p.element_bytes,
+                  a->p.approximated ? " (kind not in the table: 1r1w approximation)" : "");
+  auto k = std::make_unique<PreparedStream>(std::move(a));
+  k->algorithm = algorithm;
+  return {std::move(k), ""};
+}
+
+Measurement MemoryBench::measure(const MemoryOpKey& key) {
+  Prepared p = prepare(key);
+  if (!p.kernel) return Measurement::skipped_because(p.skip_reason);
+  return measure_prepared(loop_, *p.kernel);
 }
 
 double MemoryBench::check_against_cpu(const MemoryOpKey& key, cudaStream_t stream) {

@@ -14,6 +14,7 @@
 #include "core/kernel_keys.h"
 #include "profiler/measure_loop.h"
 #include "profiler/memory_patterns.h"
+#include "profiler/prepared_kernel.h"
 
 namespace calisim::profiler {
 
@@ -22,6 +23,8 @@ class MemoryBench {
   explicit MemoryBench(MeasureLoop& loop) : loop_(loop) {}
   // Skipped (with the reason) when the buffers do not fit in free device memory.
   Measurement measure(const MemoryOpKey& key);
+  // The key's arrays allocated and filled, kept alive to run again (skip_reason when they do not fit).
+  Prepared prepare(const MemoryOpKey& key);
   // For tests: runs the pattern once on small random arrays and returns the largest relative
   // error of the outputs against a CPU recomputation.
   static double check_against_cpu(const MemoryOpKey& key, cudaStream_t stream);

@@ -9,10 +9,15 @@
 #                                                       `calisim profile plan --runs ... --system h100-sxm`),
 #                                                       into rows.db and its text export: the data
 #                                                       `calisim validate --db` prices those rows from
+#   .prof-bundle/profiler_device_run.sh sequence         `calisim profile sequence` on the flagship's layer
+#                                                       (Llama-3-70B, tp 8) and Llama-3-8B's (tp 1):
+#                                                       each kernel alone, then back to back for 20 s,
+#                                                       alone and beside a copy kernel on 16 and 32 SMs,
+#                                                       into sequence_*.json (docs/profiling.md)
 #   .prof-bundle/profiler_device_run.sh [SWEEP] [ARGS]  GPU tests, trace smoke test, the sweep into a
 #                                                       database, the text export
 #   .prof-bundle/profiler_device_run.sh lease [SECONDS]  a whole GPU lease in one call (default 540 s):
-#                                                       selftest, then the gemm sweep, the rows plan,
+#                                                       selftest, the two sequences, then the gemm sweep, the rows plan,
 #                                                       the attention and memory sweeps, each cut off
 #                                                       (SIGINT: the kernel in flight finishes, every
 #                                                       finished one is kept) so that all of it, with
@@ -112,6 +117,30 @@ if [[ "$mode" == selftest ]]; then
   exit 0
 fi
 
+# The layer sequences: NAME MODEL STRATEGY. The system is the GPU's (its peaks for the simulated
+# column): h200 on an H200, h100-sxm on an H100.
+sequences=("llama70b_tp8 llama3-70b llama3-70b-64gpu" "llama8b_tp1 llama3-8b llama3-8b-8gpu")
+sequence_system() {
+  case "$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -1)" in
+    *H200*) echo h200 ;;
+    *) echo h100-sxm ;;
+  esac
+}
+run_sequence() {  # run_sequence NAME MODEL STRATEGY DIR [ARGS]: one sequence, its report DIR/sequence_NAME.json
+  local name=$1 model=$2 strategy=$3 dir=$4
+  shift 4
+  "$bin/calisim" profile sequence --model "$model" --strategy "$strategy" --system "$(sequence_system)" \
+    -o "$dir/sequence_$name.json" "$@"
+}
+
+if [[ "$mode" == sequence ]]; then
+  for s in "${sequences[@]}"; do
+    # shellcheck disable=SC2086  # the entry is three words on purpose
+    run_sequence $s "$out" "$@" 2>&1 | tee "$out/sequence_${s%% *}.log"
+  done
+  exit 0
+fi
+
 if [[ "$mode" == lease ]]; then
   # Everything in one call, inside a deadline: the device time of a lease is short and a fresh
   # machine costs minutes to start, so the stages run in order of value and each is cut off
@@ -150,6 +179,17 @@ if [[ "$mode" == lease ]]; then
   if ! grep -q "^PASS profile_run" "$out/logs/selftest.txt"; then
     echo "lease: calisim profile run failed its selftest; stopping here (see logs)" | tee -a "$out/lease.txt"
   else
+    for s in "${sequences[@]}"; do  # about 80 s each: ~20 kernels alone, then three 15 s runs
+      left=$((deadline - reserve_s - SECONDS))
+      if ((left < 150)); then echo "sequence ${s%% *}: not run, ${left} s left" | tee -a "$out/lease.txt"; continue; fi
+      t0=$SECONDS
+      # The report goes into the logs archive (the device tool returns at most 8 files).
+      # shellcheck disable=SC2086
+      timeout -k 10 140 bash -c "$(declare -f run_sequence sequence_system); bin='$bin'; run_sequence $s '$out/logs' --sustain-s 15" \
+        >"$out/logs/sequence_${s%% *}.log" 2>&1
+      echo "sequence ${s%% *} ($((SECONDS - t0)) s): $(tail -12 "$out/logs/sequence_${s%% *}.log" | grep -E '^  (alone|beside)' | tr -s ' ' | tr '\n' ';')" |
+        tee -a "$out/lease.txt"
+    done
     stage gemm_sweep 110 calibration.db --sweep gemm
     stage rows 170 rows.db --plan "$here/plans/h100-sxm_rows.plan.json" --budget-s 0.3
     stage attention_sweep 70 calibration.db --sweep attention

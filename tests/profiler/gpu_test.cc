@@ -5,13 +5,17 @@
 
 #include <cstdio>
 
+#include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "profiler/attention_bench.h"
+#include "profiler/background_copy.h"
 #include "profiler/cuda_bench.h"
 #include "profiler/cuda_timer.h"
 #include "profiler/cupti_timer.h"
@@ -23,6 +27,8 @@
 #include "profiler/memory_bench.h"
 #include "profiler/nccl_bench.h"
 #include "profiler/nvml_monitor.h"
+#include "profiler/sequence_bench.h"
+#include "profiler/sequence_stats.h"
 #include "tests/profiler/fake_timer.h"
 
 namespace calisim::profiler {
@@ -464,6 +470,75 @@ TEST(GpuNccl, SingleGpuCollectivesAreSkippedWithAReason) {
   const Measurement m = bench.measure({db::KeyKind::collective, to_string(key)});
   EXPECT_EQ(m.status, MeasurementStatus::skipped);
   EXPECT_NE(m.reason.find("1 GPU"), std::string::npos) << m.reason;
+}
+
+// The copy kernel that stands in for communication: every CTA resident, bytes moved at an HBM-like
+// rate, stopped on request well before its sweep cap.
+TEST(GpuSequence, BackgroundCopyHoldsItsSmsUntilStopped) {
+  REQUIRE_GPU(1);
+  cudaStream_t s = nullptr;
+  ASSERT_EQ(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), cudaSuccess);
+  {
+    BackgroundCopy copy(4, std::size_t{64} << 20);
+    copy.start(s, 1000000);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    const BackgroundCopy::Result r = copy.stop();
+    std::printf("background copy on 4 SMs: %.1f GB/s over %.3f s\n", r.bytes / r.seconds / 1e9, r.seconds);
+    EXPECT_FALSE(r.hit_max_sweeps);
+    EXPECT_GT(r.seconds, 0.05);
+    EXPECT_GT(r.bytes / r.seconds, 10e9) << "4 SMs copy far faster than 10 GB/s";
+    EXPECT_THROW(BackgroundCopy(0), std::invalid_argument);
+  }
+  cudaStreamDestroy(s);
+}
+
+// A small layer run alone and back to back: every kernel measured alone, sustained runs alone and
+// beside a copy kernel, pass times of the same order as the kernels' sum alone.
+TEST(GpuSequence, MeasuresAloneAndBackToBack) {
+  REQUIRE_GPU(1);
+  CudaBenchOptions o;
+  o.loop = quick_loop();
+  CudaBench bench(o);
+  const std::vector<PlannedKernel> kernels{
+      {db::KeyKind::memory, "mem kind=rmsnorm_fwd bytes=16777216"},
+      {db::KeyKind::gemm, "gemm m=2048 n=2048 k=2048 batch=1 dtype=bf16 layout=TN acc=0"},
+      {db::KeyKind::attention, "attn b=1 hq=8 hkv=8 sq=2048 skv=2048 dqk=128 dv=128 causal=1 dtype=bf16 dir=fwd"},
+      {db::KeyKind::attention, "attn b=1 hq=8 hkv=8 sq=2048 skv=2048 dqk=128 dv=128 causal=1 dtype=bf16 dir=bwd"},
+      {db::KeyKind::gemm, "gemm m=2048 n=2048 k=2048 batch=1 dtype=bf16 layout=NN acc=0"},
+      {db::KeyKind::gemm, "gemm m=2048 n=2048 k=2048 batch=1 dtype=bf16 layout=TN acc=0"}};  // a repeat
+  SequenceOptions so;
+  so.sustain_s = 0.5;
+  so.background_ctas = {8};
+  const SequenceMeasurement m = measure_sequence(bench, kernels, so);
+  ASSERT_EQ(m.distinct_keys.size(), 5u);
+  ASSERT_EQ(m.isolated.size(), 5u);
+  double alone = 0;
+  for (const PlannedKernel& k : kernels) {
+    const auto i = std::find(m.distinct_keys.begin(), m.distinct_keys.end(), k.key) - m.distinct_keys.begin();
+    ASSERT_EQ(m.isolated[i].status, MeasurementStatus::measured) << k.key << ": " << m.isolated[i].reason;
+    alone += m.isolated[i].summary.median_s;
+  }
+  ASSERT_EQ(m.runs.size(), 2u);
+  const PassStats solo = summarize_passes(m.runs[0].pass_s);
+  const PassStats beside = summarize_passes(m.runs[1].pass_s);
+  std::printf("sequence: alone sum %.3f ms, pass %.3f ms, beside 8 SMs %.3f ms (copy %.0f GB/s)\n", alone * 1e3,
+              solo.median_s * 1e3, beside.median_s * 1e3, m.runs[1].background_bytes / m.runs[1].background_s / 1e9);
+  EXPECT_GT(solo.median_s, 0.5 * alone);
+  EXPECT_LT(solo.median_s, 2.0 * alone);
+  EXPECT_GT(beside.median_s, 0.97 * solo.median_s) << "eight SMs taken cannot make the layer faster";
+  EXPECT_EQ(m.runs[0].background_ctas, 0);
+  EXPECT_EQ(m.runs[1].background_ctas, 8);
+  EXPECT_GT(m.runs[1].background_bytes, 0);
+  EXPECT_FALSE(m.runs[1].background_hit_cap);
+  // A key that cannot run here ends the sequence, naming it.
+  const std::vector<PlannedKernel> bad{{db::KeyKind::attention,
+                                        "attn b=1 hq=8 hkv=3 sq=128 skv=128 dqk=128 dv=128 causal=1 dtype=bf16 dir=fwd"}};
+  try {
+    measure_sequence(bench, bad, so);
+    ADD_FAILURE() << "an unsupported key ran";
+  } catch (const std::runtime_error& e) {
+    EXPECT_NE(std::string(e.what()).find("hkv=3"), std::string::npos) << e.what();
+  }
 }
 
 }  // namespace

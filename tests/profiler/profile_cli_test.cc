@@ -76,6 +76,57 @@ TEST(ProfileCli, RunWithoutAUsableGpuExplainsWhy) {
 #endif
 }
 
+// `profile sequence --dry-run` lists one layer's kernels and the simulator's time for each, in any
+// build: JSON with the layer, the counts and every kernel; the table's sum; --out writes the same
+// document. A layer kind the model lacks and a half config choice exit 2.
+TEST(ProfileCli, SequenceDryRunListsTheLayersKernelsWithSimulatedTimes) {
+  const std::string out = ::testing::TempDir() + "cli_sequence.json";
+  std::remove(out.c_str());
+  const CmdResult r = calisim::testing_support::run_calisim_stdout(
+      "profile sequence --model llama3-70b --strategy llama3-70b-64gpu --system h100-sxm --dry-run --json -o " + out);
+  ASSERT_EQ(r.code, 0) << r.out;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["calisim_sequence"], 1);
+  EXPECT_EQ(j["layer"], "dense");
+  const auto& k = j["kernels"];
+  ASSERT_EQ(k.size(), j["forward_kernels"].get<std::size_t>() + j["backward_kernels"].get<std::size_t>());
+  EXPECT_GT(j["collectives_left_out"].get<int>(), 0);  // tp 8 with sequence parallelism
+  double sum = 0;
+  for (const auto& e : k) {
+    EXPECT_GT(e["simulated_s"].get<double>(), 0) << e["key"];
+    sum += e["simulated_s"].get<double>();
+  }
+  EXPECT_NEAR(j["simulated_s"].get<double>(), sum, 1e-12);
+  EXPECT_EQ(k.front()["role"], "fwd");
+  EXPECT_EQ(k.back()["role"], "bwd");
+  std::ifstream f(out);
+  ASSERT_TRUE(f.good());
+  EXPECT_EQ(nlohmann::json::parse(f), j);
+
+  const CmdResult table = run_calisim("profile sequence --model llama3-70b --strategy llama3-70b-64gpu --dry-run");
+  ASSERT_EQ(table.code, 0) << table.out;
+  EXPECT_NE(table.out.find("core_attention"), std::string::npos) << table.out;
+  EXPECT_NE(table.out.find(" sum "), std::string::npos) << table.out;
+
+  expect_refused(run_calisim("profile sequence --model llama3-70b --strategy llama3-70b-64gpu --layer moe --dry-run"),
+                 "no MoE layer");
+  expect_refused(run_calisim("profile sequence --model llama3-70b --strategy llama3-70b-64gpu --layer mlp --dry-run"),
+                 "expected auto, dense or moe");
+  expect_refused(run_calisim("profile sequence --model llama3-70b --dry-run"), "--strategy");
+}
+
+// Without a GPU (or without CUDA) the measured sequence is refused, saying what --dry-run does.
+TEST(ProfileCli, SequenceWithoutAUsableGpuExplainsWhy) {
+  const CmdResult r = run_calisim("profile sequence --model llama3-8b --strategy llama3-8b-8gpu --sustain-s 1");
+#ifdef CALISIM_TEST_HAVE_CUDA
+  if (r.code == 0) GTEST_SKIP() << "a GPU is present: the sequence ran";
+  expect_refused(r, "no CUDA device");
+#else
+  expect_refused(r, "built without CUDA");
+#endif
+  EXPECT_NE(r.out.find("--dry-run"), std::string::npos) << r.out;
+}
+
 // `calisim db show` summarises a trace run (libcalisim_trace.so's output) by kernel class.
 TEST(ProfileCli, DbShowSummarisesATraceRunByClass) {
   const std::string db = ::testing::TempDir() + "cli_trace.db";
@@ -232,7 +283,9 @@ TEST(ProfileCli, KinetoTraceWithShapesGivesEfficiencyRowsTheSimulatorUses) {
     double traced = 0, simulated = 0;
     for (const auto& k : shapes.at("keys")) {
       EXPECT_EQ(k.at("simulated_from"), with_rows ? "measured" : "roofline") << k;
-      if (with_rows) EXPECT_NEAR(k.at("simulated_s").get<double>(), k.at("traced_s").get<double>(), 1e-12) << k;
+      if (with_rows) {
+        EXPECT_NEAR(k.at("simulated_s").get<double>(), k.at("traced_s").get<double>(), 1e-12) << k;
+      }
       traced += k.at("calls").get<double>() * k.at("traced_s").get<double>();
       simulated += k.at("calls").get<double>() * k.at("simulated_s").get<double>();
     }
