@@ -212,6 +212,7 @@ class StreamingTrace final : public json::json_sax_t {
 
   json top = json::object();   // top-level members other than the traceEvents array
   bool top_is_object = false;
+  bool top_is_array = false;  // Chrome's "JSON Array Format": a bare array of events
   bool saw_event_array = false;
 
   bool null() override { return put(json(nullptr)); }
@@ -265,6 +266,7 @@ class StreamingTrace final : public json::json_sax_t {
       stack_.push_back(add(std::move(empty)));
     } else if (depth_ == 0) {
       top_is_object = empty.is_object();
+      top_is_array = empty.is_array();
     } else if (depth_ == 1 && top_is_object) {
       if (top_key_ == "traceEvents" && empty.is_array()) {
         in_events_ = saw_event_array = true;
@@ -491,6 +493,15 @@ KinetoTrace read_kineto_trace(const std::string& path, const std::string& device
     throw;
   } catch (const std::exception& e) {
     throw InputError(path, "", fmt::format("not a JSON trace ({})", e.what()));
+  }
+  if (reader.top_is_array) {
+    // What PyTorch's legacy autograd profiler writes (a build without Kineto, such as Debian's
+    // python3-torch): CPU operators only, no GPU kernel records to compare or key.
+    throw InputError(path, "",
+                     "a bare JSON array of events: the trace format of PyTorch's legacy autograd profiler (a "
+                     "PyTorch built without Kineto), which records no GPU kernels; record with a PyTorch that has "
+                     "Kineto (the pip and conda builds: torch.profiler with ProfilerActivity.CUDA), whose trace is a "
+                     "JSON object with \"traceEvents\"");
   }
   if (!reader.top_is_object) throw InputError(path, "", "expected a JSON object with \"traceEvents\"");
   if (!reader.saw_event_array) {

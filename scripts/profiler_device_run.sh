@@ -14,10 +14,16 @@
 #                                                       each kernel alone, then back to back for 20 s,
 #                                                       alone and beside a copy kernel on 16 and 32 SMs,
 #                                                       into sequence_*.json (docs/profiling.md)
+#   .prof-bundle/profiler_device_run.sh torch            a real PyTorch training step (scripts/torch_step_trace.py:
+#                                                       Llama-3-8B's shapes, 4 layers, seq 8192) profiled with
+#                                                       record_shapes, SDPA on cuDNN and on FlashAttention-2,
+#                                                       into torch_cudnn/ and torch_flash/ (trace, configs,
+#                                                       step times) for `db import --kineto`
 #   .prof-bundle/profiler_device_run.sh [SWEEP] [ARGS]  GPU tests, trace smoke test, the sweep into a
 #                                                       database, the text export
 #   .prof-bundle/profiler_device_run.sh lease [SECONDS]  a whole GPU lease in one call (default 540 s):
-#                                                       selftest, the two sequences, then the gemm sweep, the rows plan,
+#                                                       selftest, the two sequences, the two PyTorch
+#                                                       steps, then the gemm sweep, the rows plan,
 #                                                       the attention and memory sweeps, each cut off
 #                                                       (SIGINT: the kernel in flight finishes, every
 #                                                       finished one is kept) so that all of it, with
@@ -133,6 +139,17 @@ run_sequence() {  # run_sequence NAME MODEL STRATEGY DIR [ARGS]: one sequence, i
     -o "$dir/sequence_$name.json" "$@"
 }
 
+# A PyTorch training step on this GPU (the image's python3 holds PyTorch): run_torch BACKEND DIR.
+run_torch() {
+  python3 scripts/torch_step_trace.py --model configs/models/llama3-8b.json --layers 4 --seq 8192 --mbs 1 \
+    --attention "$1" --out "$2/torch_$1"
+}
+
+if [[ "$mode" == torch ]]; then
+  for b in cudnn flash; do run_torch "$b" "$out" 2>&1 | tee "$out/torch_$b.log"; done
+  exit 0
+fi
+
 if [[ "$mode" == sequence ]]; then
   for s in "${sequences[@]}"; do
     # shellcheck disable=SC2086  # the entry is three words on purpose
@@ -188,6 +205,14 @@ if [[ "$mode" == lease ]]; then
       timeout -k 10 140 bash -c "$(declare -f run_sequence sequence_system); bin='$bin'; run_sequence $s '$out/logs' --sustain-s 15" \
         >"$out/logs/sequence_${s%% *}.log" 2>&1
       echo "sequence ${s%% *} ($((SECONDS - t0)) s): $(tail -12 "$out/logs/sequence_${s%% *}.log" | grep -E '^  (alone|beside)' | tr -s ' ' | tr '\n' ';')" |
+        tee -a "$out/lease.txt"
+    done
+    for b in cudnn flash; do  # well under a minute each; trace and configs into the logs archive
+      left=$((deadline - reserve_s - SECONDS))
+      if ((left < 90)); then echo "torch $b: not run, ${left} s left" | tee -a "$out/lease.txt"; continue; fi
+      t0=$SECONDS
+      timeout -k 10 120 bash -c "$(declare -f run_torch); run_torch $b '$out/logs'" >"$out/logs/torch_$b.log" 2>&1
+      echo "torch $b ($((SECONDS - t0)) s): $(grep -m1 ' step ' "$out/logs/torch_$b.log" || tail -1 "$out/logs/torch_$b.log")" |
         tee -a "$out/lease.txt"
     done
     stage gemm_sweep 110 calibration.db --sweep gemm

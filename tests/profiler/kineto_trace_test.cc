@@ -189,6 +189,11 @@ TEST(KinetoTrace, MalformedInputNamesTheFileAndTheField) {
   std::ofstream(text) << "not json";
   EXPECT_NE(error_of(text).find("not a JSON trace"), std::string::npos) << error_of(text);
 
+  // The legacy autograd profiler's bare array of events (a PyTorch without Kineto) is named as such.
+  const std::string legacy = ::testing::TempDir() + "kineto_legacy.json";
+  std::ofstream(legacy) << R"([{"name": "aten::mm", "ph": "X", "ts": 1, "dur": 2, "tid": 1, "pid": "CPU functions"}])";
+  EXPECT_NE(error_of(legacy).find("legacy autograd profiler"), std::string::npos) << error_of(legacy);
+
   const std::string no_events = edited("kineto_no_events.json", [](json& doc) { doc.erase("traceEvents"); });
   EXPECT_NE(error_of(no_events).find("traceEvents: expected an array"), std::string::npos) << error_of(no_events);
 
