@@ -110,6 +110,7 @@ selftest() {
     check attention_fp8 "$bin/profiler_gpu_test" --gtest_filter='GpuAttention.Fp8ForwardMatchesCpuReferenceOnHopper:GpuAttention.Fp8BackwardMatchesCpuReferenceOnHopper'
     check memory "$bin/profiler_gpu_test" --gtest_filter='GpuMemory.*'
     check cupti_vs_events "$bin/profiler_gpu_test" --gtest_filter='GpuTimers.*'
+    check sequence "$bin/profiler_gpu_test" --gtest_filter='GpuSequence.*'
     check collective "$bin/profiler_gpu_test" --gtest_filter='GpuNccl.*'
     check trace "$bin/profiler_trace_gpu_test"
     rm -f "$out/selftest.db"
