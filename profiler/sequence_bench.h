@@ -7,6 +7,8 @@
 // SMs and HBM beside them (the system file's comm_compute_slowdown). The per-kernel rows cannot
 // see either; the simulator multiplies both into every step.
 //
+// The result types (SustainedRun, SequenceMeasurement) are plain data in sequence_stats.h.
+//
 // Method (one GPU; `kernels` in issue order, repeats allowed, GEMM / attention / memory keys):
 //  1. every distinct key is prepared (profiler/prepared_kernel.h: buffers, cuBLASLt autotuning,
 //     cuDNN engine) and kept alive; one that cannot run here throws std::runtime_error naming it;
@@ -28,9 +30,8 @@
 #include <vector>
 
 #include "profiler/cuda_bench.h"
-#include "profiler/gpu_state.h"
-#include "profiler/measurement.h"
 #include "profiler/profile_plan.h"
+#include "profiler/sequence_stats.h"
 
 namespace calisim::profiler {
 
@@ -40,22 +41,6 @@ struct SequenceOptions {
   std::vector<int> background_ctas;
   double nvml_period_s = 0.1;
   std::function<void(const std::string&)> progress;
-};
-
-struct SustainedRun {
-  int background_ctas = 0;          // 0: the sequence alone
-  std::vector<double> pass_s;       // one entry per group: its time over its passes
-  int passes_per_group = 1;
-  std::vector<GpuState> states;     // NVML while the passes ran
-  double background_bytes = 0;      // moved by the copy kernel (reads + writes)
-  double background_s = 0;          // how long the copy kernel ran
-  bool background_hit_cap = false;  // it ended on its sweep cap before the passes did
-};
-
-struct SequenceMeasurement {
-  std::vector<std::string> distinct_keys;  // first-use order
-  std::vector<Measurement> isolated;       // one per distinct key
-  std::vector<SustainedRun> runs;          // alone first, then one per background_ctas entry
 };
 
 SequenceMeasurement measure_sequence(CudaBench& bench, const std::vector<PlannedKernel>& kernels,

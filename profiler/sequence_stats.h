@@ -1,5 +1,5 @@
-// What a sustained run of `calisim profile sequence` says, reduced from its raw samples: pure
-// functions, no GPU needed (profiler/sequence_bench.h produces the samples).
+// What `calisim profile sequence` measures (profiler/sequence_bench.h fills these on a GPU), and
+// what a sustained run says, reduced from its raw samples: plain data and pure functions.
 //
 // Pass times: median, 10th and 90th percentile, and the drift — the median of the last tenth of
 // the run over the median of its first tenth (at least one sample each), which shows a GPU
@@ -10,9 +10,11 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "profiler/gpu_state.h"
+#include "profiler/measurement.h"
 
 namespace calisim::profiler {
 
@@ -21,6 +23,22 @@ struct PassStats {
   double median_s = 0, p10_s = 0, p90_s = 0;
   double first_tenth_s = 0, last_tenth_s = 0;  // medians of the first and last tenth of the run
   double drift() const { return first_tenth_s > 0 ? last_tenth_s / first_tenth_s : 0.0; }
+};
+
+struct SustainedRun {
+  int background_ctas = 0;          // 0: the sequence alone
+  std::vector<double> pass_s;       // one entry per group: its time over its passes
+  int passes_per_group = 1;
+  std::vector<GpuState> states;     // NVML while the passes ran
+  double background_bytes = 0;      // moved by the copy kernel (reads + writes)
+  double background_s = 0;          // how long the copy kernel ran
+  bool background_hit_cap = false;  // it ended on its sweep cap before the passes did
+};
+
+struct SequenceMeasurement {
+  std::vector<std::string> distinct_keys;  // first-use order
+  std::vector<Measurement> isolated;       // one per distinct key
+  std::vector<SustainedRun> runs;          // alone first, then one per background_ctas entry
 };
 
 PassStats summarize_passes(const std::vector<double>& pass_s);

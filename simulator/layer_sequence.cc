@@ -22,6 +22,8 @@ std::string_view to_string(SequenceKernelKind k) {
   return "?";
 }
 
+std::string_view to_string(SequenceLayer l) { return l == SequenceLayer::moe ? "moe" : "dense"; }
+
 double LayerSequence::simulated_s() const {
   double s = 0;
   for (const auto& k : kernels) s += k.simulated_s;

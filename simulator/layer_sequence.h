@@ -41,6 +41,7 @@ struct SequenceKernel {
 };
 
 enum class SequenceLayer : std::uint8_t { dense, moe };
+std::string_view to_string(SequenceLayer l);  // "dense", "moe"
 
 struct LayerSequence {
   SequenceLayer layer = SequenceLayer::dense;
