@@ -276,7 +276,9 @@ def main():
     model_out = dict(cfg)
     with open(os.path.join(args.out, "model.json"), "w") as f:
         json.dump(model_out, f, indent=2)
-    fused_norm = hasattr(F, "rms_norm")
+    # F.rms_norm runs one fused kernel on CUDA only where PyTorch has aten::_fused_rms_norm; before
+    # that (and on the CPU) it is a composite of element-wise kernels, as the manual fallback.
+    fused_norm = device.type == "cuda" and hasattr(F, "rms_norm") and hasattr(torch.ops.aten, "_fused_rms_norm")
     with open(os.path.join(args.out, "strategy.json"), "w") as f:
         json.dump(strategy_for(args, fused_norm), f, indent=2)
     gpu = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
@@ -287,7 +289,7 @@ def main():
     summary = {
         "gpu": gpu, "torch": torch.__version__, "cuda": torch.version.cuda,
         "cudnn": torch.backends.cudnn.version() if device.type == "cuda" else None,
-        "python": platform.python_version(), "attention_backend": args.attention,
+        "python": platform.python_version(), "attention_backend": args.attention, "fused_rms_norm": fused_norm,
         "gqa_expanded": GQA_EXPANDED[0] or (cfg["kv_head_num"] != cfg["head_num"] and not sdpa_takes_gqa()),
         "layers": cfg["layer_num"], "seq_len": args.seq, "micro_batch_size": args.mbs,
         "parameters": sum(p.numel() for p in model.parameters()),
