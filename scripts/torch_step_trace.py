@@ -35,9 +35,14 @@ import statistics
 import sys
 import time
 
-import torch
-import torch.nn.functional as F
-from torch import nn
+try:
+    import torch
+    import torch.nn.functional as F
+    from torch import nn
+    Module = nn.Module
+except ImportError:  # the config and argument checks still run; training needs PyTorch
+    torch = F = nn = None
+    Module = object
 
 BACKENDS = ("auto", "cudnn", "flash", "efficient", "math")
 
@@ -84,7 +89,7 @@ def rms_norm(x, weight, eps=1e-5):
     return x * torch.rsqrt(x.float().pow(2).mean(-1, keepdim=True) + eps).to(x.dtype) * weight
 
 
-class Block(nn.Module):
+class Block(Module):
     def __init__(self, cfg):
         super().__init__()
         h, d = cfg["hidden_size"], cfg["head_size"]
@@ -179,7 +184,7 @@ def sdpa_takes_gqa():
         return tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
 
 
-class Decoder(nn.Module):
+class Decoder(Module):
     def __init__(self, cfg):
         super().__init__()
         h, V = cfg["hidden_size"], cfg["vocab_size"]
@@ -225,6 +230,8 @@ def main():
         if getattr(args, name) < (0 if name in ("layers", "warmup") else 1):
             fail(f"--{name}: expected a positive integer")
     cfg = read_model(args.model, args.layers)
+    if torch is None:
+        fail("needs PyTorch (import torch failed): run it where PyTorch is installed, e.g. the GPU machine")
     device = torch.device(args.device)
     if device.type == "cuda" and not torch.cuda.is_available():
         fail("no CUDA device (torch.cuda.is_available() is False); --device cpu runs the same step on the CPU")
