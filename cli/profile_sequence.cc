@@ -20,6 +20,7 @@
 
 #ifdef CALISIM_HAVE_CUDA_PROFILER
 #include "profiler/cuda_bench.h"
+#include "profiler/device_match.h"
 #include "profiler/sequence_bench.h"
 #endif
 
@@ -31,7 +32,7 @@ using Json = nlohmann::ordered_json;
 
 struct SequenceArgs {
   ConfigChoice configs;
-  std::string system = "h100-sxm", db, layer = "auto", out, timer = "cupti";
+  std::string system, db, layer = "auto", out, timer = "cupti";  // system: from the GPU, or h100-sxm for a dry run
   std::vector<std::string> overrides;
   std::vector<int> background_ctas{16, 32};
   double sustain_s = 20, budget_s = 1.0;
@@ -72,11 +73,8 @@ void emit(const SequenceArgs& a, const Json& j, const std::string& text) {
 
 #ifdef CALISIM_HAVE_CUDA_PROFILER
 
-void run_measured(const SequenceArgs& a, const SequenceContext& ctx, const LayerSequence& seq) {
-  if (a.timer != "cupti" && a.timer != "events") {
-    throw InputError("<command line>", "--timer", "expected cupti or events, got '" + a.timer + "'");
-  }
-  if (!(a.sustain_s > 0)) throw InputError("<command line>", "--sustain-s", "expected a positive number of seconds");
+// The CUDA device to run on, checked; InputError when there is none or --device is out of range.
+void check_device(const SequenceArgs& a) {
   std::string why;
   const int gpus = prof::cuda_device_count(&why);
   if (gpus == 0) {
@@ -86,6 +84,26 @@ void run_measured(const SequenceArgs& a, const SequenceContext& ctx, const Layer
   if (a.device < 0 || a.device >= gpus) {
     throw InputError("<command line>", "--device", fmt::format("this machine has CUDA devices 0..{}", gpus - 1));
   }
+}
+
+// The shipped system of the GPU the sequence runs on (its peaks price the simulated column).
+std::string system_of_gpu(const SequenceArgs& a) {
+  check_device(a);
+  const prof::CudaEnvironment env = prof::describe_cuda(a.device);
+  const std::string system = prof::system_for_cuda_device(env.name);
+  if (system.empty()) {
+    throw InputError("<command line>", "--system",
+                     fmt::format("no shipped system matches '{}'; name one (`calisim configs list`)", env.name));
+  }
+  return system;
+}
+
+void run_measured(const SequenceArgs& a, const SequenceContext& ctx, const LayerSequence& seq) {
+  if (a.timer != "cupti" && a.timer != "events") {
+    throw InputError("<command line>", "--timer", "expected cupti or events, got '" + a.timer + "'");
+  }
+  if (!(a.sustain_s > 0)) throw InputError("<command line>", "--sustain-s", "expected a positive number of seconds");
+  check_device(a);
   prof::CudaBenchOptions bo;
   bo.device = a.device;
   bo.allow_cupti = a.timer == "cupti";
@@ -119,22 +137,25 @@ void run_measured(const SequenceArgs& a, const SequenceContext& ctx, const Layer
 
 #else
 
-void run_measured(const SequenceArgs&, const SequenceContext&, const LayerSequence&) {
+[[noreturn]] void refuse_without_cuda() {
   throw InputError("<this build>", "profile sequence",
                    "this calisim was built without CUDA, so it cannot run kernels; `--dry-run` lists the sequence "
                    "and its simulated times in every build (docs/profiling.md)");
 }
+std::string system_of_gpu(const SequenceArgs&) { refuse_without_cuda(); }
+void run_measured(const SequenceArgs&, const SequenceContext&, const LayerSequence&) { refuse_without_cuda(); }
 
 #endif
 
 void run_sequence_command(const SequenceArgs& a) {
   if (a.configs.empty()) throw InputError("<command line>", "profile sequence", "give --model and --strategy (or --megatron)");
-  const RunConfigs rc = load_chosen_configs(a.configs, a.system, a.overrides);
+  const std::string system = !a.system.empty() ? a.system : a.dry_run ? "h100-sxm" : system_of_gpu(a);
+  const RunConfigs rc = load_chosen_configs(a.configs, system, a.overrides);
   const EfficiencyChoice eff = make_efficiency_source(rc.system, rc.system_file, a.db);
   for (const auto& n : eff.notes) fmt::print(stderr, "note: {}\n", n);
   const SequenceLayer layer = parse_layer(a.layer, rc.model);
   const LayerSequence seq = layer_sequence(rc.model, rc.strategy, rc.system, *eff.model, layer, rc.model_file);
-  const SequenceContext ctx{describe(rc, layer), rc.model_file, rc.strategy_file, a.system, eff.database,
+  const SequenceContext ctx{describe(rc, layer), rc.model_file, rc.strategy_file, system, eff.database,
                             rc.system.comm_compute_slowdown};
   if (a.dry_run) {
     emit(a, sequence_report_json(ctx, seq), sequence_report_text(ctx, seq));
@@ -151,7 +172,8 @@ void register_profile_sequence(CLI::App* profile) {
       "sequence",
       "Run one layer's kernels alone and back to back for a sustained while on this GPU, beside the simulation");
   add_config_choice_options(cmd, a->configs);
-  cmd->add_option("--system", a->system, "system config name or path (default h100-sxm)");
+  cmd->add_option("--system", a->system,
+                  "system config name or path (default: the GPU's shipped system; h100-sxm for --dry-run)");
   cmd->add_option("--set", a->overrides, "override a config field, e.g. strategy.tp_size=4");
   cmd->add_option("--db", a->db, "efficiency database for the simulated column (default: the system's roofline)");
   cmd->add_option("--layer", a->layer, "auto (default: the model's typical layer), dense or moe");
