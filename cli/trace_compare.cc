@@ -55,7 +55,7 @@ struct TraceFile {
 
 TraceFile open_trace_file(const std::string& path) {
   if (!std::filesystem::exists(path)) throw InputError(path, "--compare-trace", "no such database file");
-  TraceFile f{db::EfficiencyDb::open(path, db::OpenMode::read_only), {}, {}};
+  TraceFile f{db::EfficiencyDb::open(path, db::OpenMode::read_only), {}, {}, std::nullopt};
   f.runs = db::runs_with_trace_kernels(f.store);
   if (f.runs.empty()) {
     throw InputError(path, "--compare-trace",

@@ -61,20 +61,13 @@ class Builder {
                             coster_.memory_s(k, nullptr)});
   }
 
-  // Ring context parallelism as op_cost prices it (op_cost.cc ring_attention): the causal diagonal
-  // step on the rank's own chunks, then c - 1 non-causal chunk-pair steps.
+  // Ring context parallelism as op_cost prices it: the causal diagonal step on the rank's own
+  // chunks, then c - 1 non-causal chunk-pair steps.
   void ring_attention(const LayerOp& op, AttentionDirection dir) {
-    const int c = op.cp_ring_steps;
-    AttentionKey diag = op.attn_fwd;
-    diag.seq_kv = diag.seq_q;
-    diag.direction = dir;
-    AttentionKey step = op.attn_fwd;
-    step.seq_kv = op.attn_fwd.causal ? std::max<std::int64_t>(1, op.attn_fwd.seq_q / 2) : op.attn_fwd.seq_q;
-    step.causal = false;
-    step.direction = dir;
+    const RingAttentionKeys k = ring_attention_keys(op, dir);
     const char* role = dir == AttentionDirection::forward ? "fwd" : "bwd";
-    attention(op, fmt::format("{} step 0", role), diag);
-    for (int i = 1; i < c; ++i) attention(op, fmt::format("{} step {}", role, i), step);
+    attention(op, fmt::format("{} step 0", role), k.diagonal);
+    for (int i = 1; i < op.cp_ring_steps; ++i) attention(op, fmt::format("{} step {}", role, i), k.step);
   }
 
   void forward(const LayerOp& op) {

@@ -53,18 +53,23 @@ double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally, int ra
 // transfer of step i+1 (c-1 transfers). Backward (TE): step i hides the next KV and the dKV of
 // the previous step; the last dKV has nothing left to hide behind. A step shorter than its
 // transfer exposes the difference; the hidden part pays the SM-sharing slowdown (overlap.h).
+RingAttentionKeys ring_attention_keys(const LayerOp& op, AttentionDirection dir) {
+  RingAttentionKeys k{op.attn_fwd, op.attn_fwd};
+  k.diagonal.seq_kv = k.diagonal.seq_q;
+  k.step.seq_kv = op.attn_fwd.causal ? std::max<std::int64_t>(1, op.attn_fwd.seq_q / 2) : op.attn_fwd.seq_q;
+  k.step.causal = false;
+  k.diagonal.direction = k.step.direction = dir;
+  return k;
+}
+
 double OpCoster::ring_attention(const LayerOp& op, double kv_s, double kv_bwd_s, double dkv_s, SourceTally* tally,
                                 Efficiency* used, OpTiming& t) const {
   const int c = op.cp_ring_steps;
   const double slow = sys_.comm_compute_slowdown;
-  AttentionKey diag = op.attn_fwd;
-  diag.seq_kv = diag.seq_q;
-  AttentionKey step = op.attn_fwd;
-  step.seq_kv = op.attn_fwd.causal ? std::max<std::int64_t>(1, op.attn_fwd.seq_q / 2) : op.attn_fwd.seq_q;
-  step.causal = false;
-  const double f_diag = attention_s(diag, tally, used), f_step = attention_s(step, tally);
-  diag.direction = step.direction = AttentionDirection::backward;
-  const double b_diag = attention_s(diag, tally), b_step = attention_s(step, tally);
+  const RingAttentionKeys fwd = ring_attention_keys(op, AttentionDirection::forward);
+  const RingAttentionKeys bwd = ring_attention_keys(op, AttentionDirection::backward);
+  const double f_diag = attention_s(fwd.diagonal, tally, used), f_step = attention_s(fwd.step, tally);
+  const double b_diag = attention_s(bwd.diagonal, tally), b_step = attention_s(bwd.step, tally);
   const double rest = c - 1;
   t.fwd_compute_s = f_diag + rest * f_step;
   t.bwd_compute_s = b_diag + rest * b_step;

@@ -49,6 +49,15 @@ struct OpTiming {
   std::uint16_t origin = 0;                              // of the forward compute kernel
 };
 
+// Ring context parallelism's kernels (LayerOp::cp_ring_steps = c > 1), in direction `dir`: the
+// causal diagonal step on the rank's own chunks (s/c queries and keys) and the non-causal
+// chunk-pair step the other c - 1 steps run (s/c queries to s/(2c) keys; s/c to s/c for a
+// non-causal mask). OpCoster prices them; `calisim profile sequence` runs them.
+struct RingAttentionKeys {
+  AttentionKey diagonal, step;
+};
+RingAttentionKeys ring_attention_keys(const LayerOp& op, AttentionDirection dir);
+
 class OpCoster {
  public:
   // system and eff must outlive the coster.
