@@ -194,6 +194,9 @@ std::string sequence_report_text(const SequenceContext& ctx, const LayerSequence
       "\nalone sum / pass below 1: the sustained layer is slower than its kernels alone (clocks, power, gaps);\n"
       "slowdown: what holding SMs and HBM beside the layer costs it (the system's comm_compute_slowdown is {:.2f})\n",
       ctx.comm_compute_slowdown);
+  // The run alone as a system setting: simulate at the measured sustained speed.
+  out += fmt::format("to simulate at this sustained speed: --set system.efficiency.sustained_kernel_speed={:.3f}\n",
+                     alone / solo_s);
   return out;
 }
 

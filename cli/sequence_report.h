@@ -6,7 +6,8 @@
 // with its simulated time and, measured, its time alone and algorithm; the sums; per sustained run
 // the pass statistics, NVML's clocks, power and slowdown reasons, and for runs beside the copy
 // kernel its GB/s and the slowdown against the run alone; alone_sum_over_sustained and
-// simulated_over_sustained of the run alone. Without a measurement (a dry run) only the
+// simulated_over_sustained of the run alone (the first is the system setting
+// efficiency.sustained_kernel_speed this layer measures; the text prints it as a --set). Without a measurement (a dry run) only the
 // configuration, kernels and simulated sum. Throws std::invalid_argument when a measurement lacks a
 // kernel of the sequence or has no run alone.
 #pragma once

@@ -241,6 +241,7 @@ json system_json(const SystemConfig& s) {
             {"pcie_switch_gpus", s.topology.pcie_switch_gpus},
             {"pcie_bridge_gb_s", s.topology.pcie_bridge_gb_s}}},
           {"comm_compute_slowdown", s.comm_compute_slowdown},
+          {"sustained_kernel_speed", s.sustained_kernel_speed},
           {"host_link_name", s.host_link_name},
           {"host_link_gb_s", s.host_link_gb_s},
           {"host_link_efficiency", s.host_link_efficiency},

@@ -740,6 +740,12 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
       e.fail("comm_compute_slowdown", "expected a fraction in [0, 1]: compute slowdown while communication runs beside it");
     }
     s.comm_compute_slowdown = slow.value_or(0);
+    auto sustained = e.opt_number("sustained_kernel_speed");
+    if (sustained && !(*sustained > 0 && *sustained <= 2)) {
+      e.fail("sustained_kernel_speed",
+             "expected a number in (0, 2]: compute kernels' speed in a sustained step over their speed alone");
+    }
+    s.sustained_kernel_speed = sustained.value_or(1);
     e.finish();
   }
   {

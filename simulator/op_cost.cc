@@ -18,8 +18,9 @@ double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used) 
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
   const double compute = k.flops() / (sys_.device.peak_flops_per_s(k.dtype) * e.value);
-  if (e.source != EfficiencySource::roofline) return compute;
-  return std::max(compute, k.bytes() / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency));
+  if (e.source != EfficiencySource::roofline) return compute / sys_.sustained_kernel_speed;
+  return std::max(compute, k.bytes() / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) /
+         sys_.sustained_kernel_speed;
 }
 
 double OpCoster::attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used) const {
@@ -27,8 +28,9 @@ double OpCoster::attention_s(const AttentionKey& k, SourceTally* tally, Efficien
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
   const double compute = k.flops() / (sys_.device.peak_flops_per_s(k.dtype) * e.value);
-  if (e.source != EfficiencySource::roofline) return compute;
-  return std::max(compute, k.bytes() / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency));
+  if (e.source != EfficiencySource::roofline) return compute / sys_.sustained_kernel_speed;
+  return std::max(compute, k.bytes() / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) /
+         sys_.sustained_kernel_speed;
 }
 
 double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used) const {
@@ -36,7 +38,8 @@ double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* 
   const Efficiency e = eff_.memory_op(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
-  return static_cast<double>(k.bytes) / (sys_.device.hbm_bytes_per_s() * e.value) + sys_.kernel_launch_us * 1e-6;
+  return static_cast<double>(k.bytes) / (sys_.device.hbm_bytes_per_s() * e.value) / sys_.sustained_kernel_speed +
+         sys_.kernel_launch_us * 1e-6;
 }
 
 double OpCoster::collective_s(const CollectiveKey& k, SourceTally* tally, int ranks_per_switch) const {

@@ -2,7 +2,9 @@
 //
 // Per kernel: a measured/interpolated/scaled efficiency e gives time = FLOPs / (peak·e) (the
 // measurement already contains every loss); a roofline answer gives max(FLOPs / (peak·e),
-// bytes / (HBM·e_mem)). Memory-bound kernels take bytes / (HBM·e) + the launch latency.
+// bytes / (HBM·e_mem)). Memory-bound kernels take bytes / (HBM·e) + the launch latency. Each
+// kernel time (not the launch latency) is divided by the system's sustained_kernel_speed (1 by
+// default: kernels as fast as alone).
 // Collectives tied to an op: forward ones are exposed unless marked overlapped (tp_comm_overlap,
 // ring CP); in backward, the ones Megatron overlaps with the same op's dgrad/wgrad GEMM (or the
 // attention backward) cost max(compute, comm) + the system's SM-sharing slowdown on the hidden

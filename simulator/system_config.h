@@ -69,6 +69,13 @@ struct SystemConfig {
   // (NCCL / userbuffer kernels occupy SMs and memory bandwidth); charged on every overlapped
   // pair as slowdown × hidden communication time. In [0, 1); 0 = free overlap.
   double comm_compute_slowdown = 0;
+  // Speed of compute kernels (GEMM, attention, bandwidth-bound) in a sustained training step
+  // relative to the efficiencies, which describe kernels timed alone for a second or two (a
+  // database's rows, the published figures behind the defaults): every such kernel takes its time
+  // / this. 1 = as measured alone; below 1 where a step settles at the power limit or leaves gaps
+  // between kernels, above 1 where kernels back to back run faster (warm caches). `calisim profile
+  // sequence` measures it for a layer (its "alone sum / pass"). In (0, 2].
+  double sustained_kernel_speed = 1;
 
   // Host link used by activation and optimizer offload (PCIe, NVLink-C2C), one direction.
   std::string host_link_name;

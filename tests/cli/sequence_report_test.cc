@@ -102,6 +102,7 @@ TEST(SequenceReport, TextHasBothTablesAndADryRunOnlyTheKernels) {
   EXPECT_NE(text.find("+10.0 %"), std::string::npos) << text;
   EXPECT_NE(text.find("0.800"), std::string::npos) << text;  // alone sum / pass
   EXPECT_NE(text.find("comm_compute_slowdown is 0.19"), std::string::npos) << text;
+  EXPECT_NE(text.find("--set system.efficiency.sustained_kernel_speed=0.800"), std::string::npos) << text;
 
   const std::string dry = sequence_report_text(f.ctx, f.seq);
   EXPECT_NE(dry.find("--dry-run"), std::string::npos) << dry;

@@ -745,6 +745,17 @@ TEST(Validation, NonPositiveSizes) {
   EXPECT_EQ(e.problem(), "expected a fraction in (0, 1], got 1.2");
 
   sys = base_system();
+  EXPECT_EQ(parse_system(sys, "sys.json").sustained_kernel_speed, 1.0);  // absent: kernels as fast as alone
+  sys["efficiency"]["sustained_kernel_speed"] = 0.85;
+  EXPECT_EQ(parse_system(sys, "sys.json").sustained_kernel_speed, 0.85);
+  for (double bad : {0.0, -0.5, 2.5}) {
+    sys["efficiency"]["sustained_kernel_speed"] = bad;
+    e = expect_input_error([&] { parse_system(sys, "sys.json"); });
+    EXPECT_EQ(e.where(), "efficiency.sustained_kernel_speed");
+    EXPECT_NE(e.problem().find("(0, 2]"), std::string::npos) << e.problem();
+  }
+
+  sys = base_system();
   sys["network"]["scale_up"]["efficiency"]["all_to_all"] = 0;
   e = expect_input_error([&] { parse_system(sys, "sys.json"); });
   EXPECT_EQ(e.where(), "network.scale_up.efficiency.all_to_all");

@@ -149,5 +149,30 @@ TEST(LayerSequence, MoeModelsRunTheirMoeLayerAndRefuseALayerKindTheyLack) {
                InputError);
 }
 
+// The system's sustained_kernel_speed divides every compute kernel's time (not the launch
+// latency, not the collectives): the sequence's simulated times follow it exactly.
+TEST(LayerSequence, SustainedKernelSpeedDividesEveryComputeKernelsTime) {
+  const ModelConfig model = shipped_model("llama3-8b");
+  SystemConfig sys = shipped_system("h100-sxm");
+  const StrategyConfig st = strategy_from_json(kTp2, model);
+  const DefaultEfficiencyModel eff(sys);
+  const LayerSequence base = layer_sequence(model, st, sys, eff, SequenceLayer::dense, "test");
+  SystemConfig slow = sys;
+  slow.sustained_kernel_speed = 0.8;
+  const DefaultEfficiencyModel slow_eff(slow);
+  const LayerSequence s = layer_sequence(model, st, slow, slow_eff, SequenceLayer::dense, "test");
+  ASSERT_EQ(s.kernels.size(), base.kernels.size());
+  const double launch_s = sys.kernel_launch_us * 1e-6;
+  for (std::size_t i = 0; i < s.kernels.size(); ++i) {
+    const double fixed = s.kernels[i].kind == SequenceKernelKind::memory ? launch_s : 0.0;
+    EXPECT_NEAR(s.kernels[i].simulated_s - fixed, (base.kernels[i].simulated_s - fixed) / 0.8,
+                1e-12 * base.kernels[i].simulated_s)
+        << s.kernels[i].key;
+  }
+  const OpCoster a(sys, eff), b(slow, slow_eff);
+  const CollectiveKey ar{CollectiveOp::all_reduce, 1 << 26, 8, 8, DType::bf16};
+  EXPECT_DOUBLE_EQ(a.collective_s(ar, nullptr), b.collective_s(ar, nullptr));
+}
+
 }  // namespace
 }  // namespace calisim
