@@ -2,7 +2,7 @@
 // file (docs/calibration.md).
 //
 //   calisim calibrate --system SYSTEM --model MODEL --strategy STRATEGY --db FILE
-//                     [--out SYSTEM.json] [--plan-out PLAN.json] [--set ...] [--json]
+//                     [--out SYSTEM.json] [--plan-out PLAN.json] [--sequence REPORT.json] [--set ...] [--json]
 // Steps: plan the kernel shapes the configuration needs (simulator/kernel_plan.h); in a CUDA
 // build on a machine whose GPU is the system's device, measure the ones the database lacks with
 // the profiler (resume semantics: what the database holds is not measured again), otherwise list
@@ -17,9 +17,11 @@
 #include <fstream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "calibration/calibrate.h"
 #include "calibration/calibrated_system.h"
+#include "calibration/sequence_setting.h"
 #include "cli/commands.h"
 #include "cli/megatron_configs.h"
 #include "cli/config_catalog.h"
@@ -45,6 +47,7 @@ using nlohmann::ordered_json;
 struct CalibrateArgs {
   ConfigChoice configs;  // --model / --strategy, or --megatron
   std::string system, db, out, plan_out;
+  std::string sequence;  // --sequence REPORT: a `profile sequence` report's sustained kernel speed
   std::vector<std::string> overrides;
   bool json = false;
 };
@@ -344,7 +347,13 @@ void run(const CalibrateArgs& a) {
   const std::string out_path =
       a.out.empty() ? rc.system.name + "-calibrated.json" : a.out;
   cal::CalibratedSystemOptions so{rc.system_file, a.db, out_path, db::now_utc_iso8601()};
-  const ordered_json doc = cal::calibrated_system(base_system_doc(rc.system_file, a.overrides), c, so);
+  ordered_json doc = cal::calibrated_system(base_system_doc(rc.system_file, a.overrides), c, so);
+  std::optional<cal::SequenceSetting> sequence;
+  if (!a.sequence.empty()) {
+    sequence = cal::read_sequence_report(read_json_file(a.sequence), a.sequence);
+    cal::apply_sequence_setting(doc, *sequence, a.sequence);
+    parse_system(nlohmann::json(doc), out_path);  // still a system (the setting is in range)
+  }
   cal::write_system_file(doc, out_path);
 
   const auto missing_summary = cal::summarize_missing(missing);
@@ -361,6 +370,12 @@ void run(const CalibrateArgs& a) {
     for (const auto& f : missing_summary) m.push_back({{"family", f.family}, {"count", f.count}, {"first_keys", f.first_keys}});
     j["missing"] = m;
     if (!a.plan_out.empty()) j["missing_plan"] = a.plan_out;
+    if (sequence) {
+      j["sequence"] = {{"report", a.sequence},
+                       {"sustained_kernel_speed", sequence->sustained_kernel_speed},
+                       {"device", sequence->device},
+                       {"layer", sequence->description}};
+    }
     j["calibration"] = to_json(c);
     j["warnings"] = rc.warnings;
     fmt::print("{}\n", j.dump(2));
@@ -373,6 +388,11 @@ void run(const CalibrateArgs& a) {
   text += render(c, missing_summary, prof);
   text += fmt::format("\nwrote {} (efficiency_db {}; {} of {} defaults calibrated)\n", out_path,
                       doc["efficiency_db"].get<std::string>(), c.fitted_count(), c.defaults.size());
+  if (sequence) {
+    text += fmt::format("efficiency.sustained_kernel_speed {:.3f} from {} ({} on {})\n", sequence->sustained_kernel_speed,
+                        a.sequence, sequence->description.empty() ? "a layer" : sequence->description,
+                        sequence->device);
+  }
   if (!a.plan_out.empty()) {
     text += fmt::format("missing kernels written to {} (measure them: calisim profile run --plan {} --db {})\n",
                         a.plan_out, a.plan_out, a.db);
@@ -401,6 +421,9 @@ void register_calibrate(CLI::App& app) {
   sub->add_option("--db", args->db, "efficiency database (SQLite) with the device's rows")->required();
   sub->add_option("--out", args->out, "calibrated system file to write (default: <system name>-calibrated.json)");
   sub->add_option("--plan-out", args->plan_out, "also write the missing kernels as a profile plan");
+  sub->add_option("--sequence", args->sequence,
+                  "a `calisim profile sequence` report (JSON) measured on this system's GPU: its sustained kernel "
+                  "speed goes into the calibrated file (efficiency.sustained_kernel_speed)");
   sub->add_option("--set", args->overrides,
                   "override a config field: section.key=value (section model|strategy|system), repeatable")
       ->take_all();

@@ -272,4 +272,53 @@ TEST_F(CalibrateCli, SimulateHintKeepsTheSetOptions) {
   EXPECT_NE(sim.out.find("gbs 16"), std::string::npos) << sim.out;
 }
 
+
+// --sequence REPORT: the sustained kernel speed a `profile sequence` report measured goes into the
+// calibrated file, with its provenance, and the simulation takes it (compute kernels 1 / 0.87 x as
+// long); a dry-run report or a speed out of range exits 2 naming the field.
+TEST_F(CalibrateCli, ASequenceReportSetsTheSustainedKernelSpeed) {
+  auto report = [&](const std::string& name, const nlohmann::json& j) {
+    std::ofstream(path(name)) << j.dump();
+    return path(name);
+  };
+  nlohmann::json measured = {{"calisim_sequence", 1},
+                             {"description", "llama3-8b dense layer"},
+                             {"device", {{"name", "NVIDIA A100 80GB PCIe"}}},
+                             {"sustain_s", 20},
+                             {"runs", nlohmann::json::array({nlohmann::json::object()})},
+                             {"alone_sum_over_sustained", 0.87}};
+  const std::string out = path("a100-seq.json"), plain = path("a100-plain.json");
+  const CmdResult r = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + out +
+                                  " --sequence " + report("seq.json", measured));
+  ASSERT_EQ(r.code, 0) << r.out;
+  EXPECT_NE(r.out.find("efficiency.sustained_kernel_speed 0.870"), std::string::npos) << r.out;
+  std::ifstream f(out);
+  const auto sys = nlohmann::json::parse(f);
+  EXPECT_DOUBLE_EQ(sys["efficiency"]["sustained_kernel_speed"].get<double>(), 0.87);
+  EXPECT_NE(sys["source"].get<std::string>().find("seq.json"), std::string::npos);
+  ASSERT_EQ(run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " + plain).code, 0);
+  const CmdResult slow = run_calisim_stdout("simulate " + kConfig + " --system " + out + " --json --no-ops");
+  const CmdResult fast = run_calisim_stdout("simulate " + kConfig + " --system " + plain + " --json --no-ops");
+  ASSERT_EQ(slow.code, 0) << slow.out;
+  ASSERT_EQ(fast.code, 0) << fast.out;
+  const double t_slow = nlohmann::json::parse(slow.out)["cost"]["duration_time_per_iter_s"].get<double>();
+  const double t_fast = nlohmann::json::parse(fast.out)["cost"]["duration_time_per_iter_s"].get<double>();
+  EXPECT_GT(t_slow, t_fast * 1.05);
+  EXPECT_LT(t_slow, t_fast / 0.87 * 1.001);
+
+  nlohmann::json dry = measured;
+  dry.erase("runs");
+  const CmdResult d = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " +
+                                  path("x.json") + " --sequence " + report("dry.json", dry));
+  EXPECT_EQ(d.code, 2) << d.out;
+  EXPECT_NE(d.out.find("runs"), std::string::npos) << d.out;
+  EXPECT_NE(d.out.find("--dry-run"), std::string::npos) << d.out;
+  nlohmann::json fast_report = measured;
+  fast_report["alone_sum_over_sustained"] = 3;
+  const CmdResult e = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " +
+                                  path("y.json") + " --sequence " + report("bad.json", fast_report));
+  EXPECT_EQ(e.code, 2) << e.out;
+  EXPECT_NE(e.out.find("alone_sum_over_sustained: expected a number in (0, 2]"), std::string::npos) << e.out;
+}
+
 }  // namespace
