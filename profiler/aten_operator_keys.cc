@@ -96,13 +96,16 @@ std::string text_at(const json* arr, int i) {
   return v.is_string() ? v.get<std::string>() : std::string();
 }
 
-// PyTorch's scalar type names as the profiler writes them.
-std::optional<DType> dtype_of(const std::string& type) {
-  if (type == "c10::BFloat16") return DType::bf16;
-  if (type == "c10::Half") return DType::fp16;
-  if (type == "c10::Float8_e4m3fn") return DType::fp8_e4m3;
-  if (type == "c10::Float8_e5m2") return DType::fp8_e5m2;
-  if (type == "float") return DType::fp32;
+// PyTorch's scalar type names as the profiler writes them: operators' "Input type" as C++ type
+// names ("c10::BFloat16", "float"), record_param_comms' dtype as c10::ScalarType names
+// ("BFloat16", "Float").
+std::optional<DType> dtype_of(std::string_view type) {
+  if (type.starts_with("c10::")) type.remove_prefix(5);
+  if (type == "BFloat16") return DType::bf16;
+  if (type == "Half") return DType::fp16;
+  if (type == "Float8_e4m3fn") return DType::fp8_e4m3;
+  if (type == "Float8_e5m2") return DType::fp8_e5m2;
+  if (type == "float" || type == "Float") return DType::fp32;
   return std::nullopt;
 }
 
@@ -317,16 +320,6 @@ std::optional<CollectiveOp> collective_op(std::string name) {
   return std::nullopt;
 }
 
-// c10::ScalarType names as record_param_comms writes them ("BFloat16", "Float", ...).
-std::optional<DType> comm_dtype(const std::string& type) {
-  if (type == "BFloat16") return DType::bf16;
-  if (type == "Half") return DType::fp16;
-  if (type == "Float") return DType::fp32;
-  if (type == "Float8_e4m3fn") return DType::fp8_e4m3;
-  if (type == "Float8_e5m2") return DType::fp8_e5m2;
-  return std::nullopt;
-}
-
 std::optional<std::int64_t> int_field(const json& args, const char* field) {
   const auto it = args.find(field);
   if (it == args.end()) return std::nullopt;
@@ -372,7 +365,7 @@ OperatorKey collective_key(const json& args) {
                                      "and all-to-all from a trace)",
                                      collective));
   const auto type = args.find("dtype");
-  const auto dtype = type != args.end() && type->is_string() ? comm_dtype(type->get<std::string>()) : std::nullopt;
+  const auto dtype = type != args.end() && type->is_string() ? dtype_of(type->get<std::string>()) : std::nullopt;
   if (!dtype) {
     return no_key(fmt::format("collective element type '{}'",
                               type != args.end() && type->is_string() ? type->get<std::string>() : ""));

@@ -935,11 +935,10 @@ Prepared AttentionBench::prepare(const AttentionKey& key) {
 }
 
 Measurement AttentionBench::measure(const AttentionKey& key) {
-  Prepared p = prepare(key);
-  if (!p.kernel) return Measurement::skipped_because(p.skip_reason);
+  const Prepared p = prepare(key);
   // prepare_run (zeroing dQ_accum before cuDNN 9.6.0) runs before each sample, outside its time.
   try {
-    return measure_prepared(loop_, *p.kernel);
+    return measure_prepared(loop_, p);
   } catch (const GpuError& e) {
     if (e.out_of_memory() || e.not_supported()) return Measurement::skipped_because(e.what());
     throw;

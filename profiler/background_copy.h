@@ -46,6 +46,7 @@ class BackgroundCopy {
   Result stop();
 
   int ctas() const { return ctas_; }
+  double bytes_per_sweep() const { return 2.0 * static_cast<double>(array_bytes_); }  // read + written
 
  private:
   int ctas_ = 0;

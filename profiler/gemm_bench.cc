@@ -226,9 +226,7 @@ Prepared GemmBench::prepare(const GemmKey& key) {
 }
 
 Measurement GemmBench::measure(const GemmKey& key) {
-  Prepared p = prepare(key);
-  if (!p.kernel) return Measurement::skipped_because(p.skip_reason);
-  return measure_prepared(loop_, *p.kernel);
+  return measure_prepared(loop_, prepare(key));
 }
 
 double GemmBench::check_against_cpu(const GemmKey& key, cudaStream_t stream) {

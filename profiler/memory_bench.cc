@@ -81,9 +81,7 @@ Prepared MemoryBench::prepare(const MemoryOpKey& key) {
 }
 
 Measurement MemoryBench::measure(const MemoryOpKey& key) {
-  Prepared p = prepare(key);
-  if (!p.kernel) return Measurement::skipped_because(p.skip_reason);
-  return measure_prepared(loop_, *p.kernel);
+  return measure_prepared(loop_, prepare(key));
 }
 
 double MemoryBench::check_against_cpu(const MemoryOpKey& key, cudaStream_t stream) {

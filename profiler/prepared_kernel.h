@@ -45,4 +45,9 @@ inline Measurement measure_prepared(MeasureLoop& loop, PreparedKernel& k) {
   return m;
 }
 
+// The same for what prepare(key) returned: skipped with its reason when nothing was prepared.
+inline Measurement measure_prepared(MeasureLoop& loop, const Prepared& p) {
+  return p.kernel ? measure_prepared(loop, *p.kernel) : Measurement::skipped_because(p.skip_reason);
+}
+
 }  // namespace calisim::profiler

@@ -125,19 +125,19 @@ SequenceMeasurement measure_sequence(CudaBench& bench, const std::vector<Planned
   };
   SequenceMeasurement out;
   std::map<std::string, std::size_t> index;
+  std::vector<const PlannedKernel*> distinct;
   for (const PlannedKernel& k : kernels) {
-    if (index.emplace(k.key, out.distinct_keys.size()).second) out.distinct_keys.push_back(k.key);
+    if (!index.emplace(k.key, distinct.size()).second) continue;
+    distinct.push_back(&k);
+    out.distinct_keys.push_back(k.key);
   }
 
   // 1. Prepare every distinct kernel (all of them stay alive: the sequence needs them at once).
   std::vector<std::unique_ptr<PreparedKernel>> prepared;
-  for (std::size_t i = 0; i < out.distinct_keys.size(); ++i) {
-    say(fmt::format("preparing {}/{}: {}", i + 1, out.distinct_keys.size(), out.distinct_keys[i]));
-    PlannedKernel pk;
-    pk.key = out.distinct_keys[i];
-    pk.kind = std::find_if(kernels.begin(), kernels.end(), [&](const PlannedKernel& k) { return k.key == pk.key; })->kind;
-    Prepared p = bench.prepare(pk);
-    if (!p.kernel) throw std::runtime_error(fmt::format("cannot run {} here: {}", pk.key, p.skip_reason));
+  for (std::size_t i = 0; i < distinct.size(); ++i) {
+    say(fmt::format("preparing {}/{}: {}", i + 1, distinct.size(), distinct[i]->key));
+    Prepared p = bench.prepare(*distinct[i]);
+    if (!p.kernel) throw std::runtime_error(fmt::format("cannot run {} here: {}", distinct[i]->key, p.skip_reason));
     prepared.push_back(std::move(p.kernel));
   }
 
@@ -175,21 +175,16 @@ SequenceMeasurement measure_sequence(CudaBench& bench, const std::vector<Planned
     SustainedRun run;
     run.background_ctas = ctas;
     run.passes_per_group = per_group;
+    // A copy kernel left running by an exception is stopped by its destructor.
     std::unique_ptr<BackgroundCopy> copy;
     if (ctas > 0) {
       copy = std::make_unique<BackgroundCopy>(ctas);
-      // A sweep moves 2 x 256 MiB; bound the run at four times the sequence's length at 10 TB/s.
+      // Bounded at four times the sequence's length at 10 TB/s, in case the stop flag is missed.
       const double expected_s = groups * per_group * pass_s;
-      const auto cap = static_cast<std::int64_t>(std::ceil(4 * expected_s * 10e12 / (2.0 * (256 << 20)))) + 16;
-      copy->start(side, cap);
+      copy->start(side, static_cast<std::int64_t>(std::ceil(4 * expected_s * 10e12 / copy->bytes_per_sweep())) + 16);
     }
     NvmlSampler sampler(bench.nvml(), options.nvml_period_s);
-    try {
-      run.pass_s = seq.sustained(groups, per_group);
-    } catch (...) {
-      if (copy) copy->stop();
-      throw;
-    }
+    run.pass_s = seq.sustained(groups, per_group);
     run.states = sampler.finish();
     if (copy) {
       const BackgroundCopy::Result r = copy->stop();

@@ -2,8 +2,6 @@
 
 #include <fmt/format.h>
 
-#include <algorithm>
-
 #include "core/error.h"
 #include "simulator/layer_ops.h"
 #include "simulator/op_cost.h"
@@ -28,12 +26,6 @@ double LayerSequence::simulated_s() const {
   double s = 0;
   for (const auto& k : kernels) s += k.simulated_s;
   return s;
-}
-
-double LayerSequence::flops() const {
-  double f = 0;
-  for (const auto& k : kernels) f += k.flops;
-  return f;
 }
 
 SequenceLayer default_sequence_layer(const ModelConfig& model) {

@@ -49,7 +49,6 @@ struct LayerSequence {
   int collectives_left_out = 0;         // collectives and flex exchanges of the layer (both directions)
   std::size_t forward_kernels = 0;      // kernels[0, forward_kernels) are the forward pass
   double simulated_s() const;
-  double flops() const;
 };
 
 // `layer`: which layer of the model; MoE models have both kinds only when they keep leading dense

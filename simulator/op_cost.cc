@@ -13,24 +13,25 @@ void SourceTally::add(const Efficiency& e, const std::string& key_if_recorded) {
   if (roofline_keys && e.source == EfficiencySource::roofline) roofline_keys->push_back(key_if_recorded);
 }
 
+double OpCoster::compute_kernel_s(double flops, double bytes, DType dtype, const Efficiency& e) const {
+  const double compute = flops / (sys_.device.peak_flops_per_s(dtype) * e.value);
+  if (e.source != EfficiencySource::roofline) return compute / sys_.sustained_kernel_speed;
+  return std::max(compute, bytes / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) /
+         sys_.sustained_kernel_speed;
+}
+
 double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used) const {
   const Efficiency e = eff_.gemm(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
-  const double compute = k.flops() / (sys_.device.peak_flops_per_s(k.dtype) * e.value);
-  if (e.source != EfficiencySource::roofline) return compute / sys_.sustained_kernel_speed;
-  return std::max(compute, k.bytes() / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) /
-         sys_.sustained_kernel_speed;
+  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e);
 }
 
 double OpCoster::attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used) const {
   const Efficiency e = eff_.attention(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
-  const double compute = k.flops() / (sys_.device.peak_flops_per_s(k.dtype) * e.value);
-  if (e.source != EfficiencySource::roofline) return compute / sys_.sustained_kernel_speed;
-  return std::max(compute, k.bytes() / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) /
-         sys_.sustained_kernel_speed;
+  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e);
 }
 
 double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used) const {

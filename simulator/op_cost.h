@@ -80,6 +80,8 @@ class OpCoster {
   // communication of t and returns the exposed forward communication.
   double ring_attention(const LayerOp& op, double kv_s, double kv_bwd_s, double dkv_s, SourceTally* tally,
                         Efficiency* used, OpTiming& t) const;
+  // A GEMM's or attention kernel's time at efficiency e (the rule at the top of this file).
+  double compute_kernel_s(double flops, double bytes, DType dtype, const Efficiency& e) const;
   const SystemConfig& sys_;
   const EfficiencyModel& eff_;
   CollectiveChoiceMask nccl_;
