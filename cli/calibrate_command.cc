@@ -283,6 +283,9 @@ std::string render(const cal::Calibration& c, const std::vector<cal::MissingFami
 
 void run(const CalibrateArgs& a) {
   const RunConfigs rc = load_chosen_configs(a.configs, a.system, a.overrides);
+  // A bad --sequence report is refused before any profiling or fitting.
+  std::optional<cal::SequenceSetting> sequence;
+  if (!a.sequence.empty()) sequence = cal::read_sequence_report(read_json_file(a.sequence), a.sequence);
   const KernelPlan plan = plan_kernels(rc.model, rc.strategy, rc.system);
 
   // What the database lacks before any profiling (the device may not be in it yet).
@@ -348,9 +351,7 @@ void run(const CalibrateArgs& a) {
       a.out.empty() ? rc.system.name + "-calibrated.json" : a.out;
   cal::CalibratedSystemOptions so{rc.system_file, a.db, out_path, db::now_utc_iso8601()};
   ordered_json doc = cal::calibrated_system(base_system_doc(rc.system_file, a.overrides), c, so);
-  std::optional<cal::SequenceSetting> sequence;
-  if (!a.sequence.empty()) {
-    sequence = cal::read_sequence_report(read_json_file(a.sequence), a.sequence);
+  if (sequence) {
     cal::apply_sequence_setting(doc, *sequence, a.sequence);
     parse_system(nlohmann::json(doc), out_path);  // still a system (the setting is in range)
   }

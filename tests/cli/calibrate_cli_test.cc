@@ -313,6 +313,11 @@ TEST_F(CalibrateCli, ASequenceReportSetsTheSustainedKernelSpeed) {
   EXPECT_EQ(d.code, 2) << d.out;
   EXPECT_NE(d.out.find("runs"), std::string::npos) << d.out;
   EXPECT_NE(d.out.find("--dry-run"), std::string::npos) << d.out;
+  // Refused before anything else: a missing database is not what it reports.
+  const CmdResult early = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + path("none.db") +
+                                      " --sequence " + path("dry.json"));
+  EXPECT_EQ(early.code, 2) << early.out;
+  EXPECT_NE(early.out.find("dry.json: runs"), std::string::npos) << early.out;
   nlohmann::json fast_report = measured;
   fast_report["alone_sum_over_sustained"] = 3;
   const CmdResult e = run_calisim("calibrate --system a100-pcie-80g " + kConfig + " --db " + db_ + " --out " +
