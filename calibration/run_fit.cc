@@ -88,27 +88,29 @@ FitFactors fit(const Objective& obj, const std::vector<std::size_t>& use, const 
   return f;
 }
 
-// Each row's fold name: its group, with groups that cite the same document joined under the
-// first of them in row order ("A (+ 2 sources citing the same document)").
-std::vector<std::string> joined_groups(const std::vector<FitRow>& rows) {
+}  // namespace
+
+std::vector<std::string> cross_validation_folds(const std::vector<std::string>& groups,
+                                                const std::vector<std::string>& documents) {
+  if (groups.size() != documents.size()) throw std::invalid_argument("one document per row's group is needed");
   std::map<std::string, std::string> parent;  // union-find over group names
   std::vector<std::string> order;
   auto find = [&](std::string g) {
     while (parent[g] != g) g = parent[g];
     return g;
   };
-  for (const auto& r : rows) {
-    if (!parent.count(r.group)) {
-      parent[r.group] = r.group;
-      order.push_back(r.group);
+  for (const auto& g : groups) {
+    if (!parent.count(g)) {
+      parent[g] = g;
+      order.push_back(g);
     }
   }
   std::map<std::string, std::string> first_with_document;
-  for (const auto& r : rows) {
-    if (r.document.empty()) continue;
-    auto [it, fresh] = first_with_document.emplace(r.document, r.group);
+  for (std::size_t i = 0; i < groups.size(); ++i) {
+    if (documents[i].empty()) continue;
+    auto [it, fresh] = first_with_document.emplace(documents[i], groups[i]);
     if (fresh) continue;
-    const std::string a = find(it->second), b = find(r.group);
+    const std::string a = find(it->second), b = find(groups[i]);
     if (a == b) continue;
     // The group seen first names the joined fold.
     const bool a_first = std::find(order.begin(), order.end(), a) < std::find(order.begin(), order.end(), b);
@@ -117,8 +119,8 @@ std::vector<std::string> joined_groups(const std::vector<FitRow>& rows) {
   std::map<std::string, int> members;
   for (const auto& g : order) ++members[find(g)];
   std::vector<std::string> out;
-  for (const auto& r : rows) {
-    const std::string root = find(r.group);
+  for (const auto& g : groups) {
+    const std::string root = find(g);
     const int n = members[root];
     out.push_back(n > 1 ? root + " (+ " + std::to_string(n - 1) + " source" + (n > 2 ? "s" : "") +
                               " citing the same document)"
@@ -126,8 +128,6 @@ std::vector<std::string> joined_groups(const std::vector<FitRow>& rows) {
   }
   return out;
 }
-
-}  // namespace
 
 const char* to_string(FitGroup g) {
   switch (g) {
@@ -235,7 +235,12 @@ RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& o,
   // Folds: one per group (groups citing one document joined), or one per row when every row
   // shares a group.
   std::map<std::string, std::vector<std::size_t>> by_group;
-  const std::vector<std::string> fold_of = joined_groups(rows);
+  std::vector<std::string> groups, documents;
+  for (const auto& r : rows) {
+    groups.push_back(r.group);
+    documents.push_back(r.document);
+  }
+  const std::vector<std::string> fold_of = cross_validation_folds(groups, documents);
   for (std::size_t i = 0; i < rows.size(); ++i) by_group[fold_of[i]].push_back(i);
   std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;
   out.by_group = by_group.size() > 1;

@@ -93,6 +93,12 @@ struct RunFitOptions {
   double log_tolerance = 1e-3;  // golden-section stop: bracket width on log(factor) (0.1 %)
 };
 
+// Each row's cross-validation fold from its group and the document it cites (per row, same order):
+// its group, with groups that cite the same document joined under the first of them in row order
+// ("A (+ 2 sources citing the same document)"); an empty document joins nothing.
+std::vector<std::string> cross_validation_folds(const std::vector<std::string>& groups,
+                                                const std::vector<std::string>& documents);
+
 // Throws std::invalid_argument for no rows, a non-positive measured step, or no group to fit.
 // progress(done, total) is called after each fit (the full fit, then each fold).
 RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& options,

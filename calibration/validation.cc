@@ -9,6 +9,8 @@
 #include <optional>
 #include <stdexcept>
 
+#include "simulator/result_json.h"
+
 namespace calisim::calibration {
 namespace {
 
@@ -55,6 +57,8 @@ RowResult score_run(const MeasuredRun& run, const MappedRun& mapped, const Simul
   r.simulated_step_s = res.duration_time_per_iter_s;
   r.fits_in_memory = res.fits_in_memory;
   r.kernels_per_source = res.kernels_per_source;
+  r.breakdown = breakdown_json(res);
+  r.parts_s = step_parts(res);
   r.warnings.insert(r.warnings.end(), res.warnings.begin(), res.warnings.end());
   const double sim = res.duration_time_per_iter_s;
   if (run.format == RunFormat::simumax) {
@@ -243,6 +247,7 @@ nlohmann::json to_json(const RowResult& r) {
   std::array<long long, kEfficiencySourceCount> counts{};
   std::copy(r.kernels_per_source.begin(), r.kernels_per_source.end(), counts.begin());
   j["kernels_per_source"] = kernel_sources_json(counts);
+  j["breakdown"] = r.breakdown;
   j["warnings"] = r.warnings;
   return j;
 }

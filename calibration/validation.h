@@ -17,6 +17,7 @@
 #include "calibration/accuracy_envelope.h"
 #include "calibration/measured_runs.h"
 #include "calibration/run_mapping.h"
+#include "calibration/step_components.h"
 #include "simulator/result.h"
 
 namespace calisim::calibration {
@@ -44,6 +45,10 @@ struct RowResult {
   // Kernel lookups of the simulation by where their efficiency came from (measured, interpolated,
   // scaled, roofline: core/efficiency_model.h): how much of the row a --db actually priced.
   std::array<int, kEfficiencySourceCount> kernels_per_source{};
+  // Where the simulated step's time goes on its critical stage (simulator/result_json.h
+  // breakdown_json): what a row's error can be set against, component by component.
+  nlohmann::json breakdown;
+  StepParts parts_s{};  // the same time in the parts `validate --components` fits (step_components.h)
   // The simulated configuration's class (system, dense / MoE, precision), set by whoever parsed the
   // mapped configs (the CLI): what `simulate --accuracy` matches runs on.
   RunClass cls;

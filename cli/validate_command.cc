@@ -20,6 +20,7 @@
 #include "cli/efficiency_source.h"
 #include "cli/mapped_run_inputs.h"
 #include "cli/validate_command.h"
+#include "cli/validate_components.h"
 #include "cli/validate_fit.h"
 #include "cli/table.h"
 #include "core/error.h"
@@ -234,6 +235,7 @@ struct ValidationRun {
   std::map<std::string, SystemEntry> systems;
   FitArgs fit_args;
   std::optional<FitReport> fit;
+  std::optional<std::vector<SystemComponents>> components;
 };
 
 ValidationRun validate_runs(const ValidateArgs& a) {
@@ -241,6 +243,13 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   for (const auto& o : a.overrides) {
     nlohmann::json m = nlohmann::json::object(), s = nlohmann::json::object(), y = nlohmann::json::object();
     apply_override(o, m, s, y);
+  }
+  for (const auto& part : a.component_parts) {
+    try {
+      calibration::parse_step_component(part);
+    } catch (const std::invalid_argument& e) {
+      throw InputError("<command line>", "--components", e.what());
+    }
   }
   if (!a.fit_system.empty() && !a.db.empty()) {
     throw InputError("<command line>", "--fit-system",
@@ -292,6 +301,15 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   v.summary = summarize(v.rows);
   v.fit_args = FitArgs{a.runs, a.source, a.fit_system, a.fit_out, a.fit_groups};
   if (!a.fit_system.empty()) v.fit = run_fits(v.fit_args, fit_rows);
+  if (a.components) {
+    // The cited document without its table / column detail, as --fit-system folds sources.
+    std::vector<std::string> documents;
+    for (const auto& r : runs) {
+      const std::string ref = r.text("source_ref");
+      documents.push_back(ref.substr(0, ref.find(" (")));
+    }
+    v.components = step_components(v.rows, documents, a.component_parts);
+  }
   if (!a.report.empty()) {
     std::ofstream out(a.report);
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
@@ -333,6 +351,7 @@ nlohmann::json to_document(const ValidateArgs& a, const ValidationRun& v) {
     if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
   j["efficiency_notes"] = notes;
   if (v.fit) j["fit"] = fit_json(v.fit_args, *v.fit);
+  if (v.components) j["components"] = components_json(*v.components);
   return j;
 }
 
@@ -350,6 +369,7 @@ void run(const ValidateArgs& a) {
   }
   if (!a.report.empty()) fmt::print("report written to {}\n", a.report);
   if (v.fit) fmt::print("{}", fit_text(v.fit_args, *v.fit));
+  if (v.components) fmt::print("{}", components_text(*v.components));
 }
 
 }  // namespace
@@ -385,9 +405,21 @@ void register_validate(CLI::App& app) {
                   "measured runs')");
   sub->add_option("--fit", args->fit_groups, "efficiency groups to fit: compute, comm, memory, fp8 (FP8 GEMMs relative to compute) (default compute)")
       ->delimiter(',');
+  CLI::Option* components = sub->add_option("--components", args->component_parts,
+                  "per system, the multiplier of each part of the simulated step that the measured step times want, "
+                  "held out by source; optionally only these parts (compute, model_parallel_comm, "
+                  "data_parallel_comm, bubble, other; the rest kept as simulated) (docs/validation.md, 'Which part "
+                  "of the step is mispriced')")
+      ->expected(0, -1)
+      ->delimiter(',');
   sub->add_option("--fit-out", args->fit_out,
                   "write the fitted system file to FILE (with --fit-system all: DIR/<system>-fit.json)");
-  sub->callback([args] { run(*args); });
+  sub->callback([args, components] {
+    args->components = components->count() > 0;
+    // A bare --components (every part) reaches here as one empty value.
+    std::erase_if(args->component_parts, [](const std::string& p) { return p.empty(); });
+    run(*args);
+  });
 }
 
 }  // namespace calisim::cli

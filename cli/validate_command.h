@@ -20,6 +20,10 @@ struct ValidateArgs {
   // --fit-system: fit that system's default efficiencies to its rows (calibration/run_fit.h).
   std::string fit_system, fit_out;
   std::vector<std::string> fit_groups{"compute"};
+  // --components: per system, the multiplier of each part of the simulated step that the rows want
+  // (cli/validate_components.h).
+  bool components = false;
+  std::vector<std::string> component_parts;  // the parts to fit (empty: every part)
 };
 
 // Validates the runs (writing the HTML report, dumped inputs and fitted system files the args ask

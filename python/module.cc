@@ -226,6 +226,12 @@ PYBIND11_MODULE(_core, m) {
         a.fit_system = r.value("fit_system", std::string());
         a.fit_out = r.value("fit_out", std::string());
         if (r.contains("fit") && !r["fit"].is_null()) a.fit_groups = r["fit"].get<std::vector<std::string>>();
+        // components: true (every part) or a list of parts (cli/validate_components.h).
+        if (r.contains("components") && !r["components"].is_null()) {
+          const json& c = r["components"];
+          a.components = c.is_boolean() ? c.get<bool>() : true;
+          if (c.is_array()) a.component_parts = c.get<std::vector<std::string>>();
+        }
         py::gil_scoped_release release;
         return cli::validate_document(a).dump();
       },

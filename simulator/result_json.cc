@@ -4,6 +4,21 @@
 
 namespace calisim {
 
+nlohmann::json breakdown_json(const SimulationResult& r) {
+  return {{"compute_s", r.compute_s},
+          {"recompute_s", r.recompute_s},
+          {"tp_comm_exposed_s", r.tp_comm_exposed_s},
+          {"pp_comm_exposed_s", r.pp_comm_exposed_s},
+          {"cp_comm_exposed_s", r.cp_comm_exposed_s},
+          {"ep_comm_exposed_s", r.ep_comm_exposed_s},
+          {"offload_exposed_s", r.offload_exposed_s},
+          {"straggler_s", r.straggler_s},
+          {"host_exposed_s", r.host_exposed_s},
+          {"bubble_s", r.bubble_s},
+          {"dp_comm_exposed_s", r.dp_comm_exposed_s},
+          {"optimizer_s", r.optimizer_s}};
+}
+
 nlohmann::json to_json(const SimulationResult& r) {
   using nlohmann::json;
   json j;
@@ -48,18 +63,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                {"hfu", r.hfu},
                {"bubble_fraction", r.bubble_fraction},
                {"critical_stage", r.critical_rank}};
-  j["breakdown"] = {{"compute_s", r.compute_s},
-                    {"recompute_s", r.recompute_s},
-                    {"tp_comm_exposed_s", r.tp_comm_exposed_s},
-                    {"pp_comm_exposed_s", r.pp_comm_exposed_s},
-                    {"cp_comm_exposed_s", r.cp_comm_exposed_s},
-                    {"ep_comm_exposed_s", r.ep_comm_exposed_s},
-                    {"offload_exposed_s", r.offload_exposed_s},
-                    {"straggler_s", r.straggler_s},
-                    {"host_exposed_s", r.host_exposed_s},
-                    {"bubble_s", r.bubble_s},
-                    {"dp_comm_exposed_s", r.dp_comm_exposed_s},
-                    {"optimizer_s", r.optimizer_s}};
+  j["breakdown"] = breakdown_json(r);
   j["comm"] = {{"tp_exposed_s", r.tp_comm_exposed_s},
                {"pp_exposed_s", r.pp_comm_exposed_s},
                {"cp_exposed_s", r.cp_comm_exposed_s},

@@ -9,5 +9,9 @@
 namespace calisim {
 
 nlohmann::json to_json(const SimulationResult& r);
+// The critical stage's step split by where the time goes (compute_s, recompute_s, the exposed
+// communication of each group, bubble_s, host_exposed_s, optimizer_s, ...): to_json's "breakdown",
+// also what `calisim validate --json` gives each simulated row.
+nlohmann::json breakdown_json(const SimulationResult& r);
 
 }  // namespace calisim

@@ -240,21 +240,26 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
 
 
 def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=None, fit_out=None, report=None,
-             dump_inputs=None):
+             dump_inputs=None, components=None):
     """`calisim validate --json` (docs/validation.md): every row of the measured-runs CSV `runs`
     (a path, or a list of paths whose rows are taken together) mapped, simulated and scored. db: efficiency database; source: only rows whose source contains
     it; overrides: "section.key=value" strings applied to every mapped row; fit_system: a shipped
     system name or "all" to fit the defaults to the rows (fit: groups among "compute", "comm",
     "memory", "fp8", default ["compute"];
     fit_out: file or directory for the fitted system files); report: HTML report path;
-    dump_inputs: directory for each row's mapped configs. The GIL is released while it runs.
-    Returns a ValidationResult (to_dataframe("rows" | "fit"))."""
+    dump_inputs: directory for each row's mapped configs; components: True, or a list of parts among
+    "compute", "model_parallel_comm", "data_parallel_comm", "bubble", "other", for the multipliers of
+    the simulated step's parts that the rows want, per system, held out by source (`--components`).
+    The GIL is released while it runs. Returns a ValidationResult (to_dataframe("rows" | "fit" |
+    "components"))."""
     runs_files = [os.fspath(runs)] if isinstance(runs, (str, os.PathLike)) else [os.fspath(r) for r in runs]
     request = {"runs": runs_files, "db": os.fspath(db or ""), "source": source or "",
                "overrides": list(overrides or []), "fit_system": fit_system or "",
                "fit": [fit] if isinstance(fit, str) else (list(fit) if fit is not None else None),
                "fit_out": os.fspath(fit_out or ""), "report": os.fspath(report or ""),
-               "dump_inputs": os.fspath(dump_inputs or "")}
+               "dump_inputs": os.fspath(dump_inputs or ""),
+               "components": None if components in (None, False) else
+               (True if components is True else [components] if isinstance(components, str) else list(components))}
     return ValidationResult(json.loads(_core.validate(_native.dumps(request))))
 
 

@@ -136,12 +136,14 @@ class SearchResult(Record):
 
 class ValidationResult(Record):
     """A validation against measured runs: the fields of `calisim validate --json` ("rows",
-    "summary", "fit" when a fit was asked for; docs/validation.md)."""
+    "summary", "fit" when a fit was asked for, "components" when the step's parts were;
+    docs/validation.md)."""
     __slots__ = ()
 
     def to_dataframe(self, which="rows"):
         """pandas DataFrame of the "rows" (default; nested fields dotted, lists left out) or of the
-        fitted rows ("fit": one row per fitted run, its system added)."""
+        fitted rows ("fit": one row per fitted run, its system added), or of the rows of the step-part
+        fit ("components": one row per run, its system added)."""
         pd = _pandas()
         if which == "rows":
             return pd.DataFrame([flatten(r) for r in self._data["rows"]])
@@ -150,7 +152,12 @@ class ValidationResult(Record):
                 raise ValueError("no fit in this result: validate(..., fit_system=...) asks for one")
             return pd.DataFrame([dict(row, system=s["system"]) for s in self._data["fit"]["systems"]
                                  for row in s["per_row"]])
-        raise ValueError(f"which must be 'rows' or 'fit', got {which!r}")
+        if which == "components":
+            if "components" not in self._data:
+                raise ValueError("no step-part fit in this result: validate(..., components=True) asks for one")
+            return pd.DataFrame([dict(row, system=s["system"]) for s in self._data["components"]["systems"]
+                                 for row in s["per_row"]])
+        raise ValueError(f"which must be 'rows', 'fit' or 'components', got {which!r}")
 
 
 class Result:

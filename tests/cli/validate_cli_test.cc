@@ -262,6 +262,58 @@ TEST(ValidateCli, RowWhoseBatchColumnsDisagreeIsWarned) {
 // --fit-system fits the system's defaults to its rows: the fitted factor reproduces the one row,
 // the JSON and the table report it, --fit-out writes a system file that simulates, and the
 // options are checked.
+// --components: per system, the multipliers of the simulated step's parts that the rows' measured
+// steps want (calibration/step_components.h), held out row by row for one source. The parts add up
+// to each row's simulated step, so multipliers of 1 give back validate's own errors; the fit can
+// only lower the error on the rows it saw; a named subset keeps the other parts at 1; an unknown
+// part is refused before any row is simulated.
+TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
+  const std::string runs = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/measured_runs.csv";
+  const Out r = calisim("validate --runs " + runs + " --source Korthikanti --json --components", false);
+  ASSERT_EQ(r.code, 0) << r.text;
+  const auto doc = nlohmann::json::parse(r.text);
+  std::map<std::string, double> simulated;
+  for (const auto& row : doc["rows"])
+    if (row["simulated"].get<bool>()) simulated[row["run_id"]] = row["simulated_step_s"].get<double>();
+  ASSERT_EQ(simulated.size(), 8u);
+  const auto& systems = doc["components"]["systems"];
+  ASSERT_EQ(systems.size(), 1u);
+  const auto& a100 = systems[0];
+  EXPECT_EQ(a100["system"], "a100-sxm-80g");
+  EXPECT_EQ(a100["rows"], 8);
+  EXPECT_EQ(a100["cross_validation"], "leave one row out");
+  ASSERT_EQ(a100["parts"].size(), 5u);
+  double shares = 0;
+  for (const auto& part : a100["parts"]) {
+    shares += part["share"].get<double>();
+    if (!part["multiplier"].is_null()) EXPECT_GE(part["multiplier"].get<double>(), 0) << part.dump();
+  }
+  EXPECT_NEAR(shares, 1.0, 1e-9);
+  EXPECT_EQ(a100["parts"][0]["part"], "compute");
+  EXPECT_GT(a100["parts"][0]["share"].get<double>(), 0.5);
+  ASSERT_EQ(a100["per_row"].size(), 8u);
+  for (const auto& row : a100["per_row"]) {
+    EXPECT_NEAR(row["simulated_step_s"].get<double>(), simulated.at(row["run_id"]), 1e-9 * simulated.at(row["run_id"]));
+  }
+  const auto& steps = a100["step_time"];
+  EXPECT_NEAR(steps["simulated"]["mape"].get<double>(), doc["summary"]["all"]["mape"].get<double>(), 1e-9);
+  EXPECT_LT(steps["fitted"]["mape"].get<double>(), steps["simulated"]["mape"].get<double>());
+  EXPECT_EQ(a100["folds"].size(), 8u);
+
+  const Out compute = calisim("validate --runs " + runs + " --source Korthikanti --components compute");
+  ASSERT_EQ(compute.code, 0) << compute.text;
+  EXPECT_NE(compute.text.find("a100-sxm-80g: 8 rows, held out row by row (one source)"), std::string::npos)
+      << compute.text;
+  EXPECT_NE(compute.text.find("1 (kept)"), std::string::npos) << compute.text;
+  const Out bad = calisim("validate --runs " + runs + " --components compute,flops");
+  EXPECT_EQ(bad.code, 2);
+  EXPECT_NE(bad.text.find("--components: expected compute, model_parallel_comm, data_parallel_comm, bubble or other, "
+                          "got 'flops'"),
+            std::string::npos)
+      << bad.text;
+  EXPECT_EQ(bad.text.find("calisim validate:"), std::string::npos) << "refused before any row ran";
+}
+
 TEST(ValidateCli, FitSystemToItsRows) {
   const std::string out = ::testing::TempDir() + "a100-fit.json";
   std::remove(out.c_str());
@@ -333,7 +385,8 @@ TEST(ValidateCli, FitSystemToItsRows) {
 }
 
 // --dump-inputs writes each simulated row's mapped inputs; `calisim simulate` on them reproduces
-// the row's simulated step.
+// the row's simulated step and its breakdown, which the row carries (critical stage: the
+// components add up to no more than the step, and to most of it).
 TEST(ValidateCli, DumpedInputsReproduceTheRow) {
   const std::string dir = ::testing::TempDir() + "validate_dump";
   const Out v = calisim("validate --runs " + kFixture + " --json --dump-inputs " + dir, false);
@@ -348,9 +401,23 @@ TEST(ValidateCli, DumpedInputsReproduceTheRow) {
                               ".strategy.json --system " + base + ".system.json",
                           false);
     ASSERT_EQ(s.code, 0) << s.text;
-    EXPECT_NEAR(nlohmann::json::parse(s.text)["cost"]["duration_time_per_iter_s"].get<double>(),
-                row["simulated_step_s"].get<double>(), 1e-9 * row["simulated_step_s"].get<double>())
+    const nlohmann::json sim = nlohmann::json::parse(s.text);
+    EXPECT_NEAR(sim["cost"]["duration_time_per_iter_s"].get<double>(), row["simulated_step_s"].get<double>(),
+                1e-9 * row["simulated_step_s"].get<double>())
         << id;
+    ASSERT_TRUE(row.contains("breakdown")) << id;
+    const nlohmann::json& parts = row["breakdown"];
+    ASSERT_EQ(parts.size(), sim["breakdown"].size()) << parts.dump();
+    double sum_s = 0;
+    for (const auto& [name, value] : sim["breakdown"].items()) {
+      ASSERT_TRUE(parts.contains(name)) << id << " " << name;
+      EXPECT_NEAR(parts[name].get<double>(), value.get<double>(), 1e-9 * (1 + value.get<double>())) << id << " " << name;
+      EXPECT_GE(value.get<double>(), 0) << id << " " << name;
+      sum_s += value.get<double>();
+    }
+    EXPECT_GT(parts["compute_s"].get<double>(), 0) << id;
+    EXPECT_LE(sum_s, row["simulated_step_s"].get<double>() * (1 + 1e-9)) << id;
+    EXPECT_GT(sum_s, 0.5 * row["simulated_step_s"].get<double>()) << id;
     ++checked;
   }
   EXPECT_GT(checked, 0);

@@ -53,3 +53,16 @@ def test_validate_several_runs_files():
     assert len(py.rows) == 11 and py.rows[-1].run_id == "A0008"
     with pytest.raises(calisim.ConfigError, match="already a row"):
         calisim.validate([FIXTURE, FIXTURE])
+
+
+def test_validate_components_equal_the_cli():
+    korthikanti = os.path.join(REPO, "calibration", "data", "measured_runs.csv")
+    py = calisim.validate(korthikanti, source="Korthikanti", components=True)
+    cli = cli_json("validate", "--runs", korthikanti, "--source", "Korthikanti", "--json", "--components")
+    assert py.to_dict()["components"] == cli["components"]
+    only = calisim.validate(korthikanti, source="Korthikanti", components="compute")
+    parts = {p.part: p.multiplier for p in only.components.systems[0].parts}
+    assert parts["compute"] > 0 and parts["bubble"] is None
+    assert "components" not in calisim.validate(FIXTURE).to_dict()
+    with pytest.raises(calisim.ConfigError, match="--components"):
+        calisim.validate(FIXTURE, components=["flops"])

@@ -1,0 +1,158 @@
+#include "calibration/step_components.h"
+
+#include <Eigen/Dense>
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <stdexcept>
+
+namespace calisim::calibration {
+namespace {
+
+double modelled_s(const StepParts& parts, const StepParts& m) {
+  double t = 0;
+  for (int k = 0; k < kStepComponents; ++k) t += m[k] * parts[k];
+  return t;
+}
+
+// Non-negative relative least squares over `use` (row indices): every subset of the parts asked for
+// that some used row has is solved unconstrained; the best solution without a negative multiplier
+// wins. The other parts keep 1 and are marked not fitted.
+ComponentMultipliers solve(const std::vector<ComponentRow>& rows, const std::vector<std::size_t>& use,
+                           const std::array<bool, kStepComponents>& fit) {
+  ComponentMultipliers out;
+  std::vector<int> present;
+  for (int k = 0; k < kStepComponents; ++k) {
+    const bool any = fit[k] && std::any_of(use.begin(), use.end(), [&](std::size_t i) { return rows[i].parts_s[k] > 0; });
+    out.fitted[k] = any;
+    if (any) present.push_back(k);
+  }
+  if (present.empty()) return out;
+  // Each row divided by its measured step: the target is 1 for every row, less the parts kept as
+  // simulated.
+  Eigen::MatrixXd a(static_cast<Eigen::Index>(use.size()), static_cast<Eigen::Index>(present.size()));
+  Eigen::VectorXd target(static_cast<Eigen::Index>(use.size()));
+  for (std::size_t r = 0; r < use.size(); ++r) {
+    const ComponentRow& row = rows[use[r]];
+    double kept_s = 0;
+    for (int k = 0; k < kStepComponents; ++k)
+      if (!out.fitted[k]) kept_s += row.parts_s[k];
+    target(static_cast<Eigen::Index>(r)) = 1 - kept_s / row.measured_s;
+    for (std::size_t c = 0; c < present.size(); ++c) {
+      a(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = row.parts_s[present[c]] / row.measured_s;
+    }
+  }
+  double best = std::numeric_limits<double>::infinity();
+  Eigen::VectorXd best_x = Eigen::VectorXd::Zero(a.cols());
+  const unsigned subsets = 1u << present.size();
+  for (unsigned mask = 1; mask < subsets; ++mask) {
+    std::vector<Eigen::Index> cols;
+    for (std::size_t c = 0; c < present.size(); ++c)
+      if (mask & (1u << c)) cols.push_back(static_cast<Eigen::Index>(c));
+    Eigen::MatrixXd sub(a.rows(), static_cast<Eigen::Index>(cols.size()));
+    for (std::size_t j = 0; j < cols.size(); ++j) sub.col(static_cast<Eigen::Index>(j)) = a.col(cols[j]);
+    const Eigen::ColPivHouseholderQR<Eigen::MatrixXd> qr(sub);
+    // A subset whose columns are dependent has no unique solution; a smaller subset covers it.
+    if (qr.rank() < static_cast<Eigen::Index>(cols.size())) continue;
+    const Eigen::VectorXd x = qr.solve(target);
+    if ((x.array() < 0).any()) continue;
+    const double err = (sub * x - target).squaredNorm();
+    if (err < best) {
+      best = err;
+      best_x.setZero();
+      for (std::size_t j = 0; j < cols.size(); ++j) best_x(cols[j]) = x(static_cast<Eigen::Index>(j));
+    }
+  }
+  for (std::size_t c = 0; c < present.size(); ++c) out.value[present[c]] = best_x(static_cast<Eigen::Index>(c));
+  return out;
+}
+
+}  // namespace
+
+const char* to_string(StepComponent c) {
+  switch (c) {
+    case StepComponent::compute: return "compute";
+    case StepComponent::model_parallel_comm: return "model-parallel comm";
+    case StepComponent::data_parallel_comm: return "data-parallel comm";
+    case StepComponent::bubble: return "bubble";
+    case StepComponent::other: return "other";
+  }
+  return "?";
+}
+
+const char* json_name(StepComponent c) {
+  switch (c) {
+    case StepComponent::compute: return "compute";
+    case StepComponent::model_parallel_comm: return "model_parallel_comm";
+    case StepComponent::data_parallel_comm: return "data_parallel_comm";
+    case StepComponent::bubble: return "bubble";
+    case StepComponent::other: return "other";
+  }
+  return "?";
+}
+
+StepParts step_parts(const SimulationResult& r) {
+  StepParts p{};
+  p[static_cast<int>(StepComponent::compute)] = r.compute_s + r.recompute_s;
+  p[static_cast<int>(StepComponent::model_parallel_comm)] =
+      r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.ep_comm_exposed_s + r.pp_comm_exposed_s;
+  p[static_cast<int>(StepComponent::data_parallel_comm)] = r.dp_comm_exposed_s;
+  p[static_cast<int>(StepComponent::bubble)] = r.bubble_s;
+  p[static_cast<int>(StepComponent::other)] = r.optimizer_s + r.host_exposed_s + r.straggler_s + r.offload_exposed_s;
+  return p;
+}
+
+StepComponent parse_step_component(const std::string& word) {
+  for (int k = 0; k < kStepComponents; ++k) {
+    if (word == json_name(static_cast<StepComponent>(k))) return static_cast<StepComponent>(k);
+  }
+  throw std::invalid_argument("expected compute, model_parallel_comm, data_parallel_comm, bubble or other, got '" +
+                              word + "'");
+}
+
+ComponentFit fit_components(const std::vector<ComponentRow>& rows, const std::array<bool, kStepComponents>& fit) {
+  if (rows.empty()) throw std::invalid_argument("no simulated rows to decompose");
+  if (std::none_of(fit.begin(), fit.end(), [](bool b) { return b; })) throw std::invalid_argument("no part to fit");
+  StepParts total{};
+  for (const auto& r : rows) {
+    if (!(r.measured_s > 0)) throw std::invalid_argument("row " + r.run_id + ": measured step time is not positive");
+    for (int k = 0; k < kStepComponents; ++k) total[k] += r.parts_s[k];
+  }
+  double sum = 0;
+  for (double t : total) sum += t;
+  if (!(sum > 0)) throw std::invalid_argument("the rows' simulated steps have no time in any part");
+
+  ComponentFit out;
+  for (int k = 0; k < kStepComponents; ++k) out.share[k] = total[k] / sum;
+  std::vector<std::size_t> all(rows.size());
+  for (std::size_t i = 0; i < rows.size(); ++i) all[i] = i;
+  out.multipliers = solve(rows, all, fit);
+  for (const auto& r : rows) {
+    out.simulated_s.push_back(modelled_s(r.parts_s, ComponentMultipliers{}.value));
+    out.fitted_s.push_back(modelled_s(r.parts_s, out.multipliers.value));
+  }
+  out.held_out_s = out.fitted_s;  // a single row has no fold: its fit is all there is
+
+  std::map<std::string, std::vector<std::size_t>> by_fold;
+  for (std::size_t i = 0; i < rows.size(); ++i) by_fold[rows[i].fold].push_back(i);
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;
+  out.by_fold = by_fold.size() > 1;
+  if (out.by_fold) {
+    for (auto& [name, idx] : by_fold) folds.emplace_back(name, idx);
+  } else if (rows.size() > 1) {
+    for (std::size_t i = 0; i < rows.size(); ++i) folds.push_back({rows[i].run_id, {i}});
+  }
+  for (const auto& [name, held] : folds) {
+    std::vector<std::size_t> train;
+    for (std::size_t i : all)
+      if (std::find(held.begin(), held.end(), i) == held.end()) train.push_back(i);
+    const ComponentMultipliers m = solve(rows, train, fit);
+    for (std::size_t i : held) out.held_out_s[i] = modelled_s(rows[i].parts_s, m.value);
+    out.folds.push_back(name);
+    out.held_out.push_back(m);
+  }
+  return out;
+}
+
+}  // namespace calisim::calibration

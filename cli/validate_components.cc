@@ -1,0 +1,216 @@
+#include "cli/validate_components.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+
+#include "calibration/run_fit.h"
+#include "cli/table.h"
+#include "core/error.h"
+
+namespace calisim::cli {
+namespace {
+
+using calibration::ComponentFit;
+using calibration::ComponentMultipliers;
+using calibration::kStepComponents;
+using calibration::StepComponent;
+
+ComponentStats stats_of(const std::vector<double>& measured_s, const std::vector<double>& model_s) {
+  ComponentStats s;
+  if (measured_s.empty()) return s;
+  std::vector<double> abs;
+  for (std::size_t i = 0; i < measured_s.size(); ++i) {
+    const double e = (model_s[i] - measured_s[i]) / measured_s[i];
+    s.mape += std::abs(e);
+    s.bias += e;
+    abs.push_back(std::abs(e));
+  }
+  const auto n = static_cast<double>(measured_s.size());
+  s.mape /= n;
+  s.bias /= n;
+  std::sort(abs.begin(), abs.end());
+  const std::size_t m = abs.size();
+  s.median = m % 2 ? abs[m / 2] : (abs[m / 2 - 1] + abs[m / 2]) / 2;
+  return s;
+}
+
+nlohmann::json stats_json(const ComponentStats& s) { return {{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; }
+
+nlohmann::json multipliers_json(const ComponentMultipliers& m) {
+  nlohmann::json j = nlohmann::json::object();
+  for (int k = 0; k < kStepComponents; ++k) {
+    j[json_name(static_cast<StepComponent>(k))] = m.fitted[k] ? nlohmann::json(m.value[k]) : nlohmann::json();
+  }
+  return j;
+}
+
+// The smallest and largest multiplier of part k over the folds that fitted it (none: NaN).
+std::pair<double, double> fold_range(const ComponentFit& f, int k) {
+  double lo = NAN, hi = NAN;
+  for (const auto& m : f.held_out) {
+    if (!m.fitted[k]) continue;
+    lo = std::isnan(lo) ? m.value[k] : std::min(lo, m.value[k]);
+    hi = std::isnan(hi) ? m.value[k] : std::max(hi, m.value[k]);
+  }
+  return {lo, hi};
+}
+
+// The error over every system's rows, each with its own multipliers.
+struct AllRows {
+  std::size_t rows = 0;
+  ComponentStats simulated, fitted, held_out;
+};
+AllRows over_all(const std::vector<SystemComponents>& systems) {
+  std::vector<double> measured, simulated, fitted, held;
+  for (const auto& s : systems) {
+    measured.insert(measured.end(), s.measured_s.begin(), s.measured_s.end());
+    simulated.insert(simulated.end(), s.fit.simulated_s.begin(), s.fit.simulated_s.end());
+    fitted.insert(fitted.end(), s.fit.fitted_s.begin(), s.fit.fitted_s.end());
+    held.insert(held.end(), s.fit.held_out_s.begin(), s.fit.held_out_s.end());
+  }
+  return {measured.size(), stats_of(measured, simulated), stats_of(measured, fitted), stats_of(measured, held)};
+}
+
+}  // namespace
+
+std::vector<SystemComponents> step_components(const std::vector<calibration::RowResult>& rows,
+                                              const std::vector<std::string>& documents,
+                                              const std::vector<std::string>& parts) {
+  if (rows.size() != documents.size()) throw std::invalid_argument("one document per validated row is needed");
+  std::array<bool, kStepComponents> fit{};
+  if (parts.empty()) fit.fill(true);
+  for (const auto& p : parts) {
+    try {
+      fit[static_cast<int>(calibration::parse_step_component(p))] = true;
+    } catch (const std::invalid_argument& e) {
+      throw InputError("<command line>", "--components", e.what());
+    }
+  }
+  std::vector<SystemComponents> out;
+  std::vector<std::vector<std::size_t>> members;
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    if (!rows[i].simulated) continue;
+    auto it = std::find_if(out.begin(), out.end(), [&](const SystemComponents& s) { return s.system == rows[i].system; });
+    if (it == out.end()) {
+      out.push_back(SystemComponents{rows[i].system, {}, {}, {}, {}, {}, {}, {}});
+      members.emplace_back();
+      it = out.end() - 1;
+    }
+    members[static_cast<std::size_t>(it - out.begin())].push_back(i);
+  }
+  for (std::size_t s = 0; s < out.size(); ++s) {
+    SystemComponents& sys = out[s];
+    std::vector<std::string> groups, docs;
+    for (std::size_t i : members[s]) {
+      groups.push_back(rows[i].source);
+      docs.push_back(documents[i]);
+    }
+    sys.row_folds = calibration::cross_validation_folds(groups, docs);
+    std::vector<calibration::ComponentRow> crow;
+    for (std::size_t j = 0; j < members[s].size(); ++j) {
+      const calibration::RowResult& r = rows[members[s][j]];
+      crow.push_back({r.run_id, sys.row_folds[j], r.measured_step_s, r.parts_s});
+      sys.run_ids.push_back(r.run_id);
+      sys.measured_s.push_back(r.measured_step_s);
+    }
+    sys.fit = calibration::fit_components(crow, fit);
+    sys.simulated = stats_of(sys.measured_s, sys.fit.simulated_s);
+    sys.fitted = stats_of(sys.measured_s, sys.fit.fitted_s);
+    sys.held_out = stats_of(sys.measured_s, sys.fit.held_out_s);
+  }
+  return out;
+}
+
+nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
+  nlohmann::json j;
+  j["model"] = "measured step = sum over parts of multiplier x simulated part (critical stage); relative least "
+               "squares, multipliers >= 0; null = kept as simulated (not asked for, or no row has the part)";
+  j["systems"] = nlohmann::json::array();
+  for (const auto& s : systems) {
+    nlohmann::json parts = nlohmann::json::array();
+    for (int k = 0; k < kStepComponents; ++k) {
+      const auto [lo, hi] = fold_range(s.fit, k);
+      parts.push_back({{"part", json_name(static_cast<StepComponent>(k))},
+                       {"share", s.fit.share[k]},
+                       {"multiplier", s.fit.multipliers.fitted[k] ? nlohmann::json(s.fit.multipliers.value[k]) : nlohmann::json()},
+                       {"held_out_min", std::isnan(lo) ? nlohmann::json() : nlohmann::json(lo)},
+                       {"held_out_max", std::isnan(hi) ? nlohmann::json() : nlohmann::json(hi)}});
+    }
+    nlohmann::json folds = nlohmann::json::array();
+    for (std::size_t i = 0; i < s.fit.folds.size(); ++i) {
+      folds.push_back({{"left_out", s.fit.folds[i]}, {"multipliers", multipliers_json(s.fit.held_out[i])}});
+    }
+    nlohmann::json per_row = nlohmann::json::array();
+    for (std::size_t i = 0; i < s.run_ids.size(); ++i) {
+      per_row.push_back({{"run_id", s.run_ids[i]},
+                         {"fold", s.row_folds[i]},
+                         {"measured_step_s", s.measured_s[i]},
+                         {"simulated_step_s", s.fit.simulated_s[i]},
+                         {"fitted_step_s", s.fit.fitted_s[i]},
+                         {"held_out_step_s", s.fit.held_out_s[i]}});
+    }
+    j["systems"].push_back({{"system", s.system},
+                            {"rows", s.run_ids.size()},
+                            {"cross_validation", s.fit.folds.empty() ? "none (one row)"
+                                                 : s.fit.by_fold     ? "leave one source out"
+                                                                     : "leave one row out"},
+                            {"parts", parts},
+                            {"step_time",
+                             {{"simulated", stats_json(s.simulated)},
+                              {"fitted", stats_json(s.fitted)},
+                              {"held_out", stats_json(s.held_out)}}},
+                            {"folds", folds},
+                            {"per_row", per_row}});
+  }
+  if (systems.size() > 1) {
+    const auto all = over_all(systems);
+    j["all"] = {{"rows", all.rows},
+                {"step_time",
+                 {{"simulated", stats_json(all.simulated)},
+                  {"fitted", stats_json(all.fitted)},
+                  {"held_out", stats_json(all.held_out)}}}};
+  }
+  return j;
+}
+
+std::string components_text(const std::vector<SystemComponents>& systems) {
+  std::string out = "\nstep components (--components): measured step = sum of multiplier x simulated part; relative "
+                    "least squares, multipliers >= 0; '1 (kept)': not fitted (not asked for, or no row has it)\n";
+  for (const auto& s : systems) {
+    out += fmt::format("\n{}: {} rows, {}\n", s.system, s.run_ids.size(),
+                       s.fit.folds.empty() ? "no cross-validation (one row)"
+                       : s.fit.by_fold     ? fmt::format("held out by source ({} folds)", s.fit.folds.size())
+                                           : "held out row by row (one source)");
+    Table parts({"part", "share of simulated time", "multiplier", "held-out range"});
+    for (int k = 0; k < kStepComponents; ++k) {
+      const auto [lo, hi] = fold_range(s.fit, k);
+      const bool fitted = s.fit.multipliers.fitted[k];
+      parts.add_row({to_string(static_cast<StepComponent>(k)), fmt::format("{:.1f}%", 100 * s.fit.share[k]),
+                     fitted ? fmt::format("{:.3f}", s.fit.multipliers.value[k]) : "1 (kept)",
+                     std::isnan(lo) ? "-" : fmt::format("{:.3f} - {:.3f}", lo, hi)});
+    }
+    out += parts.render();
+    Table steps({"step time", "MAPE", "median", "bias"});
+    auto add = [&steps](const char* name, const ComponentStats& st) {
+      steps.add_row({name, fmt::format("{:.1f}%", 100 * st.mape), fmt::format("{:.1f}%", 100 * st.median),
+                     fmt::format("{:+.1f}%", 100 * st.bias)});
+    };
+    add("simulated (multipliers 1)", s.simulated);
+    add("fitted on every row", s.fitted);
+    if (!s.fit.folds.empty()) add("held out", s.held_out);
+    out += '\n';
+    out += steps.render();
+  }
+  if (systems.size() > 1) {
+    const auto all = over_all(systems);
+    out += fmt::format("\nall {} rows (each system with its own multipliers): MAPE simulated {:.1f}%, fitted {:.1f}%, "
+                       "held out {:.1f}%\n",
+                       all.rows, 100 * all.simulated.mape, 100 * all.fitted.mape, 100 * all.held_out.mape);
+  }
+  return out;
+}
+
+}  // namespace calisim::cli
