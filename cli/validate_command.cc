@@ -315,7 +315,9 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     if (!out) throw InputError(a.report, "--report", "cannot write the report");
     std::string title = "calisim validate: " + runs_files_label(a.runs);
     if (!a.overrides.empty()) title += fmt::format(" (--set {})", fmt::join(a.overrides, " "));
-    out << html_report(v.rows, v.summary, title, v.fit ? fit_html(v.fit_args, *v.fit) : std::string());
+    const std::string appendix = (v.fit ? fit_html(v.fit_args, *v.fit) : std::string()) +
+                                 (v.components ? components_html(*v.components) : std::string());
+    out << html_report(v.rows, v.summary, title, appendix);
   }
   return v;
 }

@@ -213,4 +213,45 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
   return out;
 }
 
+std::string components_html(const std::vector<SystemComponents>& systems) {
+  using calibration::html_escape;
+  auto pct = [](double f) { return fmt::format("{:.1f}%", 100 * f); };
+  auto steps = [&](const ComponentStats& sim, const ComponentStats& fitted, const ComponentStats* held) {
+    std::string h = "<table><tr><th>step time</th><th>MAPE</th><th>median</th><th>bias</th></tr>\n";
+    auto row = [&](const char* name, const ComponentStats& st) {
+      h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.1f}%</td></tr>\n",
+                       name, pct(st.mape), pct(st.median), 100 * st.bias);
+    };
+    row("simulated (multipliers 1)", sim);
+    row("fitted on every row", fitted);
+    if (held) row("held out", *held);
+    return h + "</table>\n";
+  };
+  std::string h = "<h2>Step components: measured step = sum of multiplier &times; simulated part</h2>\n"
+                  "<p>Relative least squares, multipliers &ge; 0; &ldquo;1 (kept)&rdquo;: not fitted (not asked for, or "
+                  "no row has the part).</p>\n";
+  for (const auto& s : systems) {
+    h += fmt::format("<h3>{}: {} rows, {}</h3>\n", html_escape(s.system), s.run_ids.size(),
+                     s.fit.folds.empty() ? "no cross-validation (one row)"
+                     : s.fit.by_fold     ? "held out by source"
+                                         : "held out row by row (one source)");
+    h += "<table><tr><th>part</th><th>share of simulated time</th><th>multiplier</th><th>held-out range</th></tr>\n";
+    for (int k = 0; k < kStepComponents; ++k) {
+      const auto [lo, hi] = fold_range(s.fit, k);
+      h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
+                       to_string(static_cast<StepComponent>(k)), pct(s.fit.share[k]),
+                       s.fit.multipliers.fitted[k] ? fmt::format("{:.3f}", s.fit.multipliers.value[k]) : "1 (kept)",
+                       std::isnan(lo) ? "-" : fmt::format("{:.3f} &ndash; {:.3f}", lo, hi));
+    }
+    h += "</table>\n";
+    h += steps(s.simulated, s.fitted, s.fit.folds.empty() ? nullptr : &s.held_out);
+  }
+  if (systems.size() > 1) {
+    const auto all = over_all(systems);
+    h += fmt::format("<h3>All {} rows, each system with its own multipliers</h3>\n", all.rows);
+    h += steps(all.simulated, all.fitted, &all.held_out);
+  }
+  return h;
+}
+
 }  // namespace calisim::cli

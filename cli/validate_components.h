@@ -38,5 +38,7 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
                                               const std::vector<std::string>& parts = {});
 nlohmann::json components_json(const std::vector<SystemComponents>& systems);
 std::string components_text(const std::vector<SystemComponents>& systems);
+// The same tables for the HTML report (text escaped).
+std::string components_html(const std::vector<SystemComponents>& systems);
 
 }  // namespace calisim::cli

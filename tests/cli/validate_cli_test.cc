@@ -300,8 +300,15 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   EXPECT_LT(steps["fitted"]["mape"].get<double>(), steps["simulated"]["mape"].get<double>());
   EXPECT_EQ(a100["folds"].size(), 8u);
 
-  const Out compute = calisim("validate --runs " + runs + " --source Korthikanti --components compute");
+  const std::string html = ::testing::TempDir() + "validate_components.html";
+  const Out compute = calisim("validate --runs " + runs + " --source Korthikanti --components compute --report " + html);
   ASSERT_EQ(compute.code, 0) << compute.text;
+  std::ifstream page(html);
+  std::stringstream page_text;
+  page_text << page.rdbuf();
+  EXPECT_NE(page_text.str().find("<h2>Step components: measured step = sum of multiplier &times; simulated part</h2>"),
+            std::string::npos);
+  EXPECT_NE(page_text.str().find("<h3>a100-sxm-80g: 8 rows, held out row by row (one source)</h3>"), std::string::npos);
   EXPECT_NE(compute.text.find("a100-sxm-80g: 8 rows, held out row by row (one source)"), std::string::npos)
       << compute.text;
   EXPECT_NE(compute.text.find("1 (kept)"), std::string::npos) << compute.text;
