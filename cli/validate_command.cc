@@ -236,6 +236,7 @@ struct ValidationRun {
   FitArgs fit_args;
   std::optional<FitReport> fit;
   std::optional<std::vector<SystemComponents>> components;
+  std::vector<std::pair<std::string, std::string>> components_written;  // system -> --components-out file
 };
 
 ValidationRun validate_runs(const ValidateArgs& a) {
@@ -250,6 +251,10 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     } catch (const std::invalid_argument& e) {
       throw InputError("<command line>", "--components", e.what());
     }
+  }
+  if (!a.components_out.empty() && (!a.components || a.component_parts != std::vector<std::string>{"compute"})) {
+    throw InputError("<command line>", "--components-out",
+                     "writes the compute multiplier as efficiency.sustained_kernel_speed: it needs --components compute");
   }
   if (!a.fit_system.empty() && !a.db.empty()) {
     throw InputError("<command line>", "--fit-system",
@@ -269,6 +274,7 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   }
   if (!a.dump_dir.empty()) ensure_directory(a.dump_dir, "--dump-inputs");
   if (a.fit_system == "all" && !a.fit_out.empty()) ensure_directory(a.fit_out, "--fit-out");
+  if (!a.components_out.empty()) ensure_directory(a.components_out, "--components-out");
   std::vector<MeasuredRun> runs = read_measured_runs(a.runs);
   if (runs.empty()) {
     throw InputError(fmt::format("{}", fmt::join(a.runs, ", ")), "", "no data rows (only a header): nothing to validate");
@@ -309,6 +315,9 @@ ValidationRun validate_runs(const ValidateArgs& a) {
       documents.push_back(ref.substr(0, ref.find(" (")));
     }
     v.components = step_components(v.rows, documents, a.component_parts);
+    if (!a.components_out.empty()) {
+      v.components_written = write_insitu_systems({a.runs, a.db, a.source, a.components_out}, *v.components);
+    }
   }
   if (!a.report.empty()) {
     std::ofstream out(a.report);
@@ -353,7 +362,10 @@ nlohmann::json to_document(const ValidateArgs& a, const ValidationRun& v) {
     if (!e.note.empty()) notes.push_back(k.substr(0, k.find('|')) + ": " + e.note);
   j["efficiency_notes"] = notes;
   if (v.fit) j["fit"] = fit_json(v.fit_args, *v.fit);
-  if (v.components) j["components"] = components_json(*v.components);
+  if (v.components) {
+    j["components"] = components_json(*v.components);
+    for (const auto& [system, path] : v.components_written) j["components"]["written"][system] = path;
+  }
   return j;
 }
 
@@ -372,6 +384,10 @@ void run(const ValidateArgs& a) {
   if (!a.report.empty()) fmt::print("report written to {}\n", a.report);
   if (v.fit) fmt::print("{}", fit_text(v.fit_args, *v.fit));
   if (v.components) fmt::print("{}", components_text(*v.components));
+  for (const auto& [system, path] : v.components_written) {
+    fmt::print("in-situ system for {} written to {} (efficiency.sustained_kernel_speed = 1 / its compute multiplier)\n",
+               system, path);
+  }
 }
 
 }  // namespace
@@ -414,6 +430,9 @@ void register_validate(CLI::App& app) {
                   "of the step is mispriced')")
       ->expected(0, -1)
       ->delimiter(',');
+  sub->add_option("--components-out", args->components_out,
+                  "with --components compute: write DIR/<system>-insitu.json, the shipped system with "
+                  "efficiency.sustained_kernel_speed = 1 / the fitted compute multiplier (and efficiency_db = --db)");
   sub->add_option("--fit-out", args->fit_out,
                   "write the fitted system file to FILE (with --fit-system all: DIR/<system>-fit.json)");
   sub->callback([args, components] {

@@ -24,6 +24,7 @@ struct ValidateArgs {
   // (cli/validate_components.h).
   bool components = false;
   std::vector<std::string> component_parts;  // the parts to fit (empty: every part)
+  std::string components_out;                 // --components-out DIR: <system>-insitu.json files
 };
 
 // Validates the runs (writing the HTML report, dumped inputs and fitted system files the args ask

@@ -4,11 +4,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
+#include <fstream>
 #include <stdexcept>
 
+#include "calibration/calibrated_system.h"
+#include "calibration/measured_runs.h"
 #include "calibration/run_fit.h"
+#include "cli/config_catalog.h"
 #include "cli/table.h"
+#include "core/efficiency_model.h"
 #include "core/error.h"
+#include "simulator/config_loader.h"
 
 namespace calisim::cli {
 namespace {
@@ -115,6 +122,10 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
       crow.push_back({r.run_id, sys.row_folds[j], r.measured_step_s, r.parts_s});
       sys.run_ids.push_back(r.run_id);
       sys.measured_s.push_back(r.measured_step_s);
+      const auto from_data = r.kernels_per_source[static_cast<int>(EfficiencySource::measured)] +
+                             r.kernels_per_source[static_cast<int>(EfficiencySource::interpolated)] +
+                             r.kernels_per_source[static_cast<int>(EfficiencySource::scaled)];
+      sys.database_priced = sys.database_priced || from_data > 0;
     }
     sys.fit = calibration::fit_components(crow, fit);
     sys.simulated = stats_of(sys.measured_s, sys.fit.simulated_s);
@@ -252,6 +263,51 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
     h += steps(all.simulated, all.fitted, &all.held_out);
   }
   return h;
+}
+
+std::vector<std::pair<std::string, std::string>> write_insitu_systems(const ComponentsOutArgs& a,
+                                                                      const std::vector<SystemComponents>& systems) {
+  constexpr int kCompute = static_cast<int>(StepComponent::compute);
+  std::vector<std::pair<std::string, std::string>> written;
+  for (const auto& s : systems) {
+    const std::string path = (std::filesystem::path(a.dir) / (s.system + "-insitu.json")).string();
+    if (!s.fit.multipliers.fitted[kCompute] || !(s.fit.multipliers.value[kCompute] > 0)) {
+      throw InputError(path, "--components-out",
+                       fmt::format("no compute multiplier was fitted for {} (its rows have no compute time)", s.system));
+    }
+    const double m = s.fit.multipliers.value[kCompute];
+    const std::string file = resolve_config(ConfigKind::system, s.system);
+    std::ifstream in(file);
+    nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
+    const double base = doc.contains("efficiency") && doc["efficiency"].contains("sustained_kernel_speed")
+                            ? doc["efficiency"]["sustained_kernel_speed"].get<double>()
+                            : 1.0;
+    const double speed = base / m;
+    if (!(speed > 0 && speed <= 2)) {
+      throw InputError(path, "efficiency.sustained_kernel_speed",
+                       fmt::format("the fitted compute multiplier {:.3f} of {} gives {:.3f}, outside (0, 2]", m, s.system,
+                                   speed));
+    }
+    doc["efficiency"]["sustained_kernel_speed"] = std::round(speed * 1e4) / 1e4;
+    const bool with_db = !a.db.empty() && s.database_priced;
+    if (with_db) doc["efficiency_db"] = calibration::db_reference(a.db, path);
+    doc["description"] =
+        doc.value("description", std::string()) +
+        fmt::format(" In-situ kernel speed fitted to measured step times by calisim validate --runs {}{}{} "
+                    "--components compute: the rows' compute took {:.3f}x the simulated time ({} rows, {}; step-time "
+                    "MAPE {:.1f}% simulated, {:.1f}% fitted, {:.1f}% held out), so efficiency.sustained_kernel_speed "
+                    "{:.4g} = {:.4g} / {:.3f}.",
+                    calibration::runs_files_label(a.runs_files, " --runs "), with_db ? " --db " + a.db : "",
+                    a.source.empty() ? "" : " --source '" + a.source + "'", m, s.run_ids.size(),
+                    s.fit.folds.empty() ? "no cross-validation" : s.fit.by_fold ? "held out by source" : "held out by row",
+                    100 * s.simulated.mape, 100 * s.fitted.mape, 100 * s.held_out.mape, speed, base, m);
+    // The file must load as `simulate --system` will load it.
+    parse_system(nlohmann::json::parse(doc.dump()), path);
+    std::ofstream out(path);
+    if (!out || !(out << doc.dump(2) << "\n")) throw InputError(path, "--components-out", "cannot write the file");
+    written.emplace_back(s.system, path);
+  }
+  return written;
 }
 
 }  // namespace calisim::cli

@@ -26,6 +26,7 @@ struct SystemComponents {
   std::vector<std::string> row_folds;
   calibration::ComponentFit fit;
   ComponentStats simulated, fitted, held_out;
+  bool database_priced = false;  // some kernel lookup of its rows came from the --db (not the roofline)
 };
 
 // rows: every validated row; documents: the document each row cites (same order; "" = none), so
@@ -40,5 +41,19 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems);
 std::string components_text(const std::vector<SystemComponents>& systems);
 // The same tables for the HTML report (text escaped).
 std::string components_html(const std::vector<SystemComponents>& systems);
+
+// `--components-out DIR` (only with `--components compute`): for each system, DIR/<system>-insitu.json,
+// its shipped file with efficiency.sustained_kernel_speed divided by the fitted compute multiplier
+// (kernels that run m times slower in situ than the file, or the database, prices them), with
+// efficiency_db set to `db` where the database priced the system's rows (database_priced), and a
+// description sentence saying how it was
+// fitted and how well (held out by source). Fills `written` (system -> path). Throws InputError for
+// a speed outside (0, 2] or a file that cannot be written; the written file must load.
+struct ComponentsOutArgs {
+  std::vector<std::string> runs_files;
+  std::string db, source, dir;
+};
+std::vector<std::pair<std::string, std::string>> write_insitu_systems(const ComponentsOutArgs& a,
+                                                                      const std::vector<SystemComponents>& systems);
 
 }  // namespace calisim::cli

@@ -312,6 +312,33 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   EXPECT_NE(compute.text.find("a100-sxm-80g: 8 rows, held out row by row (one source)"), std::string::npos)
       << compute.text;
   EXPECT_NE(compute.text.find("1 (kept)"), std::string::npos) << compute.text;
+  // --components-out: the compute multiplier written as the system's sustained kernel speed; the
+  // rows re-simulated with that speed land where the multiplier put them.
+  const std::string dir = ::testing::TempDir() + "insitu";
+  const Out written = calisim("validate --runs " + runs + " --source Korthikanti --json --components compute "
+                                  "--components-out " + dir, false);
+  ASSERT_EQ(written.code, 0) << written.text;
+  const auto wdoc = nlohmann::json::parse(written.text)["components"];
+  const std::string file = dir + "/a100-sxm-80g-insitu.json";
+  EXPECT_EQ(wdoc["written"]["a100-sxm-80g"], file);
+  const double m = wdoc["systems"][0]["parts"][0]["multiplier"].get<double>();
+  std::ifstream sys_in(file);
+  ASSERT_TRUE(sys_in.good());
+  const auto sys_doc = nlohmann::json::parse(sys_in);
+  const double speed = sys_doc["efficiency"]["sustained_kernel_speed"].get<double>();
+  EXPECT_NEAR(speed, 1 / m, 1e-4);
+  EXPECT_FALSE(sys_doc.contains("efficiency_db")) << "no --db priced these rows";
+  EXPECT_NE(sys_doc["description"].get<std::string>().find("--components compute"), std::string::npos);
+  EXPECT_EQ(calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu --no-ops --system " + file).code, 0);
+  const Out again = calisim("validate --runs " + runs + " --source Korthikanti --json --set "
+                                "system.efficiency.sustained_kernel_speed=" + std::to_string(speed), false);
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NEAR(nlohmann::json::parse(again.text)["summary"]["all"]["mape"].get<double>(),
+              wdoc["systems"][0]["step_time"]["fitted"]["mape"].get<double>(), 0.01);
+  const Out needs = calisim("validate --runs " + runs + " --components --components-out " + dir);
+  EXPECT_EQ(needs.code, 2);
+  EXPECT_NE(needs.text.find("it needs --components compute"), std::string::npos) << needs.text;
+
   const Out bad = calisim("validate --runs " + runs + " --components compute,flops");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("--components: expected compute, model_parallel_comm, data_parallel_comm, bubble or other, "

@@ -55,7 +55,7 @@ def test_validate_several_runs_files():
         calisim.validate([FIXTURE, FIXTURE])
 
 
-def test_validate_components_equal_the_cli():
+def test_validate_components_equal_the_cli(tmp_path):
     korthikanti = os.path.join(REPO, "calibration", "data", "measured_runs.csv")
     py = calisim.validate(korthikanti, source="Korthikanti", components=True)
     cli = cli_json("validate", "--runs", korthikanti, "--source", "Korthikanti", "--json", "--components")
@@ -64,5 +64,7 @@ def test_validate_components_equal_the_cli():
     parts = {p.part: p.multiplier for p in only.components.systems[0].parts}
     assert parts["compute"] > 0 and parts["bubble"] is None
     assert "components" not in calisim.validate(FIXTURE).to_dict()
+    out = calisim.validate(korthikanti, source="Korthikanti", components="compute", components_out=tmp_path)
+    assert os.path.exists(out.components.written["a100-sxm-80g"])
     with pytest.raises(calisim.ConfigError, match="--components"):
         calisim.validate(FIXTURE, components=["flops"])
