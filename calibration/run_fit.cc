@@ -129,6 +129,20 @@ std::vector<std::string> cross_validation_folds(const std::vector<std::string>& 
   return out;
 }
 
+HoldoutFolds holdout_folds(const std::vector<std::string>& fold_of, const std::vector<std::string>& run_ids) {
+  if (fold_of.size() != run_ids.size()) throw std::invalid_argument("one fold name per row's run id is needed");
+  std::map<std::string, std::vector<std::size_t>> by_fold;
+  for (std::size_t i = 0; i < fold_of.size(); ++i) by_fold[fold_of[i]].push_back(i);
+  HoldoutFolds out;
+  out.by_fold = by_fold.size() > 1;
+  if (out.by_fold) {
+    for (auto& [name, idx] : by_fold) out.folds.emplace_back(name, std::move(idx));
+  } else if (run_ids.size() > 1) {
+    for (std::size_t i = 0; i < run_ids.size(); ++i) out.folds.push_back({run_ids[i], {i}});
+  }
+  return out;
+}
+
 const char* to_string(FitGroup g) {
   switch (g) {
     case FitGroup::compute: return "compute";
@@ -234,21 +248,16 @@ RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& o,
 
   // Folds: one per group (groups citing one document joined), or one per row when every row
   // shares a group.
-  std::map<std::string, std::vector<std::size_t>> by_group;
-  std::vector<std::string> groups, documents;
+  std::vector<std::string> groups, documents, run_ids;
   for (const auto& r : rows) {
     groups.push_back(r.group);
     documents.push_back(r.document);
+    run_ids.push_back(r.run_id);
   }
   const std::vector<std::string> fold_of = cross_validation_folds(groups, documents);
-  for (std::size_t i = 0; i < rows.size(); ++i) by_group[fold_of[i]].push_back(i);
-  std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;
-  out.by_group = by_group.size() > 1;
-  if (out.by_group) {
-    for (auto& [g, idx] : by_group) folds.emplace_back(g, idx);
-  } else if (rows.size() > 1) {
-    for (std::size_t i = 0; i < rows.size(); ++i) folds.push_back({rows[i].run_id, {i}});
-  }
+  const HoldoutFolds holdout = holdout_folds(fold_of, run_ids);
+  const auto& folds = holdout.folds;
+  out.by_group = holdout.by_fold;
   const int total = 1 + static_cast<int>(folds.size());
 
   out.factors = fit(obj, all, o);

@@ -99,6 +99,15 @@ struct RunFitOptions {
 std::vector<std::string> cross_validation_folds(const std::vector<std::string>& groups,
                                                 const std::vector<std::string>& documents);
 
+// The held-out sets of a cross-validation from each row's fold name (rows' order): one per distinct
+// name, in name order, when there are several; else one per row, named by its run id (leave one row
+// out); none for a single row. `by_fold` says which.
+struct HoldoutFolds {
+  bool by_fold = false;
+  std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;  // name -> row indices
+};
+HoldoutFolds holdout_folds(const std::vector<std::string>& fold_of, const std::vector<std::string>& run_ids);
+
 // Throws std::invalid_argument for no rows, a non-positive measured step, or no group to fit.
 // progress(done, total) is called after each fit (the full fit, then each fold).
 RunFitResult fit_runs(const std::vector<FitRow>& rows, const RunFitOptions& options,

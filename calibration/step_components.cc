@@ -4,8 +4,9 @@
 
 #include <algorithm>
 #include <limits>
-#include <map>
 #include <stdexcept>
+
+#include "calibration/run_fit.h"
 
 namespace calisim::calibration {
 namespace {
@@ -134,16 +135,14 @@ ComponentFit fit_components(const std::vector<ComponentRow>& rows, const std::ar
   }
   out.held_out_s = out.fitted_s;  // a single row has no fold: its fit is all there is
 
-  std::map<std::string, std::vector<std::size_t>> by_fold;
-  for (std::size_t i = 0; i < rows.size(); ++i) by_fold[rows[i].fold].push_back(i);
-  std::vector<std::pair<std::string, std::vector<std::size_t>>> folds;
-  out.by_fold = by_fold.size() > 1;
-  if (out.by_fold) {
-    for (auto& [name, idx] : by_fold) folds.emplace_back(name, idx);
-  } else if (rows.size() > 1) {
-    for (std::size_t i = 0; i < rows.size(); ++i) folds.push_back({rows[i].run_id, {i}});
+  std::vector<std::string> fold_of, run_ids;
+  for (const auto& r : rows) {
+    fold_of.push_back(r.fold);
+    run_ids.push_back(r.run_id);
   }
-  for (const auto& [name, held] : folds) {
+  const HoldoutFolds holdout = holdout_folds(fold_of, run_ids);
+  out.by_fold = holdout.by_fold;
+  for (const auto& [name, held] : holdout.folds) {
     std::vector<std::size_t> train;
     for (std::size_t i : all)
       if (std::find(held.begin(), held.end(), i) == held.end()) train.push_back(i);

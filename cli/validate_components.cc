@@ -25,26 +25,7 @@ using calibration::ComponentMultipliers;
 using calibration::kStepComponents;
 using calibration::StepComponent;
 
-ComponentStats stats_of(const std::vector<double>& measured_s, const std::vector<double>& model_s) {
-  ComponentStats s;
-  if (measured_s.empty()) return s;
-  std::vector<double> abs;
-  for (std::size_t i = 0; i < measured_s.size(); ++i) {
-    const double e = (model_s[i] - measured_s[i]) / measured_s[i];
-    s.mape += std::abs(e);
-    s.bias += e;
-    abs.push_back(std::abs(e));
-  }
-  const auto n = static_cast<double>(measured_s.size());
-  s.mape /= n;
-  s.bias /= n;
-  std::sort(abs.begin(), abs.end());
-  const std::size_t m = abs.size();
-  s.median = m % 2 ? abs[m / 2] : (abs[m / 2 - 1] + abs[m / 2]) / 2;
-  return s;
-}
-
-nlohmann::json stats_json(const ComponentStats& s) { return {{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; }
+nlohmann::json stats_json(const FitStats& s) { return {{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; }
 
 nlohmann::json multipliers_json(const ComponentMultipliers& m) {
   nlohmann::json j = nlohmann::json::object();
@@ -68,7 +49,7 @@ std::pair<double, double> fold_range(const ComponentFit& f, int k) {
 // The error over every system's rows, each with its own multipliers.
 struct AllRows {
   std::size_t rows = 0;
-  ComponentStats simulated, fitted, held_out;
+  FitStats simulated, fitted, held_out;
 };
 AllRows over_all(const std::vector<SystemComponents>& systems) {
   std::vector<double> measured, simulated, fitted, held;
@@ -78,7 +59,7 @@ AllRows over_all(const std::vector<SystemComponents>& systems) {
     fitted.insert(fitted.end(), s.fit.fitted_s.begin(), s.fit.fitted_s.end());
     held.insert(held.end(), s.fit.held_out_s.begin(), s.fit.held_out_s.end());
   }
-  return {measured.size(), stats_of(measured, simulated), stats_of(measured, fitted), stats_of(measured, held)};
+  return {measured.size(), step_errors(measured, simulated), step_errors(measured, fitted), step_errors(measured, held)};
 }
 
 }  // namespace
@@ -128,9 +109,9 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
       sys.database_priced = sys.database_priced || from_data > 0;
     }
     sys.fit = calibration::fit_components(crow, fit);
-    sys.simulated = stats_of(sys.measured_s, sys.fit.simulated_s);
-    sys.fitted = stats_of(sys.measured_s, sys.fit.fitted_s);
-    sys.held_out = stats_of(sys.measured_s, sys.fit.held_out_s);
+    sys.simulated = step_errors(sys.measured_s, sys.fit.simulated_s);
+    sys.fitted = step_errors(sys.measured_s, sys.fit.fitted_s);
+    sys.held_out = step_errors(sys.measured_s, sys.fit.held_out_s);
   }
   return out;
 }
@@ -205,7 +186,7 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
     }
     out += parts.render();
     Table steps({"step time", "MAPE", "median", "bias"});
-    auto add = [&steps](const char* name, const ComponentStats& st) {
+    auto add = [&steps](const char* name, const FitStats& st) {
       steps.add_row({name, fmt::format("{:.1f}%", 100 * st.mape), fmt::format("{:.1f}%", 100 * st.median),
                      fmt::format("{:+.1f}%", 100 * st.bias)});
     };
@@ -227,9 +208,9 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
 std::string components_html(const std::vector<SystemComponents>& systems) {
   using calibration::html_escape;
   auto pct = [](double f) { return fmt::format("{:.1f}%", 100 * f); };
-  auto steps = [&](const ComponentStats& sim, const ComponentStats& fitted, const ComponentStats* held) {
+  auto steps = [&](const FitStats& sim, const FitStats& fitted, const FitStats* held) {
     std::string h = "<table><tr><th>step time</th><th>MAPE</th><th>median</th><th>bias</th></tr>\n";
-    auto row = [&](const char* name, const ComponentStats& st) {
+    auto row = [&](const char* name, const FitStats& st) {
       h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{:+.1f}%</td></tr>\n",
                        name, pct(st.mape), pct(st.median), 100 * st.bias);
     };

@@ -12,12 +12,9 @@
 
 #include "calibration/step_components.h"
 #include "calibration/validation.h"
+#include "cli/validate_fit.h"
 
 namespace calisim::cli {
-
-struct ComponentStats {
-  double mape = 0, median = 0, bias = 0;
-};
 
 struct SystemComponents {
   std::string system;
@@ -25,7 +22,7 @@ struct SystemComponents {
   std::vector<double> measured_s;
   std::vector<std::string> row_folds;
   calibration::ComponentFit fit;
-  ComponentStats simulated, fitted, held_out;
+  FitStats simulated, fitted, held_out;  // step-time errors (cli/validate_fit.h)
   bool database_priced = false;  // some kernel lookup of its rows came from the --db (not the roofline)
 };
 

@@ -21,21 +21,12 @@ namespace {
 using namespace calisim::calibration;
 
 FitStats stats_of(const std::vector<FittedRow>& rows, double FittedRow::*sim) {
-  FitStats s;
-  if (rows.empty()) return s;
-  std::vector<double> abs;
+  std::vector<double> measured, model;
   for (const auto& r : rows) {
-    const double e = (r.*sim - r.measured_step_s) / r.measured_step_s;
-    s.mape += std::abs(e);
-    s.bias += e;
-    abs.push_back(std::abs(e));
+    measured.push_back(r.measured_step_s);
+    model.push_back(r.*sim);
   }
-  s.mape /= static_cast<double>(rows.size());
-  s.bias /= static_cast<double>(rows.size());
-  std::sort(abs.begin(), abs.end());
-  const std::size_t n = abs.size();
-  s.median = n % 2 ? abs[n / 2] : (abs[n / 2 - 1] + abs[n / 2]) / 2;
-  return s;
+  return step_errors(measured, model);
 }
 
 std::string pct(double f) { return fmt::format("{:+.1f}%", 100 * f); }
@@ -79,6 +70,25 @@ void write_fitted_system(const FitArgs& a, SystemFit& f, const std::string& path
 }
 
 }  // namespace
+
+FitStats step_errors(const std::vector<double>& measured_s, const std::vector<double>& model_s) {
+  FitStats s;
+  if (measured_s.empty()) return s;
+  std::vector<double> abs;
+  for (std::size_t i = 0; i < measured_s.size(); ++i) {
+    const double e = (model_s[i] - measured_s[i]) / measured_s[i];
+    s.mape += std::abs(e);
+    s.bias += e;
+    abs.push_back(std::abs(e));
+  }
+  const auto n = static_cast<double>(measured_s.size());
+  s.mape /= n;
+  s.bias /= n;
+  std::sort(abs.begin(), abs.end());
+  const std::size_t m = abs.size();
+  s.median = m % 2 ? abs[m / 2] : (abs[m / 2 - 1] + abs[m / 2]) / 2;
+  return s;
+}
 
 FitReport run_fits(const FitArgs& a, const std::vector<std::pair<std::string, FitRow>>& rows) {
   RunFitOptions o;

@@ -26,6 +26,8 @@ struct FitArgs {
 struct FitStats {
   double mape = 0, median = 0, bias = 0;
 };
+// Of model_s[i] against measured_s[i] (same length; zeros for none).
+FitStats step_errors(const std::vector<double>& measured_s, const std::vector<double>& model_s);
 
 struct SystemFit {
   std::string system;
