@@ -3,7 +3,6 @@
 #include <Eigen/Dense>
 
 #include <algorithm>
-#include <limits>
 #include <stdexcept>
 
 #include "calibration/run_fit.h"
@@ -44,7 +43,9 @@ ComponentMultipliers solve(const std::vector<ComponentRow>& rows, const std::vec
       a(static_cast<Eigen::Index>(r), static_cast<Eigen::Index>(c)) = row.parts_s[present[c]] / row.measured_s;
     }
   }
-  double best = std::numeric_limits<double>::infinity();
+  // The empty subset (every fitted multiplier 0) is a candidate too: the optimum when no other
+  // subset has a non-negative solution, or a better one.
+  double best = target.squaredNorm();
   Eigen::VectorXd best_x = Eigen::VectorXd::Zero(a.cols());
   const unsigned subsets = 1u << present.size();
   for (unsigned mask = 1; mask < subsets; ++mask) {

@@ -105,6 +105,17 @@ TEST(StepComponents, MultipliersAreNonNegativeAndOptimalAmongNonNegativeOnes) {
   // One fold only: each row is held out by itself.
   EXPECT_FALSE(f.by_fold);
   EXPECT_EQ(f.folds.size(), rows.size());
+
+  // Parts kept as simulated already exceed every measured step: no positive multiplier helps, and
+  // 0 (the empty subset) is the non-negative optimum.
+  std::vector<ComponentRow> over = rows;
+  for (auto& r : over) r.measured_s = 0.5 * r.parts_s[kOther];
+  std::array<bool, kStepComponents> compute_only{};
+  compute_only[kCompute] = true;
+  const ComponentFit z = fit_components(over, compute_only);
+  EXPECT_TRUE(z.multipliers.fitted[kCompute]);
+  EXPECT_EQ(z.multipliers.value[kCompute], 0.0);
+  EXPECT_EQ(z.multipliers.value[kOther], 1.0);
 }
 
 // Parts the caller keeps as simulated stay at 1 and the others are fitted to what is left.
