@@ -47,9 +47,13 @@ std::pair<double, double> fold_range(const ComponentFit& f, int k) {
 }
 
 // The error over every system's rows, each with its own multipliers.
+// held_out: only when some system was cross-validated (a system of one row counts its fitted error,
+// as in its own table); `uncrossed` systems had no fold.
 struct AllRows {
   std::size_t rows = 0;
   FitStats simulated, fitted, held_out;
+  bool any_held_out = false;
+  int uncrossed = 0;
 };
 AllRows over_all(const std::vector<SystemComponents>& systems) {
   std::vector<double> measured, simulated, fitted, held;
@@ -59,7 +63,13 @@ AllRows over_all(const std::vector<SystemComponents>& systems) {
     fitted.insert(fitted.end(), s.fit.fitted_s.begin(), s.fit.fitted_s.end());
     held.insert(held.end(), s.fit.held_out_s.begin(), s.fit.held_out_s.end());
   }
-  return {measured.size(), step_errors(measured, simulated), step_errors(measured, fitted), step_errors(measured, held)};
+  AllRows all{measured.size(), step_errors(measured, simulated), step_errors(measured, fitted),
+              step_errors(measured, held)};
+  for (const auto& s : systems) {
+    if (s.fit.folds.empty()) ++all.uncrossed;
+    else all.any_held_out = true;
+  }
+  return all;
 }
 
 }  // namespace
@@ -160,10 +170,11 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
   if (systems.size() > 1) {
     const auto all = over_all(systems);
     j["all"] = {{"rows", all.rows},
+                {"systems_without_cross_validation", all.uncrossed},
                 {"step_time",
                  {{"simulated", stats_json(all.simulated)},
                   {"fitted", stats_json(all.fitted)},
-                  {"held_out", stats_json(all.held_out)}}}};
+                  {"held_out", all.any_held_out ? stats_json(all.held_out) : nlohmann::json()}}}};
   }
   return j;
 }
@@ -198,9 +209,14 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
   }
   if (systems.size() > 1) {
     const auto all = over_all(systems);
-    out += fmt::format("\nall {} rows (each system with its own multipliers): MAPE simulated {:.1f}%, fitted {:.1f}%, "
-                       "held out {:.1f}%\n",
-                       all.rows, 100 * all.simulated.mape, 100 * all.fitted.mape, 100 * all.held_out.mape);
+    out += fmt::format("\nall {} rows (each system with its own multipliers): MAPE simulated {:.1f}%, fitted {:.1f}%", all.rows,
+                       100 * all.simulated.mape, 100 * all.fitted.mape);
+    if (all.any_held_out) out += fmt::format(", held out {:.1f}%", 100 * all.held_out.mape);
+    if (all.uncrossed > 0) {
+      out += fmt::format(" ({} system(s) of one row: no cross-validation{})", all.uncrossed,
+                         all.any_held_out ? ", their fitted error counted" : "");
+    }
+    out += '\n';
   }
   return out;
 }
@@ -241,7 +257,7 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
   if (systems.size() > 1) {
     const auto all = over_all(systems);
     h += fmt::format("<h3>All {} rows, each system with its own multipliers</h3>\n", all.rows);
-    h += steps(all.simulated, all.fitted, &all.held_out);
+    h += steps(all.simulated, all.fitted, all.any_held_out ? &all.held_out : nullptr);
   }
   return h;
 }

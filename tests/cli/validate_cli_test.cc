@@ -339,6 +339,16 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   EXPECT_EQ(needs.code, 2);
   EXPECT_NE(needs.text.find("it needs --components compute"), std::string::npos) << needs.text;
 
+  // Systems of one row each (the fixture): nothing is held out, and the total says so.
+  const Out one = calisim("validate --runs " + kFixture + " --json --components compute", false);
+  ASSERT_EQ(one.code, 0) << one.text;
+  const auto one_all = nlohmann::json::parse(one.text)["components"]["all"];
+  EXPECT_EQ(one_all["systems_without_cross_validation"], 2);
+  EXPECT_TRUE(one_all["step_time"]["held_out"].is_null()) << one_all.dump();
+  const Out one_text = calisim("validate --runs " + kFixture + " --components compute");
+  EXPECT_NE(one_text.text.find("(2 system(s) of one row: no cross-validation)"), std::string::npos) << one_text.text;
+  EXPECT_EQ(one_text.text.find("held out"), std::string::npos) << one_text.text;
+
   const Out bad = calisim("validate --runs " + runs + " --components compute,flops");
   EXPECT_EQ(bad.code, 2);
   EXPECT_NE(bad.text.find("--components: expected compute, model_parallel_comm, data_parallel_comm, bubble or other, "
