@@ -22,6 +22,7 @@
 #include "cli/system_device.h"
 #include "cli/table.h"
 #include "profiler/kineto_trace.h"
+#include "profiler/collective_matching.h"
 #include "profiler/operator_rows.h"
 #include "profiler/nsys_trace.h"
 #include "profiler/trace_writer.h"
@@ -119,7 +120,8 @@ struct KernelRowsPlan {
 
 KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& file,
                                 const std::vector<db::TraceKernel>& records, const std::map<int, std::string>& names,
-                                const std::vector<profiler::TracedOperator>& operators, const std::string& notes) {
+                                const std::vector<profiler::TracedOperator>& operators, const std::string& notes,
+                                const std::string& collective_timing = "waits for peers included") {
   KernelRowsPlan plan;
   std::optional<db::EfficiencyDb> existing;
   if (std::filesystem::exists(db_path)) existing.emplace(db::EfficiencyDb::open(db_path, db::OpenMode::read_only));
@@ -152,9 +154,9 @@ KernelRowsPlan plan_kernel_rows(const std::string& db_path, const std::string& f
         "GEMM, attention and collective operators (record_shapes) of {}; {} GEMM, {} attention and {} collective "
         "key(s) from {} call(s), each GEMM / attention key the median of its calls without overlapping "
         "communication ({} key(s) overlapped in every call and are timed with it), each collective the median "
-        "of its calls, waits for peers included",
+        "of its calls, {}",
         notes, rows.rows.gemm.size(), rows.rows.attention.size(), rows.rows.collective.size(), rows.calls,
-        rows.overlapped_keys);
+        rows.overlapped_keys, collective_timing);
     plan.extras.rows[ordinal] = profiler::TraceRowsRun{rows_notes, rows.rows};
     plan.rows[ordinal] = std::move(rows);
   }
@@ -255,10 +257,21 @@ TraceImportReport skipped_report(const std::string& db_path, const std::string& 
 
 // One PyTorch profiler trace file, read whole before the database is touched; with
 // `skip_imported` a trace already in the database is reported as such instead of refused.
+// `matched`: collective calls' times matched across the directory's ranks (operator index -> time,
+// profiler/collective_matching.h); nullptr: each call's own time, peer waits included.
 TraceImportReport import_kineto_file(const std::string& db_path, const std::string& file, const std::string& device,
-                                     bool skip_imported, bool kernel_rows) {
+                                     bool skip_imported, bool kernel_rows,
+                                     const std::map<std::size_t, double>* matched = nullptr) {
   const bool large = announce_large(file);
-  const profiler::KinetoTrace t = profiler::read_kineto_trace(file, device);
+  profiler::KinetoTrace t = profiler::read_kineto_trace(file, device);
+  double wait_removed_s = 0;
+  if (matched) {
+    for (const auto& [index, s] : *matched) {
+      if (index >= t.operators.size()) continue;  // the file changed since it was first read
+      wait_removed_s += t.operators[index].gpu_s - s;
+      t.operators[index].gpu_s = s;
+    }
+  }
   if (large) fmt::print(stderr, "read {} GPU records; storing ...\n", t.records.size());
   std::string notes =
       fmt::format("PyTorch profiler (Kineto) trace {}", std::filesystem::path(file).filename().string());
@@ -278,7 +291,13 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
                                             : std::string());
   ordered_json runs;
   std::vector<std::string> warnings;
-  KernelRowsPlan plan = plan_kernel_rows(db_path, file, t.records, t.device_names, t.operators, notes);
+  const std::string timing =
+      matched && !matched->empty()
+          ? fmt::format("{} call(s) timed as the fastest rank's call of the same collective in the directory's "
+                        "traces (peer waits removed: {:.4g} s)",
+                        matched->size(), wait_removed_s)
+          : std::string("waits for peers included");
+  KernelRowsPlan plan = plan_kernel_rows(db_path, file, t.records, t.device_names, t.operators, notes, timing);
   plan.stored = kernel_rows;
   if (!kernel_rows) plan.extras.rows.clear();
   profiler::TraceWriteResult written;
@@ -292,6 +311,14 @@ TraceImportReport import_kineto_file(const std::string& db_path, const std::stri
                       {"rank", t.rank},           {"world_size", t.world_size},
                       {"runs", runs},             {"warnings", warnings}};
   doc["kernel_rows"] = report_kernel_rows(t, plan, written, text);
+  if (matched) {
+    doc["collectives_matched"] = {{"calls", matched->size()}, {"wait_removed_s", wait_removed_s}};
+    if (!matched->empty()) {
+      text += fmt::format("  {} collective call(s) timed as the fastest rank's call of the same collective "
+                          "({:.4g} s of peer waits removed)\n",
+                          matched->size(), wait_removed_s);
+    }
+  }
   return {doc, text};
 }
 
@@ -396,8 +423,47 @@ bool is_directory(const std::string& path) {
 TraceImportReport import_kineto_trace(const std::string& db_path, const std::string& path,
                                       const std::string& device, bool kernel_rows) {
   if (!is_directory(path)) return import_kineto_file(db_path, path, device, false, kernel_rows);
-  return import_directory(db_path, path, "--kineto", {".json", ".json.gz"}, "*.json or *.json.gz",
-                          [&](const std::string& f) { return import_kineto_file(db_path, f, device, true, kernel_rows); });
+  // Several ranks' traces: their collective calls are matched first (each file read once for its
+  // calls, then again to be stored), so that a collective row times the transfer, not the waits.
+  const std::vector<std::string> files = files_in(path, {".json", ".json.gz"});
+  std::map<std::string, std::map<std::size_t, double>> matched_by_file;
+  ordered_json matching;
+  if (files.size() > 1) {
+    std::vector<int> ranks;
+    std::vector<std::vector<profiler::TracedOperator>> calls;
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      fmt::print(stderr, "[{}/{}] {}: its collective calls, to match them across ranks\n", i + 1, files.size(), files[i]);
+      profiler::KinetoTrace t = profiler::read_kineto_trace(files[i], device);
+      ranks.push_back(t.rank);
+      calls.push_back(std::move(t.operators));
+    }
+    std::vector<profiler::RankOperators> traces;
+    for (std::size_t i = 0; i < files.size(); ++i) traces.push_back({ranks[i], &calls[i]});
+    const profiler::CollectiveMatching m = profiler::match_collectives(traces);
+    matching = {{"ranks", m.ranks},
+                {"collective_calls", m.calls},
+                {"matched_calls", m.matched_calls},
+                {"wait_removed_s", m.wait_removed_s},
+                {"not_matched_because", m.refused.empty() ? ordered_json() : ordered_json(m.refused)}};
+    for (std::size_t i = 0; i < files.size(); ++i) matched_by_file[files[i]] = m.matched_s[i];
+  }
+  TraceImportReport r = import_directory(
+      db_path, path, "--kineto", {".json", ".json.gz"}, "*.json or *.json.gz", [&](const std::string& f) {
+        const auto it = matched_by_file.find(f);
+        return import_kineto_file(db_path, f, device, true, kernel_rows,
+                                  it == matched_by_file.end() ? nullptr : &it->second);
+      });
+  if (!matching.is_null() && matching["collective_calls"].get<std::int64_t>() > 0) {
+    r.doc["collective_matching"] = matching;
+    r.text += matching["not_matched_because"].is_null()
+                  ? fmt::format("collectives matched across {} ranks: {} of {} call(s), {:.4g} s of peer waits removed\n",
+                                matching["ranks"].get<int>(), matching["matched_calls"].get<std::int64_t>(),
+                                matching["collective_calls"].get<std::int64_t>(),
+                                matching["wait_removed_s"].get<double>())
+                  : fmt::format("collectives not matched across ranks: {}\n",
+                                matching["not_matched_because"].get<std::string>());
+  }
+  return r;
 }
 
 // An Nsight Systems report becomes one trace run per GPU it shows: one for a rank's report,

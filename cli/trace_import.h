@@ -15,6 +15,10 @@
 // refused, so the directory can be imported again after files were added; an error stops at that
 // file, and the ones before it stay stored (listed on stderr). Its JSON document is
 // {"directory", "imports": [each file's document], "skipped": [{"file", "already_imported_as_run"}]}.
+// A --kineto directory of several files first reads each for its collective calls and matches them
+// across ranks (profiler/collective_matching.h): the collective rows then time each call as the
+// fastest rank's, and the document adds "collective_matching" (ranks, calls, matched calls, wait
+// removed, why not matched) when any file has collectives.
 #pragma once
 
 #include <nlohmann/json.hpp>

@@ -22,7 +22,8 @@
 //     ranks_per_node is the most of the group's ranks ("Process Group Ranks", global ranks placed
 //     in order, scale_up_domain to a domain) that share one domain; the row's time statistics are
 //     the calls' communication-kernel times, which include waiting for the slowest peer (so the
-//     efficiency is a lower bound of the link's: in-situ, not nccl-tests); algbw / busbw as
+//     efficiency is a lower bound of the link's: in-situ, not nccl-tests) unless the caller
+//     replaced them by times matched across ranks (profiler/collective_matching.h); algbw / busbw as
 //     nccl-tests counts them (profiler/collective_sizes.h), efficiency = busbw / the bandwidth of the
 //     tier the group spans (scale-up when all its ranks share a domain). No key: unknown network,
 //     no or inconsistent group ranks, a busbw above twice the link (another system's network).

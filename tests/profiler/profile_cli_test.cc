@@ -449,6 +449,70 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
   expect_refused(missing, "cannot open the file");
 }
 
+// Two ranks' traces of one job in a directory: the reduce-scatter both ran in each of the two steps
+// (the same collective: same group, key and occurrence) takes 400 us on rank 0, which arrived
+// early, and 250 us on rank 1; each rank's collective row is timed at 250 us, the transfer without the wait, and the import
+// says how much waiting it removed. One rank alone keeps its own time.
+TEST(ProfileCli, KinetoDirectoryMatchesCollectivesAcrossRanks) {
+  const std::string dir = ::testing::TempDir() + "cli_kineto_ranks";
+  const std::string db = ::testing::TempDir() + "cli_kineto_ranks.db";
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  std::remove(db.c_str());
+  std::ifstream in(std::string(CALISIM_TEST_DATA_DIR) + "/kineto/record_shapes.json");
+  const nlohmann::json base = nlohmann::json::parse(in);
+  nlohmann::json rank1 = base;
+  rank1["distributedInfo"]["rank"] = 1;
+  int nccl = 0;
+  for (auto& e : rank1["traceEvents"]) {
+    if (e.value("cat", "") == "kernel" && e.value("name", "").find("nccl") != std::string::npos) {
+      e["dur"] = 250.0;
+      ++nccl;
+    }
+  }
+  ASSERT_EQ(nccl, 2) << "the fixture's communication kernel, once per step";
+  std::ofstream(dir + "/host.0.pt.trace.json") << base.dump();
+  std::ofstream(dir + "/host.1.pt.trace.json") << rank1.dump();
+
+  const CmdResult imp = run_calisim("db import " + db + " --json --kineto " + dir);
+  ASSERT_EQ(imp.code, 0) << imp.out;
+  const nlohmann::json doc = nlohmann::json::parse(imp.out.substr(imp.out.find('{')));
+  const auto& m = doc["collective_matching"];
+  EXPECT_EQ(m["ranks"], 2);
+  EXPECT_EQ(m["collective_calls"], 4);
+  EXPECT_EQ(m["matched_calls"], 4);
+  EXPECT_NEAR(m["wait_removed_s"].get<double>(), 2 * 150e-6, 1e-9);
+  EXPECT_TRUE(m["not_matched_because"].is_null());
+  ASSERT_EQ(doc["imports"].size(), 2u);
+  for (const auto& file : doc["imports"]) {
+    bool found = false;
+    for (const auto& key : file["kernel_rows"]["devices"][0]["keys"]) {
+      if (key["key"].get<std::string>().rfind("coll op=reduce_scatter", 0) != 0) continue;
+      EXPECT_NEAR(key["median_s"].get<double>(), 250e-6, 1e-9) << file["file"];
+      found = true;
+    }
+    EXPECT_TRUE(found) << file.dump();
+  }
+  EXPECT_NEAR(doc["imports"][0]["collectives_matched"]["wait_removed_s"].get<double>(), 2 * 150e-6, 1e-9);
+  EXPECT_NEAR(doc["imports"][1]["collectives_matched"]["wait_removed_s"].get<double>(), 0, 1e-12);
+  // The stored rows say how their collectives were timed.
+  const CmdResult runs = run_calisim("db show " + db + " \"NVIDIA H100 SXM5 80GB\"");
+  EXPECT_NE(runs.out.find("2 call(s) timed as the fastest rank's call of the same collective"), std::string::npos)
+      << runs.out;
+
+  // One trace alone: its own 400 us, waits included.
+  const std::string single = ::testing::TempDir() + "cli_kineto_rank0.db";
+  std::remove(single.c_str());
+  const CmdResult one = run_calisim("db import " + single + " --json --kineto " + dir + "/host.0.pt.trace.json");
+  ASSERT_EQ(one.code, 0) << one.out;
+  const nlohmann::json one_doc = nlohmann::json::parse(one.out.substr(one.out.find('{')));
+  for (const auto& key : one_doc["kernel_rows"]["devices"][0]["keys"]) {
+    if (key["key"].get<std::string>().rfind("coll op=reduce_scatter", 0) == 0) {
+      EXPECT_NEAR(key["median_s"].get<double>(), 400e-6, 1e-9);
+    }
+  }
+}
+
 // A directory of per-rank traces (what tensorboard_trace_handler writes): every trace file
 // imported, other files left alone, a second import skipping what is stored, and --trace-rank
 // picking that rank's run for the comparison.
