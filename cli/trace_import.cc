@@ -433,9 +433,16 @@ TraceImportReport import_kineto_trace(const std::string& db_path, const std::str
     std::vector<std::vector<profiler::TracedOperator>> calls;
     for (std::size_t i = 0; i < files.size(); ++i) {
       fmt::print(stderr, "[{}/{}] {}: its collective calls, to match them across ranks\n", i + 1, files.size(), files[i]);
-      profiler::KinetoTrace t = profiler::read_kineto_trace(files[i], device);
-      ranks.push_back(t.rank);
-      calls.push_back(std::move(t.operators));
+      try {
+        profiler::KinetoTrace t = profiler::read_kineto_trace(files[i], device);
+        ranks.push_back(t.rank);
+        calls.push_back(std::move(t.operators));
+      } catch (const InputError&) {
+        // The import below stops at this file with its error, after storing the files before it;
+        // here it only takes no part in the matching.
+        ranks.push_back(-1);
+        calls.emplace_back();
+      }
     }
     std::vector<profiler::RankOperators> traces;
     for (std::size_t i = 0; i < files.size(); ++i) traces.push_back({ranks[i], &calls[i]});

@@ -500,6 +500,20 @@ TEST(ProfileCli, KinetoDirectoryMatchesCollectivesAcrossRanks) {
   EXPECT_NE(runs.out.find("2 call(s) timed as the fastest rank's call of the same collective"), std::string::npos)
       << runs.out;
 
+  // A damaged rank's file after a good one: the import stops at it, the good one stays stored.
+  const std::string broken_dir = dir + "_broken";
+  const std::string broken_db = ::testing::TempDir() + "cli_kineto_ranks_broken.db";
+  std::filesystem::remove_all(broken_dir);
+  std::filesystem::create_directories(broken_dir);
+  std::remove(broken_db.c_str());
+  std::ofstream(broken_dir + "/host.0.pt.trace.json") << base.dump();
+  std::ofstream(broken_dir + "/host.1.pt.trace.json") << "{\"traceEvents\": [";
+  const CmdResult broken = run_calisim("db import " + broken_db + " --kineto " + broken_dir);
+  EXPECT_NE(broken.code, 0);
+  EXPECT_NE(broken.out.find("host.1.pt.trace.json"), std::string::npos) << broken.out;
+  const CmdResult kept = run_calisim("db list " + broken_db);
+  EXPECT_NE(kept.out.find("NVIDIA H100 SXM5 80GB"), std::string::npos) << kept.out;
+
   // One trace alone: its own 400 us, waits included.
   const std::string single = ::testing::TempDir() + "cli_kineto_rank0.db";
   std::remove(single.c_str());
