@@ -232,7 +232,7 @@ TEST(KinetoTrace, MalformedInputNamesTheFileAndTheField) {
 
 // PyTorch 1.8 / 1.9 traces: capitalised categories and "stream 7" thread ids; the same records.
 TEST(KinetoTrace, FirstKinetoCategoryNamesAreRead) {
-  const std::string path = edited("kineto_legacy.json", [](json& doc) {
+  const std::string path = edited("kineto_first_categories.json", [](json& doc) {
     for (json& e : doc["traceEvents"]) {
       const std::string cat = e.value("cat", "");
       if (cat == "kernel") e["cat"] = "Kernel";
