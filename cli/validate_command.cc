@@ -87,6 +87,13 @@ bool database_lacks_device(const std::string& path, const std::string& device) {
   }
 }
 
+// The document a row cites without its table / column detail: sources citing one document are one
+// cross-validation fold (--fit-system, --components).
+std::string cited_document(const MeasuredRun& run) {
+  const std::string ref = run.text("source_ref");
+  return ref.substr(0, ref.find(" ("));
+}
+
 // Simulates one row; when `fit` is given, also keeps what fitting needs (its mapped system, parsed
 // configs and measured step).
 RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::string, SystemEntry>& systems,
@@ -134,9 +141,7 @@ RowResult evaluate(const MeasuredRun& run, const ValidateArgs& a, std::map<std::
     r.cls = run_class(model, strategy, sys.config.name);
     if (!sys.note.empty()) r.warnings.push_back(sys.note);
     if (fit) {
-      // The cited document without its table / column detail: sources citing it are one fold.
-      const std::string ref = run.text("source_ref");
-      fit->emplace_back(m.system, FitRow{run.run_id, run.source, ref.substr(0, ref.find(" (")), model, strategy,
+      fit->emplace_back(m.system, FitRow{run.run_id, run.source, cited_document(run), model, strategy,
                                          sys.config, r.measured_step_s});
     }
     return r;
@@ -245,13 +250,7 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     nlohmann::json m = nlohmann::json::object(), s = nlohmann::json::object(), y = nlohmann::json::object();
     apply_override(o, m, s, y);
   }
-  for (const auto& part : a.component_parts) {
-    try {
-      calibration::parse_step_component(part);
-    } catch (const std::invalid_argument& e) {
-      throw InputError("<command line>", "--components", e.what());
-    }
-  }
+  component_mask(a.component_parts);  // an unknown part is refused before any row runs
   if (!a.components_out.empty() && (!a.components || a.component_parts != std::vector<std::string>{"compute"})) {
     throw InputError("<command line>", "--components-out",
                      "writes the compute multiplier as efficiency.sustained_kernel_speed: it needs --components compute");
@@ -308,12 +307,8 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   v.fit_args = FitArgs{a.runs, a.source, a.fit_system, a.fit_out, a.fit_groups};
   if (!a.fit_system.empty()) v.fit = run_fits(v.fit_args, fit_rows);
   if (a.components) {
-    // The cited document without its table / column detail, as --fit-system folds sources.
     std::vector<std::string> documents;
-    for (const auto& r : runs) {
-      const std::string ref = r.text("source_ref");
-      documents.push_back(ref.substr(0, ref.find(" (")));
-    }
+    for (const auto& r : runs) documents.push_back(cited_document(r));
     v.components = step_components(v.rows, documents, a.component_parts);
     if (!a.components_out.empty()) {
       v.components_written = write_insitu_systems({a.runs, a.db, a.source, a.components_out}, *v.components);

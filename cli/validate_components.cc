@@ -25,8 +25,6 @@ using calibration::ComponentMultipliers;
 using calibration::kStepComponents;
 using calibration::StepComponent;
 
-nlohmann::json stats_json(const FitStats& s) { return {{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; }
-
 nlohmann::json multipliers_json(const ComponentMultipliers& m) {
   nlohmann::json j = nlohmann::json::object();
   for (int k = 0; k < kStepComponents; ++k) {
@@ -74,10 +72,7 @@ AllRows over_all(const std::vector<SystemComponents>& systems) {
 
 }  // namespace
 
-std::vector<SystemComponents> step_components(const std::vector<calibration::RowResult>& rows,
-                                              const std::vector<std::string>& documents,
-                                              const std::vector<std::string>& parts) {
-  if (rows.size() != documents.size()) throw std::invalid_argument("one document per validated row is needed");
+std::array<bool, calibration::kStepComponents> component_mask(const std::vector<std::string>& parts) {
   std::array<bool, kStepComponents> fit{};
   if (parts.empty()) fit.fill(true);
   for (const auto& p : parts) {
@@ -87,13 +82,21 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
       throw InputError("<command line>", "--components", e.what());
     }
   }
+  return fit;
+}
+
+std::vector<SystemComponents> step_components(const std::vector<calibration::RowResult>& rows,
+                                              const std::vector<std::string>& documents,
+                                              const std::vector<std::string>& parts) {
+  if (rows.size() != documents.size()) throw std::invalid_argument("one document per validated row is needed");
+  const std::array<bool, kStepComponents> fit = component_mask(parts);
   std::vector<SystemComponents> out;
   std::vector<std::vector<std::size_t>> members;
   for (std::size_t i = 0; i < rows.size(); ++i) {
     if (!rows[i].simulated) continue;
     auto it = std::find_if(out.begin(), out.end(), [&](const SystemComponents& s) { return s.system == rows[i].system; });
     if (it == out.end()) {
-      out.push_back(SystemComponents{rows[i].system, {}, {}, {}, {}, {}, {}, {}});
+      out.emplace_back().system = rows[i].system;
       members.emplace_back();
       it = out.end() - 1;
     }

@@ -5,6 +5,7 @@
 // and held out by source. Works on any validation, with or without --db.
 #pragma once
 
+#include <array>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,10 @@ struct SystemComponents {
   FitStats simulated, fitted, held_out;  // step-time errors (cli/validate_fit.h)
   bool database_priced = false;  // some kernel lookup of its rows came from the --db (not the roofline)
 };
+
+// The parts to fit from their names (json names, calibration/step_components.h; empty: every part);
+// InputError naming --components for an unknown one.
+std::array<bool, calibration::kStepComponents> component_mask(const std::vector<std::string>& parts);
 
 // rows: every validated row; documents: the document each row cites (same order; "" = none), so
 // that sources citing one document are one fold. One entry per system with simulated rows, in the

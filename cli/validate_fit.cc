@@ -45,8 +45,6 @@ nlohmann::json factors_json(const FitFactors& f) {
   return j;
 }
 
-nlohmann::json stats_json(const FitStats& s) { return {{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; }
-
 const char* cross_validation(const RunFitResult& r) {
   return r.folds.empty() ? "none (one row)" : r.by_group ? "leave one source out" : "leave one row out";
 }
@@ -70,6 +68,8 @@ void write_fitted_system(const FitArgs& a, SystemFit& f, const std::string& path
 }
 
 }  // namespace
+
+nlohmann::json stats_json(const FitStats& s) { return {{"mape", s.mape}, {"median", s.median}, {"bias", s.bias}}; }
 
 FitStats step_errors(const std::vector<double>& measured_s, const std::vector<double>& model_s) {
   FitStats s;

@@ -28,6 +28,8 @@ struct FitStats {
 };
 // Of model_s[i] against measured_s[i] (same length; zeros for none).
 FitStats step_errors(const std::vector<double>& measured_s, const std::vector<double>& model_s);
+// {"mape", "median", "bias"}.
+nlohmann::json stats_json(const FitStats& s);
 
 struct SystemFit {
   std::string system;
