@@ -69,6 +69,20 @@ bool megatron_core_0_14_or_later(const MeasuredRun& r) {
   return release >= 2509 || (release == 0 && has(fw, "bridge"));
 }
 
+// A torchtitan row run without torch.compile. The Dec 2024 benchmark (benchmarks/
+// llama3_h100_202412_torchtitan.md) names torch.compile in the headings of Tables 2, 4, 5 and 6,
+// so all their rows compile; Tables 1 and 3 name it per row ("FSDP" vs "FSDP + torch.compile").
+// A row compiles when its notes or that table heading say so.
+bool torchtitan_eager(const MeasuredRun& r) {
+  if (has(lower(r.text("notes")), "torch.compile")) return false;
+  static const std::regex table_re(R"(table\s+(\d{1,3})\b)");
+  const std::string src = lower(r.source);
+  std::smatch t;
+  if (!std::regex_search(src, t, table_re)) return true;
+  const int table = std::stoi(t[1].str());
+  return table == 1 || table == 3;
+}
+
 MappedRun fail(MappedRun m, std::string reason) {
   m.ok = false;
   m.reason = std::move(reason);
@@ -324,9 +338,19 @@ SystemChoice system_for_gpu(const std::string& gpu_type) {
       c.system = "h100-sxm";
       if (has(g, "96gb")) {
         // 96 GiB of HBM2e less the driver's share on the 80 GiB part (81920 - 81559 MiB): 97943 MiB.
-        c.patch = {{"device", {{"memory_gb", 102.7}}}};
+        // The one source of such rows (torchtitan's Dec 2024 benchmark) gives 2.4 TB/s of HBM2e
+        // and says the peak lies between the H100 SXM's and the H100 NVL's without knowing it:
+        // the midpoint of the two parts' dense figures (gpus.csv) is taken for every dtype.
+        c.patch = {{"device",
+                    {{"memory_gb", 102.7},
+                     {"hbm_gb_s", 2400},
+                     {"peak_tflops",
+                      {{"bf16", (989 + 835.5) / 2}, {"fp16", (989 + 835.5) / 2}, {"fp8", (1979 + 1670.5) / 2},
+                       {"tf32", (494.5 + 417.5) / 2}, {"fp32", (67 + 60) / 2.0}}}}}};
         c.note = "96 GB HBM2e H100 (500 W) simulated as h100-sxm with memory_gb 102.7 (96 GiB less the driver's "
-                 "share, as the 80 GB part reports 81559 MiB); same peaks and bandwidths assumed";
+                 "share, as the 80 GB part reports 81559 MiB), HBM at 2.4 TB/s (stated by the source) and peaks "
+                 "midway between the H100 SXM's and the H100 NVL's (the source: between the two, exact value "
+                 "unknown): bf16 912.25, fp8 1824.75 TFLOP/s";
       } else if (!has(g, "sxm")) {
         c.note = "H100 form factor not stated: SXM 80GB assumed (h100-sxm)";
       } else if (has(g, "assumed")) {
@@ -485,6 +509,13 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     inf.push_back("vpp 12 (DGX Cloud benchmarking Nemotron4-340B recipe: nemotron/configure.sh VP=12, the v25.05 "
                   "README's VP 12; the v25.04 table leaves it out)");
   }
+  if (!num("vpp") && pp > 1 && fw == Framework::torchtitan && has(lower(r.text("notes")), "interleaved 1f1b")) {
+    // torchtitan (Dec 2024) builds two stages per rank for a multi-stage schedule such as
+    // Interleaved 1F1B when no split points are given (pipelining_utils.generate_split_points:
+    // num_stages_per_rank = 2), one for 1F1B.
+    vpp = 2;
+    inf.push_back("vpp 2 (torchtitan's Interleaved 1F1B: two stages per rank by default, generate_split_points)");
+  }
   // Megatron-Bridge rows: the framework's published recipes and performance configs decide what
   // the row leaves unstated (expert TP, DeepSeek-V3's pipeline layout).
   const bool bridge = has(lower(r.text("framework")), "bridge");
@@ -593,12 +624,14 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   long long mbs = num("micro_batch_size") ? as_int(*num("micro_batch_size")) : 1;
   if (!num("micro_batch_size")) inf.push_back("micro-batch size 1 (recipe default when unstated)");
   if (fw == Framework::torchtitan && pp > 1) {
-    // torchtitan (Dec 2024) splits the local batch into pp micro-batches by default.
-    if (mbs % pp != 0) return fail(m, "torchtitan local batch not divisible by the pipeline degree");
+    // torchtitan (Dec 2024) splits the local batch into one micro-batch per pipeline stage by
+    // default (build_pipeline_schedule: n_microbatches = pp degree x stages per rank).
+    const long long stages = static_cast<long long>(pp) * vpp;
+    if (mbs % stages != 0) return fail(m, "torchtitan local batch not divisible by the number of pipeline stages");
     inf.push_back(fmt::format("local batch {} split into {} micro-batches of {} (torchtitan default: one per stage)",
-                              mbs, pp, mbs / pp));
-    st["micro_batch_num"] = pp;
-    mbs /= pp;
+                              mbs, stages, mbs / stages));
+    st["micro_batch_num"] = stages;
+    mbs /= stages;
   } else if (num("global_batch_size")) {
     st["global_batch_size"] = as_int(*num("global_batch_size"));
     if (num("grad_accum") && num("micro_batch_size")) {
@@ -794,6 +827,16 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
       // torchtitan's loss (train.py at the benchmark's commits): F.cross_entropy(pred.float(), labels), eager.
       st["cross_entropy_implementation"] = "pytorch";
       inf.push_back("PyTorch cross-entropy on an fp32 copy of the logits (torchtitan's loss, eager)");
+      if (torchtitan_eager(r)) {
+        // Without torch.compile the block runs eager: torchtitan's RMSNorm (norm_type "rmsnorm",
+        // the llama3 configs' default: fp32 statistics and normalise passes), SiLU and the product
+        // as separate kernels, and RoPE as an fp32 complex product between two casts.
+        st["use_fused_norm"] = false;
+        st["use_fused_swiglu"] = false;
+        st["use_fused_rope"] = false;
+        inf.push_back("eager block (no torch.compile): unfused RMSNorm (torchtitan norm_type \"rmsnorm\"), SwiGLU and "
+                      "RoPE");
+      }
     }
   }
   if (has(notes, "tp comm overlap off") || has(notes, "no tp comm overlap")) tp_overlap = false;
@@ -861,6 +904,13 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     st["megatron_recompute_modules"] = nlohmann::json::array({"layernorm", "moe_act"});
     inf.push_back("recompute of layernorm and moe_act (Megatron-Bridge GPT-OSS 120B performance presets for H100, "
                   "B200, GB200: recompute_modules [\"layernorm\", \"moe_act\"])");
+  } else if (rc.empty() && fw == Framework::maxtext && has(lower(r.source), "dgxc")) {
+    // DGX Cloud benchmarking's MaxText recipe passes remat_policy=${POLICY} with
+    // POLICY="save_qkv_proj" (maxtext/configure.sh, every stored version).
+    st["recompute_granularity"] = "save_qkv_proj";
+    st["recompute_layer_num"] = per_chunk;
+    inf.push_back("MaxText remat_policy save_qkv_proj on every layer (DGX Cloud benchmarking maxtext/configure.sh: "
+                  "POLICY=\"save_qkv_proj\"): the block reruns in backward except its Q, K, V projections");
   } else if (rc.empty() && fw == Framework::maxtext) {
     // MaxText's base.yml defaults remat_policy to 'full' (every decoder layer rematerialised).
     st["recompute_granularity"] = "full_block";

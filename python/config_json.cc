@@ -21,6 +21,7 @@ const char* granularity_name(RecomputeGranularity g) {
     case RecomputeGranularity::mlp_only: return "mlp_only";
     case RecomputeGranularity::sdp_only: return "sdp_only";
     case RecomputeGranularity::selective_op: return "selective_op";
+    case RecomputeGranularity::save_qkv_proj: return "save_qkv_proj";
   }
   return nullptr;
 }
@@ -133,6 +134,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"use_math_sdp", s.use_math_sdp},
             {"use_fused_norm", s.use_fused_norm},
             {"use_fused_swiglu", s.use_fused_swiglu},
+            {"use_fused_rope", s.use_fused_rope},
             {"use_fp32_accum_grad", s.use_fp32_accum_grad},
             {"use_fused_grad_accumulation", s.use_fused_grad_accumulation},
             {"grad_reduce_in_bf16", s.grad_reduce_in_bf16},

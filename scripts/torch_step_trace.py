@@ -208,7 +208,7 @@ def strategy_for(args, fused_norm):
         "seq_len": args.seq, "micro_batch_size": args.mbs, "global_batch_size": args.mbs,
         "world_size": 1, "tp_size": 1, "pp_size": 1, "cp_size": 1, "dtype": "bf16", "zero_state": 0,
         "enable_recompute": False, "use_flash_sdp": True, "use_fused_norm": fused_norm,
-        "use_fused_swiglu": False, "cross_entropy_implementation": "pytorch",
+        "use_fused_swiglu": False, "use_fused_rope": False, "cross_entropy_implementation": "pytorch",
         "use_fp32_accum_grad": False, "enable_dropout": False,
     }
 

@@ -470,6 +470,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   if (!s.use_flash_sdp && !s.use_math_sdp) s.use_math_sdp = true;  // an attention must run: the unfused one
   s.use_fused_norm = r.bool_or("use_fused_norm", true);
   s.use_fused_swiglu = r.bool_or("use_fused_swiglu", true);
+  s.use_fused_rope = r.bool_or("use_fused_rope", true);
   s.use_fp32_accum_grad = r.bool_or("use_fp32_accum_grad", true);
   s.use_fused_grad_accumulation = r.bool_or("use_fused_grad_accumulation", true);
   // SimuMax's name for weight-gradient accumulation fusion.
@@ -506,10 +507,11 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   else if (gran == "mlp_only") s.recompute_granularity = RecomputeGranularity::mlp_only;
   else if (gran == "sdp_only" || gran == "core_attn") s.recompute_granularity = RecomputeGranularity::sdp_only;
   else if (gran == "selective_op") s.recompute_granularity = RecomputeGranularity::selective_op;
+  else if (gran == "save_qkv_proj") s.recompute_granularity = RecomputeGranularity::save_qkv_proj;
   else {
     r.fail("recompute_granularity",
            "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\", "
-           "\"selective_op\" (or null), got \"" + gran + "\"");
+           "\"selective_op\", \"save_qkv_proj\" (or null), got \"" + gran + "\"");
   }
   s.recompute_layer_num = static_cast<int>(r.nonneg_int_or("recompute_layer_num", 0));
   s.attn_recompute = r.bool_or("attn_recompute", false);
@@ -963,6 +965,14 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                        "layers with flash attention; {}: use another recompute_granularity",
                        why));
     }
+  }
+  if (s.recompute_granularity == RecomputeGranularity::save_qkv_proj && model.attention_type == AttentionType::mla) {
+    // MaxText names MLA's projections differently (wq_a, wkv_a, ...); which of them the policy
+    // saves is not modelled.
+    fail("recompute_granularity",
+         fmt::format("\"save_qkv_proj\" (MaxText's remat policy) is modelled for MHA/GQA attention; the model ({}) "
+                     "uses MLA: use another recompute_granularity",
+                     mfile));
   }
   if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
     fail("tp_comm_overlap", "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");

@@ -247,6 +247,34 @@ RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
   return plan;
 }
 
+// MaxText's remat_policy "save_qkv_proj" (jax.checkpoint_policies.save_only_these_names over
+// query_proj, key_proj, value_proj and qkv_proj, the names MaxText gives the projections'
+// outputs, before RoPE). Backward reruns the block from its input except those projections: the
+// norm before them, RoPE, attention, the output projection, the MLP and every element-wise op
+// rerun; the projections' FP8 input casts belong to the saved dots and do not. Kept: the block
+// input and the projections' outputs. validate_layout admits MHA/GQA layers (no MLA).
+RecomputePlan save_qkv_proj_plan(const std::vector<LayerOp>& layer) {
+  RecomputePlan plan;
+  const std::size_t n = layer.size();
+  plan.recomputed.assign(n, false);
+  plan.rerun.assign(n, 1.0);
+  plan.kept_bytes.assign(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const LayerOp& op = layer[i];
+    if (op.unit == OpUnit::qkv && op.kind == OpKind::gemm) {
+      const GemmKey& g = op.gemm_fwd;
+      const double out_e = is_fp8(g.dtype) ? 2.0 : bytes_per_element(g.dtype);  // FP8 dots write bf16/fp16
+      plan.rerun[i] = 0;
+      plan.kept_bytes[i] = static_cast<double>(g.m) * g.n * g.batch * out_e;
+    } else if (op.unit == OpUnit::qkv && op.kind == OpKind::memory && op.mem_fwd.kind == "fp8_cast_fwd") {
+      plan.rerun[i] = 0;
+    }
+    if (i == 0) plan.kept_bytes[i] += op.act_bytes;  // the block input
+    plan.recomputed[i] = plan.rerun[i] > 0;
+  }
+  return plan;
+}
+
 }  // namespace
 
 RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyConfig& st) {
@@ -254,6 +282,7 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
   // report does not flag ops of a run that recomputes none.
   const bool active = st.recompute_active();
   if (active && st.recompute_granularity == RecomputeGranularity::selective_op) return selective_op_plan(layer);
+  if (active && st.recompute_granularity == RecomputeGranularity::save_qkv_proj) return save_qkv_proj_plan(layer);
   RecomputePlan plan;
   plan.recomputed.assign(layer.size(), false);
   // recompute_variance: the last op of each recomputed run is not rerun.
@@ -275,7 +304,8 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
       case RecomputeGranularity::attn_only:
         return u == OpUnit::qkv_down || u == OpUnit::qkv || u == OpUnit::attention_core || u == OpUnit::out_proj;
       case RecomputeGranularity::sdp_only: return u == OpUnit::attention_core;
-      case RecomputeGranularity::selective_op: return false;  // selective_op_plan
+      case RecomputeGranularity::selective_op: return false;   // selective_op_plan
+      case RecomputeGranularity::save_qkv_proj: return false;  // save_qkv_proj_plan
       case RecomputeGranularity::mlp_only:
         return u == OpUnit::mlp || u == OpUnit::expert || u == OpUnit::expert_act;
       case RecomputeGranularity::selective:

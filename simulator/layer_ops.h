@@ -117,7 +117,8 @@ ModelOps build_model_ops(const ModelConfig& model, const StrategyConfig& strateg
 // backward and keeps no activation except the first op of each contiguous recomputed run (the
 // checkpoint input). selective_op (torchtitan's op-level policy) saves outputs instead, so it
 // gives each op the share of its forward that is rerun (part of a fused GEMM: the K third of QKV,
-// the up half of a SwiGLU FC1) and the bytes kept for it. rerun[i] and kept_bytes[i] hold the
+// the up half of a SwiGLU FC1) and the bytes kept for it; save_qkv_proj (MaxText) reruns all but
+// the Q, K, V projections and keeps their outputs. rerun[i] and kept_bytes[i] hold the
 // answer for every granularity; the cost model reads those two.
 struct RecomputePlan {
   std::vector<bool> recomputed;    // any of op i's forward is rerun (the per-op report's mark)

@@ -116,9 +116,8 @@ void add_attention(const Dims& grid, const ModelConfig& m, const StrategyConfig&
   push_gemm(d, ops, with_summa_weights(grid, column_parallel(d, "qkv_proj", OpUnit::qkv, d.h, qkv_out, d.h, fp8)),
             "qkv_fp8_cast");
   if (m.position_embedding_type == PositionEmbedding::rope) {
-    const double qk = static_cast<double>(d.T) * (a + g) * hd * d.e;
-    // RoPE rewrites Q and K in place; the fused kernel keeps only the (shared) frequency table.
-    ops.push_back(memory_op("rope", OpUnit::qkv, "rope_fwd", 2 * qk, "rope_bwd", 2 * qk, 0.0));
+    // RoPE rewrites Q and K in place; it keeps only the (shared) frequency table.
+    ops.push_back(rope(d, "rope", OpUnit::qkv, static_cast<double>(d.T) * (a + g) * hd));
   }
   if (st.use_flash_sdp) {
     // 2D CP: the head all-to-all along the grid's column group precedes the attention.

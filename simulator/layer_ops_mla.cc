@@ -38,8 +38,7 @@ void add_mla_attention(const Dims& d, const ModelConfig& m, const StrategyConfig
   }
   {
     const double rope_elems = static_cast<double>(d.T) * (a + 1) * r;  // q's rope part and the shared key
-    ops.push_back(memory_op("rope", OpUnit::qkv, "rope_fwd", 2 * rope_elems * d.e, "rope_bwd", 2 * rope_elems * d.e,
-                            0.0));
+    ops.push_back(rope(d, "rope", OpUnit::qkv, rope_elems));
   }
   // K is materialised per head (the shared rope key is broadcast), so attention sees MHA shapes:
   // g = a KV heads, Q/K head dim d_qk + r, V head dim d_v.

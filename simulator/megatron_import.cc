@@ -41,7 +41,6 @@ const std::map<std::string, std::string>& not_modelled_flags() {
       {"--rampup-batch-size", "simulated at the final global batch size"},
       {"--no-persist-layer-norm", "norm kernels are priced by their memory traffic, whatever the kernel"},
       {"--no-bias-dropout-fusion", "the bias-dropout-add is priced as one fused op"},
-      {"--no-rope-fusion", "RoPE is priced as one fused op"},
       {"--no-masked-softmax-fusion", "matters for unfused attention only, priced by its memory traffic"},
       {"--qk-layernorm", "the query / key norms are not priced"},
       {"--add-qkv-bias", "biases are priced on all linears (add_bias_linear) or none"},
@@ -1051,6 +1050,9 @@ class Importer {
     }
     if (const LaunchOption* x = find({"--no-bias-swiglu-fusion"}); x && swiglu_) {
       strategy_field("use_fused_swiglu", false, o_.origin(*x), x->name);
+    }
+    if (const LaunchOption* x = find({"--no-rope-fusion"})) {
+      strategy_field("use_fused_rope", false, o_.origin(*x), x->name);
     }
     o_.mark_read({"--no-bias-gelu-fusion"});
     if (const LaunchOption* x = find({"--no-gradient-accumulation-fusion"})) {

@@ -21,6 +21,7 @@ Dims make_dims(const ModelConfig& m, const StrategyConfig& st, int scale_up_doma
   d.grad_accum_unfused = !st.use_fused_grad_accumulation;
   d.main_grad_e = st.use_fp32_accum_grad ? 4.0 : d.e;
   d.fused_norm = st.use_fused_norm;
+  d.fused_rope = st.use_fused_rope;
   d.tp_comm_overlap = st.tp_comm_overlap && d.sp;
   d.fp8 = st.fp8;
   d.fp8_torchao = st.fp8_impl == Fp8Implementation::torchao;
@@ -165,6 +166,12 @@ LayerOp dropout_residual(const Dims& d, const char* name, OpUnit unit, bool drop
   // Add: read two, write one. Dropout fused in: writes the mask; backward reads mask and dy.
   return memory_op(name, unit, dropout ? "dropout_add_fwd" : "add_fwd", 3 * x + mask,
                    dropout ? "dropout_add_bwd" : "add_bwd", dropout ? 2 * x + mask : 0.0, mask);
+}
+
+LayerOp rope(const Dims& d, const char* name, OpUnit unit, double elements) {
+  const double passes = d.fused_rope ? 1.0 : 5.0;
+  const double bytes = 2 * elements * d.e * passes;  // each pass reads and writes every element
+  return memory_op(name, unit, "rope_fwd", bytes, "rope_bwd", bytes, 0.0);
 }
 
 LayerOp fp8_cast(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens, std::int64_t in,

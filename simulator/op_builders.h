@@ -29,6 +29,7 @@ struct Dims {
   bool grad_accum_unfused = false;  // use_fused_grad_accumulation false: wgrad then main_grad += grad
   double main_grad_e = 4;           // bytes per main-gradient element (fp32, or the dtype's)
   bool fused_norm = true;
+  bool fused_rope = true;
   bool tp_comm_overlap = false;  // TE userbuffers (requires SP)
   Fp8Recipe fp8 = Fp8Recipe::none;
   bool fp8_torchao = false;  // FP8 linears keep high-precision inputs and cast weights every call
@@ -82,6 +83,12 @@ LayerOp memory_op(const char* name, OpUnit unit, const char* fwd_kind, double fw
 LayerOp norm(const Dims& d, const ModelConfig& m, const char* name, OpUnit unit, std::int64_t tokens,
              std::int64_t width);
 LayerOp dropout_residual(const Dims& d, const char* name, OpUnit unit, bool dropout);
+// Rotary embedding applied in place to `elements` query and key elements (one micro-batch, this
+// rank). Fused: one kernel reads and writes each element, forward and backward. Unfused (eager
+// PyTorch): five read-and-write passes each way (Megatron's rotate-half chain: neg, cat, two
+// products, a sum; torchtitan's fp32 complex product: upcast, product, downcast, 20 bytes per bf16
+// element either way). Nothing is saved for backward but the shared frequency table.
+LayerOp rope(const Dims& d, const char* name, OpUnit unit, double elements);
 
 // The FP8 quantize op in front of an FP8 GEMM with input [tokens, in] and output [tokens, out]
 // (TransformerEngine): forward casts the input to a row-wise and a column-wise (transposed) FP8

@@ -30,6 +30,8 @@ std::string recompute_description(const StrategyConfig& s) {
     case RecomputeGranularity::sdp_only: return fmt::format("sdp_only, {} layer(s) per chunk", s.recompute_layer_num);
     case RecomputeGranularity::selective_op:
       return fmt::format("selective_op (torchtitan op-level), {} layer(s) per chunk", s.recompute_layer_num);
+    case RecomputeGranularity::save_qkv_proj:
+      return fmt::format("save_qkv_proj (MaxText remat policy), {} layer(s) per chunk", s.recompute_layer_num);
     case RecomputeGranularity::selective: {
       std::string parts;
       auto add = [&](bool on, const char* n) {

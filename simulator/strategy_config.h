@@ -21,8 +21,11 @@ namespace calisim {
 // PyTorch's op-level selective activation checkpointing as torchtitan applies it to each block
 // (`--activation_checkpoint.mode selective --activation_checkpoint.selective_ac_option op`:
 // the outputs of SDPA and of every other matmul are saved, everything else is rerun; dense
-// MHA/GQA layers only).
-enum class RecomputeGranularity : std::uint8_t { none, full_block, selective, attn_only, mlp_only, sdp_only, selective_op };
+// MHA/GQA layers only); save_qkv_proj: MaxText's remat_policy of that name (the block reruns from
+// its input except the Q, K, V projections, whose outputs are saved; MHA/GQA layers).
+enum class RecomputeGranularity : std::uint8_t {
+  none, full_block, selective, attn_only, mlp_only, sdp_only, selective_op, save_qkv_proj
+};
 
 // Megatron 0.14's output-discarding recompute (`--recompute-modules`), SimuMax's
 // `megatron_recompute_modules`: one bit per module name.
@@ -248,6 +251,10 @@ struct StrategyConfig {
   bool use_math_sdp = false;
   bool use_fused_norm = true;
   bool use_fused_swiglu = true;
+  // RoPE as one fused kernel (Megatron's apply_rope_fusion, TE's fused RoPE; torch.compile fuses it
+  // too). false: the eager chain of element-wise kernels (Megatron's unfused rotate-half path,
+  // torchtitan's complex multiply in fp32), about five times the fused kernel's traffic.
+  bool use_fused_rope = true;
   bool use_fp32_accum_grad = true;        // fp32 main grads (Megatron's default)
   bool use_fused_grad_accumulation = true;
   bool grad_reduce_in_bf16 = false;

@@ -157,6 +157,50 @@ TEST(RunMapping, TorchtitanOpLevelCheckpointingIsSelectiveOp) {
   EXPECT_TRUE(contains(t.inferred, "selective_op"));
 }
 
+// torchtitan (Dec 2024 benchmark): a row compiles when its notes or its table's heading say
+// torch.compile (Tables 2, 4, 5, 6 name it in the heading); eager rows run unfused RMSNorm, SwiGLU
+// and RoPE. Interleaved 1F1B builds two stages per rank and one micro-batch per stage. The
+// 96 GB HBM2e part: 2.4 TB/s, peaks midway between H100 SXM and H100 NVL.
+TEST(RunMapping, TorchtitanCompileInterleavingAndTheHbm2ePart) {
+  const std::string l8 = "Llama 3.1 8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,H100-SXM 96GB HBM2e @500W,";
+  const std::string tt = "torchtitan benchmark: Llama 3.1 on H100 (Dec 2024) Table ";
+  const auto runs = parse(
+      "R1," + tt + "1," + l8 + "8,torchtitan,bf16,1,1,,1,,,8,,selective (op),2,16,,,5762,,82.4,FSDP. TPS read\n" +
+      "R2," + tt + "1," + l8 + "8,torchtitan,bf16,1,1,,1,,,8,,selective (op),2,16,,,6667,,77,FSDP + torch.compile.\n" +
+      "R3," + tt + "6," + l8 + "8,torchtitan,bf16,1,1,,1,,,8,,full,1,,,,3890,,84,\"4D FSDP 8, CP 1, 1F1B.\"\n" +
+      "R4," + tt + "5," + l8 + "64,torchtitan,bf16,1,8,,1,,,8,,full,32,,,,128,,72,"
+      "\"3D, Interleaved 1F1B schedule, AsyncTP, torch.compile.\"\n" +
+      "R5," + tt + "5," + l8 + "64,torchtitan,bf16,1,8,,1,,,8,,full,8,,,,128,,72,\"3D, Interleaved 1F1B schedule\"\n");
+  ASSERT_EQ(runs.size(), 5u);
+  std::vector<MappedRun> m;
+  for (const MeasuredRun& r : runs) m.push_back(map_run(r, kNoModels));
+  for (int i = 0; i < 4; ++i) ASSERT_TRUE(m[i].ok) << m[i].reason;
+  const auto fused = [](const MappedRun& x, const char* f) { return x.strategy.value(f, true); };
+  for (const char* f : {"use_fused_norm", "use_fused_swiglu", "use_fused_rope"}) {
+    EXPECT_FALSE(fused(m[0], f)) << f;  // Table 1 "FSDP": eager
+    EXPECT_TRUE(fused(m[1], f)) << f;   // "FSDP + torch.compile"
+    EXPECT_TRUE(fused(m[2], f)) << f;   // Table 6: torch.compile in the heading
+    EXPECT_TRUE(fused(m[3], f)) << f;
+  }
+  EXPECT_TRUE(contains(m[0].inferred, "eager block (no torch.compile)"));
+  EXPECT_FALSE(contains(m[1].inferred, "eager block"));
+  // Interleaved 1F1B: vpp 2, 16 micro-batches of 2 from the local batch of 32.
+  EXPECT_EQ(m[3].layout, "tp1 pp8 vpp2 cp1 ep1 dp8");
+  EXPECT_EQ(m[3].strategy["interleaving_size"], 2);
+  EXPECT_EQ(m[3].strategy["micro_batch_num"], 16);
+  EXPECT_EQ(m[3].strategy["micro_batch_size"], 2);
+  EXPECT_TRUE(contains(m[3].inferred, "vpp 2 (torchtitan's Interleaved 1F1B"));
+  EXPECT_FALSE(m[4].ok);  // 8 sequences cannot fill 16 stages
+  EXPECT_NE(m[4].reason.find("number of pipeline stages"), std::string::npos) << m[4].reason;
+  // The GPU part, as the benchmark describes it.
+  const nlohmann::json& dev = m[0].system_patch["device"];
+  EXPECT_DOUBLE_EQ(dev["hbm_gb_s"].get<double>(), 2400);
+  EXPECT_DOUBLE_EQ(dev["peak_tflops"]["bf16"].get<double>(), 912.25);
+  EXPECT_DOUBLE_EQ(dev["peak_tflops"]["fp8"].get<double>(), 1824.75);
+  EXPECT_DOUBLE_EQ(dev["memory_gb"].get<double>(), 102.7);
+  EXPECT_TRUE(contains(m[0].inferred, "HBM at 2.4 TB/s"));
+}
+
 // Attention implementation by framework (docs/validation.md): torchtitan's SDPA and llm-foundry
 // run FlashAttention-2, selected through the system patch; NVIDIA recipes keep the system default.
 TEST(RunMapping, AttentionImplementationByFramework) {
@@ -360,8 +404,10 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
       "R3," + body + "Megatron-Bridge (Megatron-Core),bf16,1,1,,,,,,,,1,8,,1.0,,,,,25.11\n"
       "R4," + body + "llm-foundry / Composer,bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
       "R5," + body + "MaxText (JAX),bf16,1,1,,,,,8,,,1,8,,1.0,,,,,\n"
-      "R6," + body + "Megatron-LM,bf16,1,1,,,,,,,,1,8,,1.0,,,,,2025\n");
-  ASSERT_EQ(runs.size(), 6u);
+      "R6," + body + "Megatron-LM,bf16,1,1,,,,,,,,1,8,,1.0,,,,,2025\n"
+      "R7,NVIDIA dgxc-benchmarking v25.04.01,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,8,MaxText (JAX),bf16,1,1,,,,,8,,,"
+      "1,8,,1.0,,,,,\n");
+  ASSERT_EQ(runs.size(), 7u);
   ASSERT_TRUE(all_mapped(runs, m));
   const auto fused = [](const MappedRun& x) { return x.strategy.value("cross_entropy_loss_fusion", false); };
   const auto fp32_grads = [](const MappedRun& x) { return x.strategy.value("use_fp32_accum_grad", true); };
@@ -383,6 +429,10 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_TRUE(contains(m[3].inferred, "fused_crossentropy"));
   EXPECT_EQ(m[4].strategy.value("recompute_granularity", ""), "full_block");  // MaxText remat 'full'
   EXPECT_TRUE(contains(m[4].inferred, "remat_policy 'full'"));
+  // DGX Cloud benchmarking's MaxText recipe sets remat_policy save_qkv_proj (maxtext/configure.sh).
+  EXPECT_EQ(m[6].strategy.value("recompute_granularity", ""), "save_qkv_proj");
+  EXPECT_EQ(m[6].strategy.value("recompute_layer_num", 0), 2);
+  EXPECT_TRUE(contains(m[6].inferred, "POLICY=\"save_qkv_proj\""));
   EXPECT_FALSE(fused(m[5]));  // Megatron-LM's own flag defaults off
   // Optimizer state: the NeMo 2 / Bridge BF16 performance scripts' precision-aware optimizer, and
   // NeMo 1's distributed_fused_adam with bf16 remainders; Megatron-LM's default keeps 12 bytes.

@@ -1079,7 +1079,7 @@ TEST(Validation, RejectedStrategyValues) {
        "only \"1f1b\" (with interleaving_size for the interleaved variant) is modeled"},
       {"recompute_granularity", "everything",
        "expected one of \"full_block\", \"selective_recompute\", \"attn_only\", \"mlp_only\", \"sdp_only\", "
-       "\"selective_op\" "
+       "\"selective_op\", \"save_qkv_proj\" "
        "(or null), got \"everything\""},
       {"use_math_sdp", true, "use_flash_sdp and use_math_sdp cannot both be true"},
   };

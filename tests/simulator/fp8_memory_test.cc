@@ -171,6 +171,38 @@ TEST(Torchao, KeepsHighPrecisionInputsAndNoWeightCache) {
   EXPECT_THROW(strategy_from_json(with(R"(, "fp8": true, "fp8_implementation": "te")"), m), InputError);
 }
 
+// RoPE over the query and key elements x = T·(a + g)·d (e = 2 bytes): the fused kernel reads and
+// writes each once (2·e·x each way); the eager chain (use_fused_rope false) makes five such passes.
+// MLA's rope part (q's rope dims and the shared key) follows the same switch.
+TEST(Rope, UnfusedChainMovesFiveTimesTheFusedBytes) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  const double x = 4096.0 * (m.head_num + m.kv_head_num) * m.head_size;
+  const ModelOps fused = build_model_ops(m, strategy_from_json(with(""), m), 8);
+  const ModelOps eager = build_model_ops(m, strategy_from_json(with(R"(, "use_fused_rope": false)"), m), 8);
+  const LayerOp* a = find_op(fused.layer, "rope");
+  const LayerOp* b = find_op(eager.layer, "rope");
+  ASSERT_NE(a, nullptr);
+  ASSERT_NE(b, nullptr);
+  EXPECT_DOUBLE_EQ(a->mem_fwd.bytes, 2 * 2 * x);
+  EXPECT_DOUBLE_EQ(a->mem_bwd.bytes, 2 * 2 * x);
+  EXPECT_DOUBLE_EQ(b->mem_fwd.bytes, 5 * a->mem_fwd.bytes);
+  EXPECT_DOUBLE_EQ(b->mem_bwd.bytes, 5 * a->mem_bwd.bytes);
+  EXPECT_DOUBLE_EQ(b->act_bytes, 0.0);
+  // The whole step prices the extra traffic.
+  const SystemConfig sys = shipped_system("h100-sxm");
+  EXPECT_GT(simulate_roofline(m, with(R"(, "use_fused_rope": false)"), sys).duration_time_per_iter_s,
+            simulate_roofline(m, with(""), sys).duration_time_per_iter_s);
+
+  const ModelConfig mla = shipped_model("deepseek-v2");
+  const ModelOps mf = build_model_ops(mla, strategy_from_json(with(""), mla), 8);
+  const ModelOps me = build_model_ops(mla, strategy_from_json(with(R"(, "use_fused_rope": false)"), mla), 8);
+  const LayerOp* c = find_op(mf.layer, "rope");
+  const LayerOp* d = find_op(me.layer, "rope");
+  ASSERT_NE(c, nullptr);
+  ASSERT_NE(d, nullptr);
+  EXPECT_DOUBLE_EQ(d->mem_fwd.bytes, 5 * c->mem_fwd.bytes);
+}
+
 // Unfused cross-entropy over n = T·V logits (e = 2): both hold the logits and an fp32 copy in
 // forward (6n) and keep an fp32 tensor (4n). Backward: Megatron turns the kept softmax into the
 // gradient in place and adds only the bf16 cast (2n); PyTorch's log-softmax backward holds the

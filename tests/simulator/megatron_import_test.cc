@@ -207,6 +207,17 @@ TEST(MegatronImport, RefusalsNameTheLineTheFlagAndTheFix) {
             std::string::npos);
 }
 
+// Megatron's kernel-fusion switches turn the matching calisim fusion off, each from its flag.
+TEST(MegatronImport, FusionSwitchesReachTheStrategy) {
+  const MegatronImport imp = import_text(kMinimal + "--swiglu --no-bias-swiglu-fusion --no-rope-fusion "
+                                                    "--position-embedding-type rope\n");
+  EXPECT_EQ(imp.strategy["use_fused_swiglu"], false);
+  EXPECT_EQ(imp.strategy["use_fused_rope"], false);
+  EXPECT_EQ(origin(imp, "strategy.use_fused_rope"), "--no-rope-fusion (line 2)");
+  EXPECT_TRUE(imp.not_modelled.empty());
+  EXPECT_FALSE(import_text(kMinimal).strategy.contains("use_fused_rope"));  // fused: Megatron's default
+}
+
 TEST(MegatronImport, WhatIsNotModelledOrNotReadIsListed) {
   const MegatronImport imp = import_text(kMinimal + "--lr 3e-4 --delay-wgrad-compute --data-path /x\n");
   ASSERT_EQ(imp.not_modelled.size(), 1u);

@@ -1,11 +1,13 @@
-// recompute_granularity "selective_op" (torchtitan's op-level selective checkpointing) end to
-// end: it costs more time than no recompute and less than full recompute, keeps memory between
-// the two, and is refused for layer kinds whose matmul order it does not describe.
+// recompute_granularity "selective_op" (torchtitan's op-level selective checkpointing) and
+// "save_qkv_proj" (MaxText's remat policy) end to end: each costs more time than no recompute and
+// less than full recompute, keeps memory between the two, and is refused for layer kinds it does
+// not describe.
 #include <gtest/gtest.h>
 
 #include <string>
 
 #include "core/error.h"
+#include "simulator/layer_ops.h"
 #include "test_support.h"
 
 namespace calisim {
@@ -70,6 +72,51 @@ TEST(SelectiveOp, RefusedForMoeLayersWithTheReason) {
   } catch (const InputError& e) {
     EXPECT_EQ(e.where(), "recompute_granularity");
     EXPECT_NE(std::string(e.what()).find("MoE"), std::string::npos) << e.what();
+  }
+}
+
+// MaxText's save_qkv_proj: the block reruns except the Q, K, V projections, whose outputs stay.
+// Against full recompute it keeps T·(a + 2g)·d bf16 elements more per layer and skips the QKV
+// GEMM's rerun; everything else is rerun as under full recompute.
+TEST(SaveQkvProj, RerunsAllButTheProjectionsAndKeepsTheirOutputs) {
+  const ModelConfig m = shipped_model("llama3-8b");
+  const SystemConfig sys = shipped_system("h100-sxm");
+  const StrategyConfig st = strategy_from_json(fsdp8("save_qkv_proj"), m);
+  const ModelOps ops = build_model_ops(m, st, 8);
+  const RecomputePlan plan = recompute_plan(ops.layer, st);
+  const double tokens = 8192.0 * 2;
+  const double qkv_out_bytes = tokens * (m.head_num + 2 * m.kv_head_num) * m.head_size * 2;
+  double kept = 0;
+  for (std::size_t i = 0; i < ops.layer.size(); ++i) {
+    const LayerOp& op = ops.layer[i];
+    const bool projection = op.unit == OpUnit::qkv && op.kind == OpKind::gemm;
+    EXPECT_EQ(plan.rerun[i], projection ? 0.0 : 1.0) << op.name;
+    kept += plan.kept_bytes[i];
+  }
+  EXPECT_DOUBLE_EQ(kept, ops.layer.front().act_bytes + qkv_out_bytes);
+
+  const SimulationResult none = simulate_roofline(m, fsdp8(""), sys);
+  const SimulationResult qkv = simulate_roofline(m, fsdp8("save_qkv_proj"), sys);
+  const SimulationResult full = simulate_roofline(m, fsdp8("full_block"), sys);
+  EXPECT_GT(qkv.duration_time_per_iter_s, none.duration_time_per_iter_s);
+  EXPECT_LT(qkv.duration_time_per_iter_s, full.duration_time_per_iter_s);
+  ASSERT_FALSE(qkv.stages.empty());
+  EXPECT_NEAR(qkv.stages[0].fwd_activation_cache_per_micro_batch_bytes -
+                  full.stages[0].fwd_activation_cache_per_micro_batch_bytes,
+              m.layer_num * qkv_out_bytes, 1.0);
+  EXPECT_NE(qkv.recompute.find("save_qkv_proj"), std::string::npos) << qkv.recompute;
+}
+
+TEST(SaveQkvProj, RefusedForMlaWithTheReason) {
+  const ModelConfig mla = shipped_model("deepseek-v2");
+  try {
+    strategy_from_json(R"({"seq_len": 4096, "micro_batch_num": 1, "world_size": 8, "ep_size": 8,
+                           "recompute_granularity": "save_qkv_proj", "recompute_layer_num": 8})",
+                       mla);
+    ADD_FAILURE() << "save_qkv_proj accepted for an MLA model";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "recompute_granularity");
+    EXPECT_NE(std::string(e.what()).find("MLA"), std::string::npos) << e.what();
   }
 }
 
