@@ -190,6 +190,21 @@ namespace {
 
 bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
 
+// A plan for the output-saving policies: every op rerun, nothing kept, until the policy says.
+RecomputePlan rerun_everything(std::size_t ops) {
+  RecomputePlan plan;
+  plan.recomputed.assign(ops, false);
+  plan.rerun.assign(ops, 1.0);
+  plan.kept_bytes.assign(ops, 0.0);
+  return plan;
+}
+
+// Bytes of a GEMM's forward output; an FP8 GEMM writes the training dtype (2 bytes: bf16 or fp16).
+double gemm_output_bytes(const GemmKey& g) {
+  const double out_e = is_fp8(g.dtype) ? 2.0 : bytes_per_element(g.dtype);
+  return static_cast<double>(g.m) * g.n * g.batch * out_e;
+}
+
 // torchtitan's op-level selective checkpointing (torchtitan/parallelisms/parallelize_llama.py,
 // Dec 2024). Inside each checkpointed block PyTorch saves the outputs of the 1st, 3rd, 5th, ...
 // aten.mm call (every other one, counted per block), of SDPA and of max, and reruns everything
@@ -203,11 +218,8 @@ bool is_fp8(DType t) { return t == DType::fp8_e4m3 || t == DType::fp8_e5m2; }
 // R0289). The block input is the checkpoint's input and stays. validate_layout admits only dense
 // MHA/GQA layers with flash attention (no MoE, MLA, MTP), whose op lists this walks.
 RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
-  RecomputePlan plan;
   const std::size_t n = layer.size();
-  plan.recomputed.assign(n, false);
-  plan.rerun.assign(n, 1.0);
-  plan.kept_bytes.assign(n, 0.0);
+  RecomputePlan plan = rerun_everything(n);
   double k_share = 1.0 / 3.0;  // K's share of the fused QKV output (MHA); GQA from the core's heads
   const LayerOp* fc1 = nullptr;
   const LayerOp* fc2 = nullptr;
@@ -230,10 +242,7 @@ RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
       rerun = 0;
       kept = rows * k.head_dim_v * bytes_per_element(k.dtype) + rows * 4.0;  // output and fp32 log-sum-exp
     } else if (op.kind == OpKind::gemm) {
-      const GemmKey& g = op.gemm_fwd;
-      // An FP8 GEMM writes its output in the training dtype (2 bytes: bf16 or fp16).
-      const double out_e = is_fp8(g.dtype) ? 2.0 : bytes_per_element(g.dtype);
-      const double out = static_cast<double>(g.m) * g.n * g.batch * out_e;
+      const double out = gemm_output_bytes(op.gemm_fwd);
       double saved_share = 0;  // share of the output the policy saves (the rest is rerun)
       if (op.unit == OpUnit::qkv) saved_share = 1 - k_share;          // q, v saved; k rerun
       else if (&op == fc1) saved_share = gated ? 0.5 : 1.0;           // w1 saved (w3 rerun)
@@ -254,18 +263,13 @@ RecomputePlan selective_op_plan(const std::vector<LayerOp>& layer) {
 // rerun; the projections' FP8 input casts belong to the saved dots and do not. Kept: the block
 // input and the projections' outputs. validate_layout admits MHA/GQA layers (no MLA).
 RecomputePlan save_qkv_proj_plan(const std::vector<LayerOp>& layer) {
-  RecomputePlan plan;
   const std::size_t n = layer.size();
-  plan.recomputed.assign(n, false);
-  plan.rerun.assign(n, 1.0);
-  plan.kept_bytes.assign(n, 0.0);
+  RecomputePlan plan = rerun_everything(n);
   for (std::size_t i = 0; i < n; ++i) {
     const LayerOp& op = layer[i];
     if (op.unit == OpUnit::qkv && op.kind == OpKind::gemm) {
-      const GemmKey& g = op.gemm_fwd;
-      const double out_e = is_fp8(g.dtype) ? 2.0 : bytes_per_element(g.dtype);  // FP8 dots write bf16/fp16
       plan.rerun[i] = 0;
-      plan.kept_bytes[i] = static_cast<double>(g.m) * g.n * g.batch * out_e;
+      plan.kept_bytes[i] = gemm_output_bytes(op.gemm_fwd);
     } else if (op.unit == OpUnit::qkv && op.kind == OpKind::memory && op.mem_fwd.kind == "fp8_cast_fwd") {
       plan.rerun[i] = 0;
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <string>
+#include <vector>
 
 #include "core/error.h"
 #include "simulator/default_efficiency.h"
@@ -177,10 +178,15 @@ TEST(Torchao, KeepsHighPrecisionInputsAndNoWeightCache) {
 TEST(Rope, UnfusedChainMovesFiveTimesTheFusedBytes) {
   const ModelConfig m = shipped_model("llama3-8b");
   const double x = 4096.0 * (m.head_num + m.kv_head_num) * m.head_size;
-  const ModelOps fused = build_model_ops(m, strategy_from_json(with(""), m), 8);
-  const ModelOps eager = build_model_ops(m, strategy_from_json(with(R"(, "use_fused_rope": false)"), m), 8);
-  const LayerOp* a = find_op(fused.layer, "rope");
-  const LayerOp* b = find_op(eager.layer, "rope");
+  // The layer's rope op with the default strategy plus `extra` (ops kept alive by the caller).
+  std::vector<ModelOps> keep;
+  const auto rope_of = [&](const ModelConfig& model, const std::string& extra) {
+    keep.push_back(build_model_ops(model, strategy_from_json(with(extra), model), 8));
+    return find_op(keep.back().layer, "rope");
+  };
+  keep.reserve(4);
+  const LayerOp* a = rope_of(m, "");
+  const LayerOp* b = rope_of(m, R"(, "use_fused_rope": false)");
   ASSERT_NE(a, nullptr);
   ASSERT_NE(b, nullptr);
   EXPECT_DOUBLE_EQ(a->mem_fwd.bytes, 2 * 2 * x);
@@ -194,10 +200,8 @@ TEST(Rope, UnfusedChainMovesFiveTimesTheFusedBytes) {
             simulate_roofline(m, with(""), sys).duration_time_per_iter_s);
 
   const ModelConfig mla = shipped_model("deepseek-v2");
-  const ModelOps mf = build_model_ops(mla, strategy_from_json(with(""), mla), 8);
-  const ModelOps me = build_model_ops(mla, strategy_from_json(with(R"(, "use_fused_rope": false)"), mla), 8);
-  const LayerOp* c = find_op(mf.layer, "rope");
-  const LayerOp* d = find_op(me.layer, "rope");
+  const LayerOp* c = rope_of(mla, "");
+  const LayerOp* d = rope_of(mla, R"(, "use_fused_rope": false)");
   ASSERT_NE(c, nullptr);
   ASSERT_NE(d, nullptr);
   EXPECT_DOUBLE_EQ(d->mem_fwd.bytes, 5 * c->mem_fwd.bytes);
