@@ -336,7 +336,12 @@ SystemChoice system_for_gpu(const std::string& gpu_type) {
       c.system = "h100-pcie";
     } else {
       c.system = "h100-sxm";
-      if (has(g, "96gb")) {
+      if (has(g, "96gb") && !has(g, "hbm2e")) {
+        // A 96 GB H100 of unstated memory: only the capacity is known.
+        c.patch = {{"device", {{"memory_gb", 102.7}}}};
+        c.note = "96 GB H100 simulated as h100-sxm with memory_gb 102.7 (96 GiB less the driver's share); the "
+                 "memory type is not stated: the SXM's peaks and bandwidth assumed";
+      } else if (has(g, "96gb")) {
         // 96 GiB of HBM2e less the driver's share on the 80 GiB part (81920 - 81559 MiB): 97943 MiB.
         // The one source of such rows (torchtitan's Dec 2024 benchmark) gives 2.4 TB/s of HBM2e
         // and says the peak lies between the H100 SXM's and the H100 NVL's without knowing it:

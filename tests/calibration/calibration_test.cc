@@ -199,6 +199,14 @@ TEST(RunMapping, TorchtitanCompileInterleavingAndTheHbm2ePart) {
   EXPECT_DOUBLE_EQ(dev["peak_tflops"]["fp8"].get<double>(), 1824.75);
   EXPECT_DOUBLE_EQ(dev["memory_gb"].get<double>(), 102.7);
   EXPECT_TRUE(contains(m[0].inferred, "HBM at 2.4 TB/s"));
+  // A 96 GB H100 that does not say HBM2e keeps the SXM's figures; only the capacity changes.
+  const MappedRun p = map_run(parse("R9,s,Llama 3.1 8B,dense,32,4096,14336,32,8,128,128256,8192,swiglu,gqa,"
+                                    "H100 96GB,8,torchtitan,bf16,1,1,,1,,,8,,,2,16,,,5762,,82.4,\n")[0],
+                              kNoModels);
+  ASSERT_TRUE(p.ok) << p.reason;
+  EXPECT_DOUBLE_EQ(p.system_patch["device"]["memory_gb"].get<double>(), 102.7);
+  EXPECT_FALSE(p.system_patch["device"].contains("hbm_gb_s"));
+  EXPECT_FALSE(p.system_patch["device"].contains("peak_tflops"));
 }
 
 // Attention implementation by framework (docs/validation.md): torchtitan's SDPA and llm-foundry
