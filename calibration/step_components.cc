@@ -70,29 +70,24 @@ ComponentMultipliers solve(const std::vector<ComponentRow>& rows, const std::vec
   return out;
 }
 
+// Per component, in enum order: the label tables print and the JSON / command-line name.
+struct ComponentNames {
+  const char* label;
+  const char* json;
+};
+constexpr ComponentNames kComponentNames[kStepComponents] = {
+    {"compute", "compute"},
+    {"model-parallel comm", "model_parallel_comm"},
+    {"data-parallel comm", "data_parallel_comm"},
+    {"bubble", "bubble"},
+    {"other", "other"},
+};
+
 }  // namespace
 
-const char* to_string(StepComponent c) {
-  switch (c) {
-    case StepComponent::compute: return "compute";
-    case StepComponent::model_parallel_comm: return "model-parallel comm";
-    case StepComponent::data_parallel_comm: return "data-parallel comm";
-    case StepComponent::bubble: return "bubble";
-    case StepComponent::other: return "other";
-  }
-  return "?";
-}
+const char* to_string(StepComponent c) { return kComponentNames[static_cast<int>(c)].label; }
 
-const char* json_name(StepComponent c) {
-  switch (c) {
-    case StepComponent::compute: return "compute";
-    case StepComponent::model_parallel_comm: return "model_parallel_comm";
-    case StepComponent::data_parallel_comm: return "data_parallel_comm";
-    case StepComponent::bubble: return "bubble";
-    case StepComponent::other: return "other";
-  }
-  return "?";
-}
+const char* json_name(StepComponent c) { return kComponentNames[static_cast<int>(c)].json; }
 
 StepParts step_parts(const SimulationResult& r) {
   StepParts p{};

@@ -29,6 +29,14 @@ Out calisim(const std::string& args, bool with_stderr = true) {
 
 const std::string kFixture = std::string(CALISIM_TEST_DATA_DIR) + "/validation/three_runs.csv";
 
+// A file's whole text ("" when it cannot be read: the caller's assertions then fail on it).
+std::string read_text(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
 // Two --runs files: their rows together (the JSON lists both files), and a run id present in both
 // refused with exit 2 and both files named.
 TEST(ValidateCli, SeveralRunsFilesTogether) {
@@ -172,13 +180,11 @@ TEST(ValidateCli, TableAndHtmlReport) {
   EXPECT_NE(r.text.find("not simulated (1 rows)"), std::string::npos);
   EXPECT_NE(r.text.find("10 worst rows"), std::string::npos);
   EXPECT_NE(r.text.find("FLOP convention"), std::string::npos);
-  std::ifstream in(html);
-  ASSERT_TRUE(in.good());
-  std::stringstream ss;
-  ss << in.rdbuf();
-  EXPECT_NE(ss.str().find("<svg"), std::string::npos);
-  EXPECT_NE(ss.str().find("<circle"), std::string::npos);
-  EXPECT_EQ(ss.str().find("<script"), std::string::npos);
+  ASSERT_TRUE(std::ifstream(html).good());
+  const std::string page = read_text(html);
+  EXPECT_NE(page.find("<svg"), std::string::npos);
+  EXPECT_NE(page.find("<circle"), std::string::npos);
+  EXPECT_EQ(page.find("<script"), std::string::npos);
 }
 
 TEST(ValidateCli, SourceFilterAndBadCsv) {
@@ -244,10 +250,7 @@ TEST(ValidateCli, RowWhoseBatchColumnsDisagreeIsWarned) {
   const std::string html = ::testing::TempDir() + "validate_batch_disagrees.html";
   const Out r = calisim("validate --runs " + csv + " --report " + html);
   ASSERT_EQ(r.code, 0) << r.text;
-  std::ifstream page(html);
-  std::stringstream ss;
-  ss << page.rdbuf();
-  EXPECT_NE(ss.str().find("warning: the row&#39;s batch columns disagree"), std::string::npos);
+  EXPECT_NE(read_text(html).find("warning: the row&#39;s batch columns disagree"), std::string::npos);
   EXPECT_NE(r.text.find("warnings:\n  R0021: the row's batch columns disagree: global_batch_size 7 != "
                         "micro_batch_size 1 x dp"),
             std::string::npos)
@@ -286,7 +289,9 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   double shares = 0;
   for (const auto& part : a100["parts"]) {
     shares += part["share"].get<double>();
-    if (!part["multiplier"].is_null()) EXPECT_GE(part["multiplier"].get<double>(), 0) << part.dump();
+    if (!part["multiplier"].is_null()) {
+      EXPECT_GE(part["multiplier"].get<double>(), 0) << part.dump();
+    }
   }
   EXPECT_NEAR(shares, 1.0, 1e-9);
   EXPECT_EQ(a100["parts"][0]["part"], "compute");
@@ -303,12 +308,10 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   const std::string html = ::testing::TempDir() + "validate_components.html";
   const Out compute = calisim("validate --runs " + runs + " --source Korthikanti --components compute --report " + html);
   ASSERT_EQ(compute.code, 0) << compute.text;
-  std::ifstream page(html);
-  std::stringstream page_text;
-  page_text << page.rdbuf();
-  EXPECT_NE(page_text.str().find("<h2>Step components: measured step = sum of multiplier &times; simulated part</h2>"),
+  const std::string page_text = read_text(html);
+  EXPECT_NE(page_text.find("<h2>Step components: measured step = sum of multiplier &times; simulated part</h2>"),
             std::string::npos);
-  EXPECT_NE(page_text.str().find("<h3>a100-sxm-80g: 8 rows, held out row by row (one source)</h3>"), std::string::npos);
+  EXPECT_NE(page_text.find("<h3>a100-sxm-80g: 8 rows, held out row by row (one source)</h3>"), std::string::npos);
   EXPECT_NE(compute.text.find("a100-sxm-80g: 8 rows, held out row by row (one source)"), std::string::npos)
       << compute.text;
   EXPECT_NE(compute.text.find("1 (kept)"), std::string::npos) << compute.text;
@@ -420,12 +423,10 @@ TEST(ValidateCli, FitSystemToItsRows) {
   EXPECT_NE(all_text.text.find("all 2 fitted rows, each system fitted on its own rows:"), std::string::npos)
       << all_text.text;
   // The HTML report carries the fit's tables after the rows.
-  std::ifstream page(html);
-  std::stringstream ss;
-  ss << page.rdbuf();
-  EXPECT_NE(ss.str().find("<h2>Fit of the systems' efficiencies to their rows (compute)</h2>"), std::string::npos);
-  EXPECT_NE(ss.str().find("<h3>h100-sxm: 1 rows, compute x"), std::string::npos);
-  EXPECT_NE(ss.str().find("<h3>All 2 fitted rows</h3>"), std::string::npos);
+  const std::string page = read_text(html);
+  EXPECT_NE(page.find("<h2>Fit of the systems' efficiencies to their rows (compute)</h2>"), std::string::npos);
+  EXPECT_NE(page.find("<h3>h100-sxm: 1 rows, compute x"), std::string::npos);
+  EXPECT_NE(page.find("<h3>All 2 fitted rows</h3>"), std::string::npos);
 }
 
 // --dump-inputs writes each simulated row's mapped inputs; `calisim simulate` on them reproduces
@@ -671,11 +672,8 @@ TEST(ValidateCli, NothingSimulatedIsAnError) {
 // A UTF-8 byte-order mark (spreadsheet "CSV UTF-8") is not part of the first column's name: the
 // file is still the published format (it used to be taken for SimuMax's and refused).
 TEST(ValidateCli, ByteOrderMarkIsSkipped) {
-  std::ifstream in(kFixture);
-  std::stringstream ss;
-  ss << in.rdbuf();
   const std::string bom = ::testing::TempDir() + "validate_bom.csv";
-  std::ofstream(bom) << "\xEF\xBB\xBF" << ss.str();
+  std::ofstream(bom) << "\xEF\xBB\xBF" << read_text(kFixture);
   const Out r = calisim("validate --runs " + bom + " --json", false);
   ASSERT_EQ(r.code, 0) << r.text;
   EXPECT_EQ(nlohmann::json::parse(r.text)["rows"].size(), 3u);

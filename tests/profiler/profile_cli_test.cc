@@ -23,6 +23,22 @@ using CmdResult = calisim::testing_support::CommandResult;
 using calisim::testing_support::expect_refused;
 using calisim::testing_support::run_calisim;
 
+// A trace directory and a database under the test's temporary folder, both emptied, and the
+// Kineto fixture `fixture` (tests/data/kineto/) the test derives its rank traces from.
+struct KinetoRanks {
+  std::string dir, db;
+  nlohmann::json base;
+};
+KinetoRanks kineto_ranks(const std::string& name, const std::string& fixture) {
+  KinetoRanks k{::testing::TempDir() + name, ::testing::TempDir() + name + ".db", {}};
+  std::filesystem::remove_all(k.dir);
+  std::filesystem::create_directories(k.dir);
+  std::remove(k.db.c_str());
+  std::ifstream in(std::string(CALISIM_TEST_DATA_DIR) + "/kineto/" + fixture);
+  k.base = nlohmann::json::parse(in);
+  return k;
+}
+
 TEST(ProfileCli, PlanWritesAReadablePlanFile) {
   const std::string path = ::testing::TempDir() + "cli_plan.json";
   const CmdResult r = run_calisim("profile plan --model llama3-8b --strategy tp2_pp2_dp2_mbs1 --system h100-sxm -o " + path);
@@ -454,13 +470,7 @@ TEST(ProfileCli, KinetoTraceImportAndComparisonWithASimulation) {
 // early, and 250 us on rank 1; each rank's collective row is timed at 250 us, the transfer without the wait, and the import
 // says how much waiting it removed. One rank alone keeps its own time.
 TEST(ProfileCli, KinetoDirectoryMatchesCollectivesAcrossRanks) {
-  const std::string dir = ::testing::TempDir() + "cli_kineto_ranks";
-  const std::string db = ::testing::TempDir() + "cli_kineto_ranks.db";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::remove(db.c_str());
-  std::ifstream in(std::string(CALISIM_TEST_DATA_DIR) + "/kineto/record_shapes.json");
-  const nlohmann::json base = nlohmann::json::parse(in);
+  const auto [dir, db, base] = kineto_ranks("cli_kineto_ranks", "record_shapes.json");
   nlohmann::json rank1 = base;
   rank1["distributedInfo"]["rank"] = 1;
   int nccl = 0;
@@ -531,13 +541,7 @@ TEST(ProfileCli, KinetoDirectoryMatchesCollectivesAcrossRanks) {
 // imported, other files left alone, a second import skipping what is stored, and --trace-rank
 // picking that rank's run for the comparison.
 TEST(ProfileCli, KinetoDirectoryImportsEveryRankAndComparesTheOneAsked) {
-  const std::string dir = ::testing::TempDir() + "cli_kineto_dir";
-  const std::string db = ::testing::TempDir() + "cli_kineto_dir.db";
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  std::remove(db.c_str());
-  std::ifstream in(std::string(CALISIM_TEST_DATA_DIR) + "/kineto/two_steps.json");
-  const nlohmann::json base = nlohmann::json::parse(in);
+  const auto [dir, db, base] = kineto_ranks("cli_kineto_dir", "two_steps.json");
   // Rank 6 of 8: the same events 1 ms later (another trace, another fingerprint).
   nlohmann::json rank6 = base;
   rank6["distributedInfo"]["rank"] = 6;
