@@ -313,18 +313,10 @@ MappedRun map_simumax(const MeasuredRun& r, const ModelLoader& load_model) {
 SystemChoice system_for_gpu(const std::string& gpu_type) {
   const std::string g = lower(gpu_type);
   SystemChoice c;
-  if (has(g, "gb300") || has(g, "b300")) {
+  if (has(g, "gb300")) {
+    c.system = "gb300-nvl72";
+  } else if (has(g, "b300")) {
     c.system = "b300";
-    if (has(g, "gb300")) {
-      // GB300 NVL72: the B300's NVLink 5 (900 GB/s per GPU) over a 72-GPU domain, trays of 4 GPUs
-      // with one 800 Gb/s NIC each (the b300 file's per-GPU NIC share), as gb200-nvl72 lays it out.
-      // Its Grace CPU is reached over NVLink-C2C and issues host ops at Grace's pace, as the
-      // gb200-nvl72 file describes both (the b300 file's host is an x86 CPU over PCIe).
-      c.patch = {{"network", {{"scale_up", {{"domain_size", 72}}}, {"scale_out", {{"gpus_per_node", 4}, {"nics_per_node", 4}}}}},
-                 {"host", {{"link", "NVLink-C2C to Grace"}, {"link_gb_s", 450}, {"op_dispatch_us", 27.5}}}};
-      c.note = "GB300 NVL72 simulated as the shipped b300 system with a 72-GPU NVLink domain of 4-GPU trays and "
-               "Grace's NVLink-C2C host link and host op time (no GB300 file)";
-    }
   } else if (has(g, "gb200")) {
     c.system = "gb200-nvl72";
   } else if (has(g, "b200")) {
@@ -898,7 +890,8 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
                                                        "GB200 only by the first Bridge helper versions)")
                                   : fmt::format("flex dispatcher over {}", ds.flex_backend == "deepep" ? "DeepEP"
                                                                                                         : "HybridEP")));
-  } else if (rc.empty() && bridge && key == "gpt_oss_120b" && sys.system != "b300") {
+  } else if (rc.empty() && bridge && key == "gpt_oss_120b" && sys.system != "b300" &&
+             sys.system != "gb300-nvl72") {
     // Every version of Megatron-Bridge's GPT-OSS 120B performance presets recomputes the norms and
     // the experts' activation on H100, B200 and GB200 (scripts/performance/configs/gpt_oss/
     // gpt_oss_workload_base_configs.py: recompute_modules=["layernorm", "moe_act"]); the GB300 /

@@ -34,7 +34,7 @@ struct SystemChoice {
 };
 
 // gpu_type text of a row -> shipped system (A100-SXM4-80GB -> a100-sxm-80g, H100 variants ->
-// h100-sxm, B200 -> b200, GB200 -> gb200-nvl72, GB300/B300 -> b300, ...).
+// h100-sxm, B200 -> b200, GB200 -> gb200-nvl72, GB300 -> gb300-nvl72, B300 -> b300, ...).
 SystemChoice system_for_gpu(const std::string& gpu_type);
 
 // Loads a shipped model by name (configs/models/<name>.json); used by SimuMax-format rows.

@@ -323,7 +323,8 @@ TEST(ShippedConfigs, ModelShapes) {
 
 TEST(ShippedConfigs, Systems) {
   const std::set<std::string> expected = {"a100-sxm-80g", "a100-pcie-80g", "h100-sxm", "h100-pcie", "h200",
-                                          "b200",         "gb200-nvl72",   "b300",     "mi300x"};
+                                          "b200",         "gb200-nvl72",   "b300",     "gb300-nvl72",
+                                          "mi300x"};
   std::set<std::string> found;
   for (const auto& f : json_files(kConfigs + "/systems")) {
     SCOPED_TRACE(f);
@@ -355,6 +356,24 @@ TEST(ShippedConfigs, Systems) {
   const SystemConfig nvl = parse_system(read_json_file(shipped("systems", "gb200-nvl72")), "nvl");
   EXPECT_EQ(nvl.scale_up_domain_size, 72);
   EXPECT_EQ(nvl.gpus_per_node, 4);
+  // GB300 NVL72: the rack part's own peaks (11 % above the HGX B300's), the B300's HBM and NICs,
+  // GB200's rack layout and Grace host.
+  const SystemConfig gb300 = parse_system(read_json_file(shipped("systems", "gb300-nvl72")), "gb300");
+  const SystemConfig b300 = parse_system(read_json_file(shipped("systems", "b300")), "b300");
+  EXPECT_DOUBLE_EQ(gb300.device.peak_tflops_for(DType::bf16), 2500);
+  EXPECT_DOUBLE_EQ(gb300.device.peak_tflops_for(DType::fp8_e4m3), 5000);
+  EXPECT_DOUBLE_EQ(b300.device.peak_tflops_for(DType::bf16), 2250);
+  EXPECT_DOUBLE_EQ(gb300.device.hbm_gb_s, b300.device.hbm_gb_s);
+  EXPECT_DOUBLE_EQ(gb300.device.memory_gb, b300.device.memory_gb);
+  EXPECT_EQ(gb300.scale_up_domain_size, 72);
+  EXPECT_EQ(gb300.gpus_per_node, 4);
+  EXPECT_DOUBLE_EQ(gb300.scale_out.gpu_gb_s, b300.scale_out.gpu_gb_s);  // one 800 Gb/s NIC per GPU
+  EXPECT_DOUBLE_EQ(gb300.host_link_gb_s, nvl.host_link_gb_s);
+  EXPECT_DOUBLE_EQ(gb300.host_op_dispatch_us, nvl.host_op_dispatch_us);
+  // Its GEMMs: the B300's MAMF scaled by GB200/B200's measured ratio, so faster than the B300's in
+  // TFLOP/s but a smaller share of the higher peak.
+  EXPECT_GT(gb300.matmul_efficiency * 2500, b300.matmul_efficiency * 2250);
+  EXPECT_LT(gb300.matmul_efficiency, b300.matmul_efficiency);
 }
 
 TEST(ShippedConfigs, StrategiesValidateAgainstTheirModels) {

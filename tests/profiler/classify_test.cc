@@ -71,6 +71,8 @@ TEST(DeviceMatch, CudaNamesMapToShippedSystems) {
   EXPECT_EQ(system_for_cuda_device("NVIDIA A100-SXM4-80GB"), "a100-sxm-80g");
   EXPECT_EQ(system_for_cuda_device("NVIDIA A100 80GB PCIe"), "a100-pcie-80g");
   EXPECT_EQ(system_for_cuda_device("NVIDIA GB200"), "gb200-nvl72");
+  EXPECT_EQ(system_for_cuda_device("NVIDIA GB300"), "gb300-nvl72");
+  EXPECT_EQ(system_for_cuda_device("NVIDIA B300 SXM6 AC"), "b300");
   EXPECT_EQ(system_for_cuda_device("NVIDIA B200"), "b200");
   EXPECT_EQ(system_for_cuda_device("NVIDIA GeForce RTX 4090"), "");
 }
