@@ -715,6 +715,19 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
     }
   }
   st["zero_state"] = zero;
+  if (zero == 3 && fw == Framework::maxtext && has(lower(r.source), "dgxc")) {
+    // DGX Cloud benchmarking's MaxText recipe (maxtext/configure.sh, two stored versions agree):
+    // ici_fsdp over the node's 8 GPUs and dcn_fsdp over the nodes, except from 64 nodes on, where
+    // dcn_fsdp is 16 and dcn_data_parallelism takes the rest: FSDP over 128 GPUs, replicated.
+    const int nodes = gpus / 8;
+    if (gpus % 8 == 0 && nodes >= 64 && nodes % 16 == 0) {
+      st["dp_replicate_size"] = nodes / 16;
+      inf.push_back(fmt::format("FSDP over 128 GPUs x {} data-parallel replicas (DGX Cloud benchmarking "
+                                "maxtext/configure.sh: dcn_fsdp_parallelism 16 and dcn_data_parallelism nodes / 16 "
+                                "from 64 nodes on)",
+                                nodes / 16));
+    }
+  }
 
   // ---- Sequence parallel.
   const std::string sp = lower(r.text("sequence_parallel"));

@@ -62,7 +62,8 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
                      r.tp, tp_grid, r.pp, r.vpp, groups, r.cp, cp_grid, r.dp, r.micro_batch_size, r.micro_batch_num,
                      r.global_batch_size, r.seq_len, r.sequence_parallel ? "on" : "off", r.recompute,
                      to_string(r.rank_order));
-  out += fmt::format("  precision {} | optimizer state {} | loss {}\n", r.precision, r.optimizer_state, r.loss);
+  out += fmt::format("  precision {} | optimizer state {}, {} | loss {}\n", r.precision, r.optimizer_state, r.sharding,
+                     r.loss);
   // A Megatron script is both the model and the strategy: named once.
   if (rc.model_file == rc.strategy_file) out += fmt::format("  configs {} | {}\n\n", rc.model_file, rc.system_file);
   else out += fmt::format("  configs {} | {} | {}\n\n", rc.model_file, rc.strategy_file, rc.system_file);

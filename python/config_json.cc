@@ -106,6 +106,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"num_layers_in_first_pipeline_stage", s.num_layers_in_first_pipeline_stage},
             {"num_layers_in_last_pipeline_stage", s.num_layers_in_last_pipeline_stage},
             {"zero_state", s.zero_state},
+            {"dp_replicate_size", s.dp_replicate_size},
             {"cp_comm_type", cp_comm_type_name(s.cp_comm_type)},
             {"moe_dispatcher_policy", s.moe_dispatcher == MoeDispatcher::all_to_all  ? "all2all"
                                       : s.moe_dispatcher == MoeDispatcher::all_gather ? "allgather"

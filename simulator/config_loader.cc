@@ -177,6 +177,12 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
                                      "gradients) or 3 (+ sharded parameters, FSDP), got {}",
                                      s.zero_state));
   }
+  s.dp_replicate_size = static_cast<int>(r.positive_int_or("dp_replicate_size", 1));
+  if (s.dp_replicate_size > 1 && s.zero_state == 0) {
+    r.fail("dp_replicate_size", fmt::format("{} replicas of a sharded state need zero_state 1, 2 or 3 (zero_state 0 "
+                                            "replicates everything already); use 1",
+                                            s.dp_replicate_size));
+  }
   const std::string cp_type = r.string_or("cp_comm_type", "p2p");
   // Megatron's hierarchical CP (--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes A P)
   // is the 2D CP grid with A all-to-all rows and P ring columns; read it in Megatron's terms.
@@ -1003,6 +1009,21 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     }
   } else if (s.ep_size != 1 || s.etp_size != 1) {
     fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");
+  }
+  if (s.dp_replicate_size > 1) {
+    // Every replica holds a whole copy of the sharded state: the replicas split the dense dp·cp
+    // group, and the expert-data-parallel group, evenly.
+    const int dense_dp = s.dp_size * s.cp_size;
+    if (dense_dp % s.dp_replicate_size != 0) {
+      fail("dp_replicate_size", fmt::format("the data-parallel ranks dp_size*cp_size = {} (world_size {} / "
+                                            "(tp_size*pp_size) {}) must be divisible by dp_replicate_size ({})",
+                                            dense_dp, s.world_size, s.tp_size * s.pp_size, s.dp_replicate_size));
+    }
+    if (model.is_moe && s.edp_size % s.dp_replicate_size != 0) {
+      fail("dp_replicate_size", fmt::format("the expert-data-parallel size ({} = world_size / (ep*etp*pp)) must be "
+                                            "divisible by dp_replicate_size ({})",
+                                            s.edp_size, s.dp_replicate_size));
+    }
   }
   if (s.overlap_moe_expert_parallel_comm) {
     // Megatron-Core's TransformerConfig refuses these combinations (its EP all-to-all overlap runs

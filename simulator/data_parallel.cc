@@ -6,17 +6,47 @@
 
 namespace calisim {
 
+namespace {
+
+// A group of `ranks` of which `per_block` share a block, split into `replicas` replicas of
+// consecutive group members: members of one replica in a block, and ranks holding the same shard
+// (one per replica, `ranks / replicas` apart) in a block. A block holds leading group members
+// (rank_placement.h), so a replica fills it before the next one starts.
+struct Split {
+  int shard_per_block, replicas_per_block;
+};
+Split split(int ranks, int per_block, int replicas) {
+  const int shard = ranks / replicas;
+  return {std::min(shard, per_block), std::clamp(per_block / shard, 1, replicas)};
+}
+
+}  // namespace
+
 DpGroups dp_groups(const StrategyConfig& st, int domain, int pcie_switch_gpus) {
   DpGroups g;
   const RankPlacement placed = place_ranks(st, domain);
-  g.dense_ranks = st.dp_size * st.cp_size;
-  g.dense_per_domain = placed.dense_dp;
-  g.expert_ranks = st.edp_size;
-  g.expert_per_domain = placed.expert_dp;
+  const int r = std::max(1, st.dp_replicate_size);
+  const int dense = st.dp_size * st.cp_size, expert = st.edp_size;
+  // validate_layout makes both groups divisible for a MoE model; a dense model's expert group (1
+  // rank, no parameters) stays whole.
+  const int re = expert % r == 0 ? r : 1;
+  g.dense_ranks = dense / r;
+  g.dense_replicas = r;
+  const Split d = split(dense, placed.dense_dp, r);
+  g.dense_per_domain = d.shard_per_block;
+  g.dense_replicas_per_domain = d.replicas_per_block;
+  g.expert_ranks = expert / re;
+  g.expert_replicas = re;
+  const Split e = split(expert, placed.expert_dp, re);
+  g.expert_per_domain = e.shard_per_block;
+  g.expert_replicas_per_domain = e.replicas_per_block;
   if (pcie_switch_gpus > 0) {
     const RankPlacement switched = place_ranks(st, pcie_switch_gpus);
-    g.dense_per_switch = switched.dense_dp;
-    g.expert_per_switch = switched.expert_dp;
+    const Split ds = split(dense, switched.dense_dp, r), es = split(expert, switched.expert_dp, re);
+    g.dense_per_switch = ds.shard_per_block;
+    g.dense_replicas_per_switch = ds.replicas_per_block;
+    g.expert_per_switch = es.shard_per_block;
+    g.expert_replicas_per_switch = es.replicas_per_block;
   }
   return g;
 }
@@ -106,7 +136,20 @@ double grad_reduce_s(const RankParams& p, const StrategyConfig& st, const DpGrou
   const double e = bytes_per_element(st.dtype);
   const double reduce_e = st.grad_reduce_in_bf16 ? 2.0 : (st.use_fp32_accum_grad ? 4.0 : e);
   const CollectiveOp op = st.zero_state == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-  return over_groups(p, reduce_e, op, st, g, coster, tally);
+  double t = over_groups(p, reduce_e, op, st, g, coster, tally);
+  // Hybrid sharding: each replica's reduced shard all-reduces with the same shard of the others.
+  if (p.dense > 0 && g.dense_replicas > 1) {
+    t += coster.collective_s({CollectiveOp::all_reduce, static_cast<std::int64_t>(p.dense / g.dense_ranks * reduce_e),
+                              g.dense_replicas, g.dense_replicas_per_domain, st.dtype},
+                             tally, g.dense_replicas_per_switch);
+  }
+  if (p.expert > 0 && g.expert_replicas > 1) {
+    t += coster.collective_s({CollectiveOp::all_reduce,
+                              static_cast<std::int64_t>(p.expert / g.expert_ranks * reduce_e), g.expert_replicas,
+                              g.expert_replicas_per_domain, st.dtype},
+                             tally, g.expert_replicas_per_switch);
+  }
+  return t;
 }
 
 double param_gather_s(const RankParams& p, const RankParams& fp8_p, const StrategyConfig& st, const DpGroups& g,

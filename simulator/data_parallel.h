@@ -5,6 +5,11 @@
 // Dense parameters reduce over the dp·cp group, routed-expert parameters over the
 // expert-data-parallel group; the two run one after the other. How many ranks of each share a
 // scale-up domain follows the strategy's rank order (rank_placement.h).
+// Hybrid sharding (strategy.dp_replicate_size R > 1): each group splits into R replicas of
+// consecutive ranks; the state shards over one replica's ranks, gradients reduce-scatter inside
+// it and the resulting shard all-reduces over the R ranks holding the same shard (Megatron's
+// partial distributed optimizer: intra-instance reduce-scatter, inter-instance all-reduce; FSDP2
+// HSDP alike); parameters gather inside the replica.
 // Bytes: weights e (bf16/fp16) per parameter, main grads 4 (use_fp32_accum_grad) or e, Adam
 // state + fp32 master 12; gradients are reduced in fp32 unless grad_reduce_in_bf16.
 #pragma once
@@ -16,10 +21,14 @@
 
 namespace calisim {
 
+// *_ranks: the sharding group (a replica's ranks; the whole group without hybrid sharding);
+// *_replicas: ranks holding the same shard, one per replica (1 without hybrid sharding).
 // *_per_switch: ranks under one PCIe switch (0 when the system has no switch level).
 struct DpGroups {
   int dense_ranks = 1, dense_per_domain = 1, dense_per_switch = 0;
   int expert_ranks = 1, expert_per_domain = 1, expert_per_switch = 0;
+  int dense_replicas = 1, dense_replicas_per_domain = 1, dense_replicas_per_switch = 0;
+  int expert_replicas = 1, expert_replicas_per_domain = 1, expert_replicas_per_switch = 0;
 };
 DpGroups dp_groups(const StrategyConfig& strategy, int scale_up_domain_size, int pcie_switch_gpus = 0);
 
@@ -71,8 +80,9 @@ int param_gather_passes(const RankParams& p, const StrategyConfig& strategy);
 double bucket_params(const StrategyConfig& strategy);
 
 // Collective times (not yet overlapped) for `p`: the gradient reduction (all-reduce at ZeRO-0,
-// reduce-scatter otherwise) and the parameter all-gather; `fp8_p` (part of `p`) is gathered in
-// one byte per parameter with fp8_param_gather, the rest in the training dtype.
+// reduce-scatter otherwise, plus the shard's all-reduce across replicas under hybrid sharding)
+// and the parameter all-gather; `fp8_p` (part of `p`) is gathered in one byte per parameter with
+// fp8_param_gather, the rest in the training dtype.
 double grad_reduce_s(const RankParams& p, const StrategyConfig& strategy, const DpGroups& g, const OpCoster& coster,
                      SourceTally* tally);
 double param_gather_s(const RankParams& p, const RankParams& fp8_p, const StrategyConfig& strategy, const DpGroups& g,

@@ -47,7 +47,6 @@ const std::map<std::string, std::string>& not_modelled_flags() {
       {"--apply-layernorm-1p", "the (1 + γ) LayerNorm is priced as a plain LayerNorm"},
       {"--tp-comm-overlap-cfg", "TE userbuffers are priced with one overlap model for every GEMM"},
       {"--manual-gc", "host-side garbage collection is not modelled"},
-      {"--num-distributed-optimizer-instances", "one distributed-optimizer instance across the DP group"},
       {"--moe-use-legacy-grouped-gemm", "grouped GEMMs are priced as TransformerEngine's"},
       {"--use-cpu-initialization", "initialisation is not part of a step"},
   };
@@ -875,6 +874,11 @@ class Importer {
       strategy_field("zero_state", dist ? 1 : 0,
                      dist ? o_.origin(*dist) : "Megatron default (no distributed optimizer: replicated state)",
                      "--use-distributed-optimizer");
+    }
+    // Megatron's partial distributed optimizer: the DP group splits into this many instances,
+    // each sharding the optimizer state (reduce-scatter inside, all-reduce across).
+    if (const auto n = int_flag("--num-distributed-optimizer-instances", 1)) {
+      strategy_field("dp_replicate_size", n->value, n->origin, "--num-distributed-optimizer-instances");
     }
     flag_to_strategy("--overlap-grad-reduce", "overlap_grad_reduce");
     flag_to_strategy("--overlap-param-gather", "overlap_param_gather");

@@ -94,6 +94,8 @@ struct SimulationResult {
   // Human-readable numerics: GEMM precision (FP8 recipe, implementation, FP8 parameters, layers
   // kept in the training dtype), optimizer state bytes per parameter, cross-entropy kernel.
   std::string precision, optimizer_state, loss;
+  // ZeRO stage and sharding group, e.g. "ZeRO-3 over 128 ranks x 16 replicas (hybrid sharding)".
+  std::string sharding;
   ModelStats stats;
 
   // Cost (SimuMax names where they exist).

@@ -33,7 +33,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                  {"global_batch_size", r.global_batch_size}, {"seq_len", r.seq_len},
                  {"sequence_parallel", r.sequence_parallel}, {"recompute", r.recompute},
                  {"precision", r.precision}, {"optimizer_state", r.optimizer_state}, {"loss", r.loss},
-                 {"order", to_string(r.rank_order)},
+                 {"sharding", r.sharding}, {"order", to_string(r.rank_order)},
                  {"tensor_parallel_mode", r.tp_2d_rows * r.tp_2d_cols > 1 ? "2d" : "1d"},
                  {"tp_2d_rows", r.tp_2d_rows}, {"tp_2d_cols", r.tp_2d_cols},
                  {"context_parallel_mode", r.cp_2d_rows * r.cp_2d_cols > 1 ? "2d" : "1d"},

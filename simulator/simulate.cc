@@ -86,6 +86,16 @@ std::string precision_description(const StrategyConfig& s, long long layers) {
   return out + ")";
 }
 
+// "ZeRO-1 over 64 ranks", "ZeRO-3 over 128 ranks x 16 replicas (hybrid sharding)", "ZeRO-0
+// (replicated)": the stage and the dense data-parallel group its state is sharded over.
+std::string sharding_description(const StrategyConfig& s) {
+  if (s.zero_state == 0) return "ZeRO-0 (replicated)";
+  const int ranks = s.dp_size * s.cp_size;
+  if (s.dp_replicate_size <= 1) return fmt::format("ZeRO-{} over {} ranks", s.zero_state, ranks);
+  return fmt::format("ZeRO-{} over {} ranks x {} replicas (hybrid sharding)", s.zero_state, ranks / s.dp_replicate_size,
+                     s.dp_replicate_size);
+}
+
 // "12 B/param (fp32 master and moments)", or e.g. "10 B/param (precision-aware: master fp32 as bf16
 // remainders, moments fp32/fp32)".
 std::string optimizer_description(const StrategyConfig& s) {
@@ -171,6 +181,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   if (opt.details) {
     res.precision = precision_description(st, model.layer_num);
     res.optimizer_state = optimizer_description(st);
+    res.sharding = sharding_description(st);
     res.loss = loss_description(st);
   }
   res.stats = model_stats(model, st.seq_len);
@@ -265,7 +276,9 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   const RankPlacement placed = place_ranks(st, sys.scale_up_domain_size);
   // NIC sharing between the DP gradient reduction and EP / CP traffic of the backward (contention.h).
   const bool dp_nic = crosses_nics(groups.dense_ranks, groups.dense_per_domain) ||
-                      crosses_nics(groups.expert_ranks, groups.expert_per_domain);
+                      crosses_nics(groups.expert_ranks, groups.expert_per_domain) ||
+                      crosses_nics(groups.dense_replicas, groups.dense_replicas_per_domain) ||
+                      crosses_nics(groups.expert_replicas, groups.expert_replicas_per_domain);
   const bool ep_nic = crosses_nics(st.ep_size, placed.ep), cp_nic = crosses_nics(st.cp_size, placed.cp);
   double p2p_s = 0;
   if (p > 1) {

@@ -185,6 +185,13 @@ struct StrategyConfig {
   // the layers of every virtual stage; empty = the split above. Excludes the four fields above.
   std::string pipeline_layout;
   int zero_state = 1;  // 0: replicated; 1: distributed optimizer; 2: + sharded grads; 3: + sharded params (FSDP)
+  // Hybrid sharding: the data-parallel ranks form this many replicas, each sharding the ZeRO state
+  // (and at ZeRO-3 the parameters) over dp·cp / dp_replicate_size consecutive ranks (edp /
+  // dp_replicate_size for expert parameters); gradients reduce-scatter inside a replica, then the
+  // shard all-reduces across replicas. Megatron's --num-distributed-optimizer-instances, FSDP2's
+  // HSDP (torchtitan data_parallel_replicate_degree), MaxText's dcn_data_parallelism. 1 = one
+  // sharding group over the whole data-parallel group; > 1 needs zero_state >= 1.
+  int dp_replicate_size = 1;
   CpCommType cp_comm_type = CpCommType::p2p;
   // 2D tensor parallelism: rows · cols = tp_size (both 1 under one_d). Rank (i, j) of the TP group
   // is tp index i·cols + j: a row group (cols ranks) is contiguous, a column group (rows ranks)

@@ -399,6 +399,26 @@ MappedRows map_with_columns(const std::string& extra_columns, const std::string&
   return out;
 }
 
+// DGX Cloud benchmarking's MaxText recipe shards over 128 GPUs from 64 nodes on (dcn_fsdp 16, the
+// remaining nodes data-parallel replicas: maxtext/configure.sh); smaller runs shard over all.
+TEST(RunMapping, DgxcMaxTextShardsOver128GpusFrom64Nodes) {
+  const std::string row = ",NVIDIA dgxc-benchmarking v25.04.01,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,";
+  const auto [runs, m] = map_with_columns(
+      "", "R1" + row + "2048,MaxText (JAX),bf16,1,1,,,,,2048,,,1,2048,,1.0,,,,\n" +
+              "R2" + row + "512,MaxText (JAX),fp8,1,1,,,,,512,,,1,512,,1.0,,,,\n" +
+              "R3" + row + "256,MaxText (JAX),bf16,1,1,,,,,256,,,1,256,,1.0,,,,\n" +
+              "R4,s,m,dense,2,64,256,4,4,16,1000,128,gelu,mha,H100,2048,MaxText (JAX),bf16,1,1,,,,,2048,,,1,2048,,"
+              "1.0,,,,\n");
+  ASSERT_EQ(runs.size(), 4u);
+  ASSERT_TRUE(all_mapped(runs, m));
+  EXPECT_EQ(m[0].strategy.value("dp_replicate_size", 1), 16);  // 256 nodes: FSDP 128 x 16
+  EXPECT_TRUE(contains(m[0].inferred, "FSDP over 128 GPUs x 16 data-parallel replicas"));
+  EXPECT_EQ(m[1].strategy.value("dp_replicate_size", 1), 4);  // 64 nodes: FSDP 128 x 4
+  EXPECT_FALSE(m[2].strategy.contains("dp_replicate_size"));  // 32 nodes: FSDP over all 256
+  EXPECT_FALSE(m[3].strategy.contains("dp_replicate_size"));  // not the DGX Cloud recipe
+  for (const MappedRun& x : m) EXPECT_EQ(x.strategy.value("zero_state", -1), 3);
+}
+
 // Framework defaults the rows leave unstated: fused cross-entropy (Megatron-Bridge, NeMo 2,
 // llm-foundry), bf16 main gradients (NeMo 2 performance scripts; NeMo 1's distributed_fused_adam
 // with grad_sync_dtype bf16), MaxText's full remat; NeMo 1 (24.07) and Megatron-LM keep the

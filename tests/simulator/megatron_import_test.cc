@@ -226,5 +226,32 @@ TEST(MegatronImport, WhatIsNotModelledOrNotReadIsListed) {
   EXPECT_EQ(imp.field_flags.at("strategy.tp_size"), "--tensor-model-parallel-size");
 }
 
+// Megatron's partial distributed optimizer: --num-distributed-optimizer-instances N shards the
+// state inside N instances of the DP group (calisim's hybrid sharding), and a script whose DP
+// group does not split that way is refused when the strategy is validated.
+TEST(MegatronImport, DistributedOptimizerInstancesAreHybridSharding) {
+  const MegatronImport imp =
+      import_text(kMinimal + "--use-distributed-optimizer --num-distributed-optimizer-instances 2\n");
+  EXPECT_EQ(imp.strategy["dp_replicate_size"], 2);
+  EXPECT_EQ(imp.strategy["zero_state"], 1);
+  EXPECT_EQ(origin(imp, "strategy.dp_replicate_size"), "--num-distributed-optimizer-instances (line 2)");
+  ModelConfig model = parse_model(imp.model, "run.sh", nullptr);
+  StrategyConfig strategy = parse_strategy(imp.strategy, "run.sh");
+  validate_layout(model, strategy, "run.sh", "run.sh");
+  EXPECT_EQ(strategy.dp_replicate_size, 2);
+  EXPECT_NE(error_of(kMinimal + "--num-distributed-optimizer-instances 0\n").find("--num-distributed-optimizer-instances"),
+            std::string::npos);
+  const MegatronImport three =
+      import_text(kMinimal + "--use-distributed-optimizer --num-distributed-optimizer-instances 3\n");
+  StrategyConfig odd = parse_strategy(three.strategy, "run.sh");
+  try {
+    validate_layout(model, odd, "run.sh", "run.sh");
+    ADD_FAILURE() << "8 data-parallel ranks in 3 instances were accepted";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "dp_replicate_size");
+  }
+}
+
+
 }  // namespace
 }  // namespace calisim
