@@ -836,6 +836,10 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
       if (v && *v < 0) hr.fail(key, "expected a non-negative number of microseconds");
       (std::string(key) == "sync_us" ? s.host_sync_us : s.host_op_dispatch_us) = v.value_or(0);
     }
+    if (const auto v = hr.opt_number("grouped_gemm_expert_us")) {
+      if (*v < 0) hr.fail("grouped_gemm_expert_us", "expected a non-negative number of microseconds");
+      s.host_grouped_gemm_expert_us = *v;
+    }
     hr.finish();
   }
   if (auto cv = r.opt_number("straggler_cv")) {

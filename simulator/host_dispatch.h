@@ -3,7 +3,8 @@
 //
 // Model. Every op of the block's op list is issued by the host: a PyTorch eager op (Python,
 // dispatcher, autograd bookkeeping, one launch) costs the system's host.op_dispatch_us; a grouped
-// expert GEMM costs one op plus one C++ launch (efficiency.kernel_launch_us) per local expert with
+// expert GEMM costs one op plus host.grouped_gemm_expert_us (absent: efficiency.kernel_launch_us,
+// one C++ launch) per local expert with
 // TransformerEngine's grouped GEMM (moe_grouped_gemm), or one op per local expert without it
 // (Megatron's SequentialMLP loops in Python); backward issues the dgrad and the wgrad; each
 // collective of a group with more than one rank is one more op (an NCCL launch). Ops inside a
@@ -34,7 +35,8 @@ namespace calisim {
 
 struct HostDispatchSettings {
   double op_dispatch_s = 0;      // host time of one framework op (system host.op_dispatch_us)
-  double kernel_launch_s = 0;    // one extra C++ launch inside an op (system efficiency.kernel_launch_us)
+  double kernel_launch_s = 0;    // per local expert of a grouped GEMM (host.grouped_gemm_expert_us, else
+                                 // efficiency.kernel_launch_us)
   double sync_s = 0;             // one device-to-host copy and wait (system host.sync_us)
   bool grouped_gemm = false;     // strategy moe_grouped_gemm
   std::uint8_t cuda_graph = 0;   // strategy cuda_graph_scope bits (CudaGraphScope)

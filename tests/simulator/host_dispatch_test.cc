@@ -127,6 +127,25 @@ TEST(HostDispatchConfig, LoaderChecksFieldsWithTheirPath) {
   const SystemConfig ok = parse_system(sys, "sys.json");
   EXPECT_EQ(ok.host_op_dispatch_us, 8);
   EXPECT_EQ(ok.host_sync_us, 0);
+  // The grouped GEMM's per-expert host cost: efficiency.kernel_launch_us when absent (the GPU-side
+  // launch gap), its own figure when given; negative values are refused with the path.
+  const ModelConfig moe = testing_support::small_moe();
+  const StrategyConfig grouped = strategy_from_json(
+      R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 4, "moe_grouped_gemm": true})", moe);
+  sys["efficiency"] = {{"kernel_launch_us", 2}};
+  EXPECT_NEAR(host_dispatch_settings(parse_system(sys, "sys.json"), grouped, moe).kernel_launch_s, 2e-6, 1e-15);
+  sys["host"]["grouped_gemm_expert_us"] = 30;
+  const SystemConfig per_expert = parse_system(sys, "sys.json");
+  EXPECT_NEAR(host_dispatch_settings(per_expert, grouped, moe).kernel_launch_s, 30e-6, 1e-15);
+  EXPECT_EQ(per_expert.kernel_launch_us, 2);  // the GPU-side gap of bandwidth-bound kernels stays
+  sys["host"]["grouped_gemm_expert_us"] = -1;
+  try {
+    parse_system(sys, "sys.json");
+    FAIL() << "negative grouped_gemm_expert_us accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("host.grouped_gemm_expert_us"), std::string::npos) << e.what();
+  }
+  sys["host"].erase("grouped_gemm_expert_us");
 
   const ModelConfig m = testing_support::small_moe();
   const std::string base = R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 4, )";
