@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 
 #include "core/error.h"
 #include "simulator/json_fields.h"
@@ -824,6 +825,7 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     }
     n.finish();
   }
+  std::optional<double> grouped_gemm_expert_us;
   if (const nlohmann::json* host = r.opt_object("host")) {
     FieldReader hr(*host, file, "host");
     s.host_link_name = hr.string_or("link", "");
@@ -838,10 +840,12 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     }
     if (const auto v = hr.opt_number("grouped_gemm_expert_us")) {
       if (*v < 0) hr.fail("grouped_gemm_expert_us", "expected a non-negative number of microseconds");
-      s.host_grouped_gemm_expert_us = *v;
+      grouped_gemm_expert_us = *v;
     }
     hr.finish();
   }
+  // Absent: one C++ launch per expert, the launch gap the efficiency block gives.
+  s.host_grouped_gemm_expert_us = grouped_gemm_expert_us.value_or(s.kernel_launch_us);
   if (auto cv = r.opt_number("straggler_cv")) {
     if (*cv < 0) r.fail("straggler_cv", "expected a non-negative coefficient of variation (0 = off)");
     s.straggler_cv = *cv;

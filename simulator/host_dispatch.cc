@@ -32,8 +32,7 @@ HostDispatchSettings host_dispatch_settings(const SystemConfig& sys, const Strat
                                             const ModelConfig& model) {
   HostDispatchSettings s;
   s.op_dispatch_s = sys.host_op_dispatch_us * 1e-6;
-  s.kernel_launch_s =
-      (sys.host_grouped_gemm_expert_us >= 0 ? sys.host_grouped_gemm_expert_us : sys.kernel_launch_us) * 1e-6;
+  s.kernel_launch_s = sys.host_grouped_gemm_expert_us * 1e-6;
   s.sync_s = sys.host_sync_us * 1e-6;
   s.grouped_gemm = st.moe_grouped_gemm;
   s.cuda_graph = st.cuda_graph_scope;

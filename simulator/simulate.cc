@@ -88,12 +88,11 @@ std::string precision_description(const StrategyConfig& s, long long layers) {
 
 // "ZeRO-1 over 64 ranks", "ZeRO-3 over 128 ranks x 16 replicas (hybrid sharding)", "ZeRO-0
 // (replicated)": the stage and the dense data-parallel group its state is sharded over.
-std::string sharding_description(const StrategyConfig& s) {
-  if (s.zero_state == 0) return "ZeRO-0 (replicated)";
-  const int ranks = s.dp_size * s.cp_size;
-  if (s.dp_replicate_size <= 1) return fmt::format("ZeRO-{} over {} ranks", s.zero_state, ranks);
-  return fmt::format("ZeRO-{} over {} ranks x {} replicas (hybrid sharding)", s.zero_state, ranks / s.dp_replicate_size,
-                     s.dp_replicate_size);
+std::string sharding_description(int zero_state, const DpGroups& g) {
+  if (zero_state == 0) return "ZeRO-0 (replicated)";
+  if (g.dense_replicas <= 1) return fmt::format("ZeRO-{} over {} ranks", zero_state, g.dense_ranks);
+  return fmt::format("ZeRO-{} over {} ranks x {} replicas (hybrid sharding)", zero_state, g.dense_ranks,
+                     g.dense_replicas);
 }
 
 // "12 B/param (fp32 master and moments)", or e.g. "10 B/param (precision-aware: master fp32 as bf16
@@ -181,7 +180,6 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   if (opt.details) {
     res.precision = precision_description(st, model.layer_num);
     res.optimizer_state = optimizer_description(st);
-    res.sharding = sharding_description(st);
     res.loss = loss_description(st);
   }
   res.stats = model_stats(model, st.seq_len);
@@ -271,6 +269,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     }
   }
   const DpGroups groups = dp_groups(st, sys.scale_up_domain_size, sys.topology.pcie_switch_gpus);
+  if (opt.details) res.sharding = sharding_description(st.zero_state, groups);
 
   // Pipeline p2p: adjacent stages are pipeline_stride() ranks apart (tp·cp·dp in Megatron's order).
   const RankPlacement placed = place_ranks(st, sys.scale_up_domain_size);

@@ -87,8 +87,9 @@ struct SystemConfig {
   double host_op_dispatch_us = 0;
   double host_sync_us = 0;
   // Host time per local expert of one grouped expert GEMM (TransformerEngine's GroupedLinear
-  // issues one cuBLASLt GEMM per expert, across streams). < 0 = absent: kernel_launch_us.
-  double host_grouped_gemm_expert_us = -1;
+  // issues one cuBLASLt GEMM per expert, across streams). The loader sets it to kernel_launch_us
+  // when the file gives none.
+  double host_grouped_gemm_expert_us = 0;
 
   // Per-GPU step-time coefficient of variation; the step waits for the slowest of N GPUs:
   // × (1 + cv·sqrt(2·ln N)). 0 = off (the default).
