@@ -249,6 +249,9 @@ json system_json(const SystemConfig& s) {
           {"host_link_gb_s", s.host_link_gb_s},
           {"host_link_efficiency", s.host_link_efficiency},
           {"host_adam_params_per_s", s.host_adam_params_per_s},
+          {"host_op_dispatch_us", s.host_op_dispatch_us},
+          {"host_sync_us", s.host_sync_us},
+          {"host_grouped_gemm_expert_us", s.host_grouped_gemm_expert_us},
           {"straggler_cv", s.straggler_cv},
           {"efficiency_db", s.efficiency_db}};
 }

@@ -1,0 +1,28 @@
+"""The config views expose what the simulator reads for host dispatch (per op, per sync, per expert
+of a grouped GEMM) and for hybrid sharding, and the sharding reaches the result."""
+import calisim
+
+
+def test_system_view_has_the_host_dispatch_figures():
+    gb300 = calisim.SystemConfig.init_from_config_file("gb300-nvl72")
+    assert gb300.host_op_dispatch_us == 27.5  # Grace, as gb200-nvl72
+    assert gb300.host_sync_us == 10
+    # No file gives a grouped GEMM's per-expert host cost: it is the launch gap.
+    assert gb300.host_grouped_gemm_expert_us == gb300.kernel_launch_us == 2
+    edited = gb300.copy()
+    edited.host.grouped_gemm_expert_us = 30
+    assert edited.host_grouped_gemm_expert_us == 30
+    assert edited.kernel_launch_us == 2
+
+
+def test_hybrid_sharding_reaches_the_strategy_view_and_the_result():
+    strategy = calisim.StrategyConfig.init_from_config_file("llama3-8b-8gpu")
+    assert strategy.dp_replicate_size == 1
+    whole = calisim.simulate("llama3-8b", strategy, "h100-sxm")
+    strategy.dp_replicate_size = 2
+    assert strategy.dp_replicate_size == 2
+    hybrid = calisim.simulate("llama3-8b", strategy, "h100-sxm")
+    assert whole["layout"]["sharding"] == "ZeRO-1 over 8 ranks"
+    assert hybrid["layout"]["sharding"] == "ZeRO-1 over 4 ranks x 2 replicas (hybrid sharding)"
+    memory = lambda r: r["stages"][0]["memory"]["optimizer_state_bytes"]
+    assert memory(hybrid) == 2 * memory(whole)  # the Adam state shards over half the ranks
