@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <sstream>
 
@@ -18,7 +19,7 @@ const char* const kColumns[] = {"index", "tp", "pp", "vpp", "cp", "ep", "mbs", "
                                 "dp_cp_per_domain", "ep_per_domain", "etp_per_domain", "edp_per_domain",
                                 "pp_per_domain", "pp_next_per_domain", "pp_ends_per_domain", "tp_2d_rows",
                                 "tp_2d_cols", "cp_2d_rows", "cp_2d_cols", "etp", "cp_comm_type",
-                                "moe_dispatcher"};
+                                "moe_dispatcher", "dp_replicate"};
 constexpr int kColumnCount = sizeof(kColumns) / sizeof(kColumns[0]);
 
 // The candidate's effective dispatcher (search results always carry it; -1 only in hand-made rows).
@@ -52,7 +53,7 @@ nlohmann::json search_candidate_json(const CandidateResult& r) {
           {"context_parallel_mode", c.cp_2d_rows ? "2d" : "1d"}, {"cp_2d_rows", c.cp_2d_rows},
           {"cp_2d_cols", c.cp_2d_rows ? c.cp / c.cp_2d_rows : 0}, {"etp", c.etp},
           {"cp_comm_type", c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p"},
-          {"moe_dispatcher", dispatcher_name(c)}};
+          {"moe_dispatcher", dispatcher_name(c)}, {"dp_replicate_size", std::max(1, c.dp_replicate)}};
 }
 
 std::string layout_label(const CandidateResult& r) {
@@ -74,8 +75,10 @@ std::string layout_label(const CandidateResult& r) {
       c.ep > 1 && c.dispatcher >= 0 && c.dispatcher != static_cast<int>(MoeDispatcher::all_to_all)
           ? std::string("/") + moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher))
           : "";
-  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{}{} dp{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid,
-                     cp_comm, c.ep, dispatcher, etp, r.dp);
+  // Hybrid sharding is shown after dp as the replica count: "dp256/r16" (16 replicas of 16 ranks).
+  const std::string replicas = c.dp_replicate > 1 ? fmt::format("/r{}", c.dp_replicate) : "";
+  return fmt::format("tp{}{} pp{}{} vpp{} cp{}{}{} ep{}{}{} dp{}{}", c.tp, grid, c.pp, split, c.vpp, c.cp, cp_grid,
+                     cp_comm, c.ep, dispatcher, etp, r.dp, replicas);
 }
 
 std::string search_csv_header() {
@@ -91,7 +94,7 @@ std::string search_csv_row(const CandidateResult& r) {
   const Candidate& c = r.candidate;
   // %.17g keeps doubles exact so merged shards rank exactly as one run would.
   return fmt::format("{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},{:.17g},"
-                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
+                     "{:.17g},{:.17g},{:.17g},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{},{}",
                      r.index, c.tp, c.pp, c.vpp, c.cp, c.ep, c.mbs, r.dp, c.zero, to_string(c.recompute),
                      r.micro_batch_num, r.first_stage_layers, r.middle_stage_layers, r.last_stage_layers,
                      r.step_time_s, r.mfu, r.tokens_per_s_per_gpu, r.bubble_fraction, r.tp_comm_s,
@@ -101,7 +104,7 @@ std::string search_csv_row(const CandidateResult& r) {
                      r.placement.pp_ends, c.tp_2d_rows, c.tp_2d_rows ? c.tp / c.tp_2d_rows : 0, c.cp_2d_rows,
                      c.cp_2d_rows ? c.cp / c.cp_2d_rows : 0, c.etp,
                      c.cp_comm >= 0 ? cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)) : "p2p",
-                     dispatcher_name(c));
+                     dispatcher_name(c), std::max(1, c.dp_replicate));
 }
 
 void write_search_csv(const std::string& path, const std::vector<CandidateResult>& rows) {
@@ -203,6 +206,12 @@ CandidateResult parse_search_csv_row(const std::string& line, const std::string&
                      "expected alltoall, allgather or flex, got '" + f[col] + "'");
   }
   c.dispatcher = static_cast<int>(dispatcher);
+  ++col;
+  num(c.dp_replicate);
+  if (c.dp_replicate < 1) {
+    throw InputError(path, fmt::format("line {}, column dp_replicate", lineno),
+                     "expected a replica count of at least 1");
+  }
   return r;
 }
 

@@ -82,6 +82,12 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
                   "MoE token dispatchers to try: alltoall, allgather, flex (flex with the base strategy's "
                   "moe_flex_dispatcher_backend, DeepEP unless it says; default: the base strategy's)")
       ->delimiter(',');
+  sub->add_option("--dp-replicate", a.dp_replicate,
+                  "hybrid-sharding replica counts to try (dp_replicate_size: the data-parallel ranks split into "
+                  "this many replicas, each sharding the ZeRO state over its own ranks; needs ZeRO 1-3); 1 = "
+                  "shard over the whole group (default: the base strategy's, 1 unless it says)")
+      ->delimiter(',')
+      ->check(kPositiveWhole);
   sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',')
       ->check(kPositiveWhole);
   sub->add_option("--recompute", a.recompute,
@@ -197,6 +203,7 @@ SpaceInputs load_space_inputs(const SpaceArgs& given, bool require_batch) {
                                "--cp-comm-type");
   s.dispatchers = parse_named_list(a.dispatchers, parse_moe_dispatcher, "alltoall, allgather or flex",
                                    "<command line>", "--dispatcher");
+  s.dp_replicate = unique_in_order(a.dp_replicate);
   for (int e : a.etp) {
     if (e < 1) throw InputError("<command line>", "--etp", fmt::format("expert TP sizes must be >= 1, got {}", e));
     if (std::find(s.etp.begin(), s.etp.end(), e) == s.etp.end()) s.etp.push_back(e);

@@ -27,6 +27,7 @@ struct SpaceArgs {
   std::vector<int> etp;         // expert TP sizes (empty: the base strategy's etp_size)
   std::vector<std::string> cp_comm_types;  // CP communication types (empty: the base strategy's)
   std::vector<std::string> dispatchers;    // MoE token dispatchers (empty: the base strategy's)
+  std::vector<int> dp_replicate;  // hybrid-sharding replica counts (empty: the base strategy's dp_replicate_size)
   std::vector<long long> mbs;
   std::vector<std::string> recompute, overrides;
   std::vector<std::string> orders;  // rank orders or order lists (megatron, tp_first, all)

@@ -97,6 +97,7 @@ SearchSpace make_space(const json& j, const ModelConfig& model, const SystemConf
   space.cp = list_of<int>(j, "cp", arg);
   space.ep = list_of<int>(j, "ep", arg);
   space.etp = list_of<int>(j, "etp", arg);
+  space.dp_replicate = list_of<int>(j, "dp_replicate", arg);
   space.cp_comm = parse_named_list(names_of(j, "cp_comm_type", arg), parse_cp_comm_type, "p2p, a2a or allgather",
                                    "<search>", arg("cp_comm_type"));
   space.dispatchers = parse_named_list(names_of(j, "moe_dispatcher", arg), parse_moe_dispatcher,

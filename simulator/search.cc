@@ -43,6 +43,17 @@ class CostCache {
   std::deque<std::pair<LayerCostKey, ModelCosts>> entries_;  // deque: references stay valid
 };
 
+// A result names the choices it was simulated with — expert TP, CP communication, dispatcher and
+// hybrid-sharding replicas — also where the space leaves them to the base strategy, and where its
+// groups sit in the scale-up domains.
+void carry_effective_choices(const StrategyConfig& st, const SystemConfig& sys, CandidateResult& cr) {
+  cr.candidate.etp = st.etp_size;
+  cr.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
+  cr.candidate.dispatcher = static_cast<int>(st.moe_dispatcher);
+  cr.candidate.dp_replicate = st.dp_replicate_size;
+  cr.placement = place_ranks(st, sys.scale_up_domain_size);
+}
+
 void insert_top(std::vector<CandidateResult>& top, const CandidateResult& c, int k) {
   auto it = std::lower_bound(top.begin(), top.end(), c, better);
   if (static_cast<int>(top.size()) >= k && it == top.end()) return;
@@ -198,10 +209,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
       so.pipeline_cutoff_s = 0;
       const SimulationResult r = assemble(model, st, sys, eff, cache.get(st), so);
       CandidateResult cr = summarize(r, c, index, opt.use_reserved_memory);
-      cr.candidate.etp = st.etp_size;  // the effective expert TP, also when the space leaves it to the base
-      cr.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
-      cr.candidate.dispatcher = static_cast<int>(st.moe_dispatcher);
-      cr.placement = place_ranks(st, sys.scale_up_domain_size);
+      carry_effective_choices(st, sys, cr);
       if (!w.have_smallest || cr.max_peak_gb < w.smallest.max_peak_gb) {
         w.smallest = cr;
         w.have_smallest = true;
@@ -285,10 +293,7 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
     so.details = false;
     const SimulationResult r = assemble(model, st, sys, eff, cache.get(st), so);
     CandidateResult cr = summarize(r, c, b.index, opt.use_reserved_memory);
-    cr.candidate.etp = st.etp_size;
-    cr.candidate.cp_comm = static_cast<int>(st.cp_comm_type);
-    cr.candidate.dispatcher = static_cast<int>(st.moe_dispatcher);
-    cr.placement = place_ranks(st, sys.scale_up_domain_size);
+    carry_effective_choices(st, sys, cr);
     ++w.simulated;
     if (opt.keep_all) w.feasible.push_back(cr);
     std::lock_guard<std::mutex> lock(top_mu);
@@ -337,9 +342,16 @@ SearchResult run_search(const ModelConfig& model, const StrategyConfig& base, co
           describe(res.smallest.candidate, res.smallest.dp));
     } else if (res.equivalent == 0) {
       // With equivalent placements in this shard, their first order is legal in another shard.
-      res.explanation = fmt::format("no legal layout in the space: all {} candidates fail the divisibility and batch "
-                                    "rules (world size {}, global batch {})",
-                                    total, space.world_size, space.global_batch_size);
+      // The first candidate's reason says which rule (divisibility, batch, ZeRO with replicas...).
+      const Candidate c = candidate_at(space, first);
+      StrategyConfig st;
+      std::string why;
+      make_strategy(base, model, space, c, st, &why);
+      const int mp = c.tp * c.pp * c.cp;
+      res.explanation = fmt::format("no legal layout in the space: all {} candidates fail the layout rules (world "
+                                    "size {}, global batch {}); the first, {}: {}",
+                                    total, space.world_size, space.global_batch_size,
+                                    describe(c, space.world_size % mp ? 0 : space.world_size / mp), why);
     }
   }
   res.elapsed_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -107,7 +107,7 @@ std::uint64_t space_size(const SearchSpace& s) {
          s.mbs.size() * s.recompute.size() * s.zero.size() * s.orders.size() *
          std::max<std::size_t>(1, s.tp_2d_rows.size()) * std::max<std::size_t>(1, s.cp_2d_rows.size()) *
          std::max<std::size_t>(1, s.etp.size()) * std::max<std::size_t>(1, s.cp_comm.size()) *
-         std::max<std::size_t>(1, s.dispatchers.size());
+         std::max<std::size_t>(1, s.dispatchers.size()) * std::max<std::size_t>(1, s.dp_replicate.size());
 }
 
 Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
@@ -132,6 +132,7 @@ Candidate candidate_at(const SearchSpace& s, std::uint64_t i) {
   c.etp = s.etp.empty() ? 0 : take(s.etp);
   c.cp_comm = s.cp_comm.empty() ? -1 : static_cast<int>(take(s.cp_comm));
   c.dispatcher = s.dispatchers.empty() ? -1 : static_cast<int>(take(s.dispatchers));
+  c.dp_replicate = s.dp_replicate.empty() ? 0 : take(s.dp_replicate);
   return c;
 }
 
@@ -179,6 +180,7 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   if (c.zero < 0 || c.zero > kMaxModeledZeroStage) {
     return no(fmt::format("ZeRO stage {} is not modeled (0..{})", c.zero, kMaxModeledZeroStage));
   }
+  if (c.dp_replicate < 0) return no("dp_replicate must be at least 1");
 
   out = base;
   out.world_size = space.world_size;
@@ -190,6 +192,7 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   if (c.etp > 0) out.etp_size = c.etp;
   if (c.cp_comm >= 0) out.cp_comm_type = static_cast<CpCommType>(c.cp_comm);
   if (c.dispatcher >= 0) out.moe_dispatcher = static_cast<MoeDispatcher>(c.dispatcher);
+  if (c.dp_replicate > 0) out.dp_replicate_size = c.dp_replicate;
   if (m.is_moe && out.moe_dispatcher == MoeDispatcher::flex && out.etp_size > 1) {
     return no("the flex dispatcher with expert tensor parallelism (etp > 1) is not modeled");
   }
@@ -278,6 +281,7 @@ std::string describe(const Candidate& c, int dp) {
   if (c.etp > 1) text += fmt::format(" etp {}", c.etp);
   if (c.cp > 1 && c.cp_comm >= 0) text += fmt::format(" cp_comm {}", cp_comm_type_name(static_cast<CpCommType>(c.cp_comm)));
   if (c.ep > 1 && c.dispatcher >= 0) text += fmt::format(" dispatcher {}", moe_dispatcher_name(static_cast<MoeDispatcher>(c.dispatcher)));
+  if (c.dp_replicate > 1) text += fmt::format(" replicas {}", c.dp_replicate);
   return text;
 }
 

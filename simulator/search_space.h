@@ -1,7 +1,8 @@
 // The space of parallel layouts a strategy search walks, and its enumeration.
 //
 // A candidate fixes tp, pp, vpp, cp, ep, micro-batch size, recompute choice, ZeRO stage and rank
-// order (which groups share the scale-up domain); the remaining strategy fields come from a base
+// order (which groups share the scale-up domain), and where the space lists them the 2D grids, expert
+// TP, CP communication, MoE dispatcher and hybrid-sharding replicas; the remaining strategy fields come from a base
 // strategy. Candidates are numbered in one fixed order
 // (nested loops over the lists as given), so `--shard i/n` takes every index ≡ i (mod n): shards
 // are disjoint, cover the space, and are balanced across list positions.
@@ -57,6 +58,12 @@ struct SearchSpace {
   // base strategy's. Outermost of all. For a dense model, or at ep 1, only the first entry is
   // legal: the others would simulate the same layout again.
   std::vector<MoeDispatcher> dispatchers;
+  // Hybrid-sharding replica counts (dp_replicate_size: the data-parallel ranks split into this many
+  // replicas, each sharding the ZeRO state over its own ranks) to try; empty = the base
+  // strategy's. Outermost of all, so spaces without it number their candidates as before. A count
+  // above 1 needs ZeRO 1-3 and must divide the dp·cp group (and a MoE model's expert-data-parallel
+  // group); other candidates are illegal with the reason.
+  std::vector<int> dp_replicate;
 };
 
 // A search list given by name (CP communication types, MoE dispatchers): each name parsed by
@@ -100,6 +107,9 @@ struct Candidate {
   // MoE token dispatcher as MoeDispatcher, or -1 = the base strategy's. Search results carry the
   // effective one.
   int dispatcher = -1;
+  // Hybrid-sharding replicas (dp_replicate_size), or 0 = the base strategy's. Search results carry
+  // the effective count.
+  int dp_replicate = 0;
 };
 
 // How `pp` stages split `layers`: evenly (first = last = 0), or, when pp does not divide them,
@@ -134,7 +144,7 @@ bool equivalent_to_earlier_order(const ModelConfig& model, const SearchSpace& sp
                                  const StrategyConfig& strategy, int domain_size);
 
 // "tp 8 pp 4 vpp 5 cp 1 ep 1 mbs 1 dp 2 zero 1 recompute none order tp-cp-ep-dp-pp" (+ " tp2d 2x4",
-// + " cp2d 2x2")
+// + " cp2d 2x2", + " replicas 2")
 std::string describe(const Candidate& c, int dp);
 
 }  // namespace calisim

@@ -175,7 +175,7 @@ _SEARCH_ARG_NAMES = {"top_k": "top", "moe_dispatcher": "dispatcher"}
 
 def run_search(model, system, world_size, global_batch_size, strategy=None, seq_len=None, tp=None, pp=None,
                vpp=None, cp=None, ep=None, etp=None, cp_comm_type=None, mbs=None, recompute=None, zero=None, memory_margin_gb=0.0,
-               dispatcher=None,
+               dispatcher=None, dp_replicate=None,
                allocated_memory=False, top=10, threads=0, keep_all=False, csv=None, out=None, db=None,
                overrides=None, objective="mfu", accuracy=False, accuracy_runs=None, _arg_names=None):
     """SearchResult of config objects (strategy may be None: calisim's defaults). _arg_names maps
@@ -196,6 +196,7 @@ def run_search(model, system, world_size, global_batch_size, strategy=None, seq_
                   "cp": _int_list(cp), "ep": _int_list(ep), "etp": _int_list(etp),
                   "cp_comm_type": [cp_comm_type] if isinstance(cp_comm_type, str) else cp_comm_type, "zero": _int_list(zero), "mbs": _int_list(mbs),
                   "moe_dispatcher": [dispatcher] if isinstance(dispatcher, str) else dispatcher,
+                  "dp_replicate": _int_list(dp_replicate),
                   "recompute": [recompute] if isinstance(recompute, str) else recompute},
         "options": {"top_k": _whole(top), "threads": _whole(threads),
                     "memory_margin_gb": (float(memory_margin_gb) if isinstance(memory_margin_gb, numbers.Real)
@@ -218,7 +219,8 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
     model, system, strategy (the base for non-layout fields): names, paths, dicts or objects.
     options: seq_len, tp, pp, vpp, cp, ep, etp, mbs (lists; None = calisim's defaults), cp_comm_type
     (names p2p / a2a / allgather; None = the strategy's), dispatcher (MoE token dispatchers:
-    alltoall / allgather / flex; None = the strategy's), recompute
+    alltoall / allgather / flex; None = the strategy's), dp_replicate (hybrid-sharding replica
+    counts, strategy field dp_replicate_size; None = the strategy's), recompute
     (names: none, selective, attn, mlp, attn+mlp, full or SimuMax's), zero, memory_margin_gb,
     allocated_memory, top, threads, keep_all, csv, out, db, overrides, objective, accuracy /
     accuracy_runs (``result.accuracy``: the best layout beside the validated runs of its class, as

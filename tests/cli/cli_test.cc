@@ -287,6 +287,30 @@ TEST(CliSearch, MoeDispatchersAreSearchedAndMerged) {
   EXPECT_NE(bad.out.find("expected alltoall, allgather or flex, got 'deepep'"), std::string::npos) << bad.out;
 }
 
+// --dp-replicate tries hybrid-sharding replica counts: JSON, layout text ("dp16/r4") and merge
+// carry them; a count below 1 is a command-line error, and one that needs a sharded state says so.
+TEST(CliSearch, HybridShardingReplicasAreSearchedAndMerged) {
+  const std::string hsdp =
+      "search --model llama3-8b --system h100-sxm --world-size 32 --global-batch-size 64 --seq-len 4096 "
+      "--tp 1,2 --pp 1 --vpp 1 --mbs 1 --recompute full --zero 3 --dp-replicate 1,4 --top 20";
+  const auto top = expect_merge_keeps(hsdp, "20", "dp_replicate_size", "calisim_replicas.csv");
+  std::set<int> counts;
+  for (const auto& c : top) counts.insert(c["dp_replicate_size"].get<int>());
+  EXPECT_EQ(counts, (std::set<int>{1, 4}));
+  EXPECT_NE(run_calisim(hsdp).out.find(" dp32/r4 "), std::string::npos);
+  const CmdResult bad = run_calisim(hsdp + " --dp-replicate 0");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--dp-replicate"), std::string::npos) << bad.out;
+  // Replicas of a replicated state (ZeRO-0) are illegal: with nothing else in the space the search
+  // finds no layout and names the rule, not only the divisibility ones.
+  const CmdResult zero0 = run_calisim(
+      "search --model llama3-8b --system h100-sxm --world-size 32 --global-batch-size 64 --seq-len 4096 "
+      "--tp 2 --pp 1 --vpp 1 --mbs 1 --recompute full --zero 0 --dp-replicate 4");
+  EXPECT_EQ(zero0.code, 2) << zero0.out;
+  EXPECT_NE(zero0.out.find("no legal layout in the space"), std::string::npos) << zero0.out;
+  EXPECT_NE(zero0.out.find("replicas of a sharded state need zero_state 1, 2 or 3"), std::string::npos) << zero0.out;
+}
+
 TEST(CliSearch, CsvHasEveryFeasibleCandidate) {
   const std::string csv = ::testing::TempDir() + "calisim_all.csv";
   const CmdResult r = run_calisim(kSmallSearch + " --csv " + csv);

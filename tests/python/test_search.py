@@ -94,6 +94,20 @@ def test_dispatcher_list_equals_cli():
         calisim.search(dispatcher=["deepep"], **args)
 
 
+def test_dp_replicate_list_equals_cli():
+    args = dict(model="llama3-8b", system="h100-sxm", world_size=32, global_batch_size=64, seq_len=4096,
+                tp=[1, 2], pp=[1], vpp=[1], mbs=[1], recompute=["full"], zero=[3], top=8)
+    py = calisim.search(dp_replicate=[1, 4], **args)
+    cli = cli_json("search", "--model", "llama3-8b", "--system", "h100-sxm", "--world-size", "32",
+                   "--global-batch-size", "64", "--seq-len", "4096", "--tp", "1,2", "--pp", "1", "--vpp", "1",
+                   "--mbs", "1", "--recompute", "full", "--zero", "3", "--dp-replicate", "1,4", "--top", "8", "--json")
+    assert [(c["index"], c["dp_replicate_size"]) for c in py.top] == \
+        [(c["index"], c["dp_replicate_size"]) for c in cli["top"]]
+    assert {c["dp_replicate_size"] for c in py.top} == {1, 4}
+    with pytest.raises(calisim.ConfigError, match="<search>: dp_replicate:"):
+        calisim.search(dp_replicate=[0], **args)
+
+
 def test_accuracy_equals_cli():
     py = calisim.search("llama3-8b", "h100-sxm", 8, 32, seq_len=4096, tp=[1, 2], pp=[1], vpp=[1], mbs=[1],
                         recompute=["none"], top=3, accuracy=True)

@@ -36,7 +36,8 @@ RankedCandidates brute_force_feasible(const ModelConfig& model, const StrategyCo
     x.recompute = b.recompute;
     return x.tp == b.tp && x.pp == b.pp && x.vpp == b.vpp && x.cp == b.cp && x.ep == b.ep && x.zero == b.zero &&
            x.mbs == b.mbs && x.order == b.order && x.tp_2d_rows == b.tp_2d_rows && x.cp_2d_rows == b.cp_2d_rows &&
-           x.etp == b.etp && x.cp_comm == b.cp_comm && x.dispatcher == b.dispatcher;
+           x.etp == b.etp && x.cp_comm == b.cp_comm && x.dispatcher == b.dispatcher &&
+           x.dp_replicate == b.dp_replicate;
   };
   RankedCandidates out;
   for (const Feasible& f : all) {

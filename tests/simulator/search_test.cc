@@ -258,7 +258,8 @@ void expect_placement_search_equals_brute_force(const ModelConfig& model, const 
   auto same_layout = [](const Candidate& a, const Candidate& b) {
     return a.tp == b.tp && a.pp == b.pp && a.vpp == b.vpp && a.cp == b.cp && a.ep == b.ep && a.mbs == b.mbs &&
            a.recompute == b.recompute && a.zero == b.zero && (b.etp == 0 || a.etp == b.etp) &&
-           (b.cp_comm < 0 || a.cp_comm == b.cp_comm) && (b.dispatcher < 0 || a.dispatcher == b.dispatcher);
+           (b.cp_comm < 0 || a.cp_comm == b.cp_comm) && (b.dispatcher < 0 || a.dispatcher == b.dispatcher) &&
+           (b.dp_replicate == 0 || a.dp_replicate == b.dp_replicate);
   };
   for (const auto& ref : reference) {
     bool found = false;
@@ -452,6 +453,70 @@ TEST(Search, DispatcherListEqualsBruteForce) {
   c.etp = 1;
   ASSERT_TRUE(make_strategy(f.base, f.model, f.space, c, st, &why)) << why;
   EXPECT_EQ(st.moe_dispatcher, MoeDispatcher::flex);
+}
+
+// A hybrid-sharding list (dp_replicate_size): the search equals a brute force over it, results
+// carry the replica count they ran with, replicas of a replicated state (ZeRO-0) or that do not
+// split the data-parallel group are refused with the reason, and at ZeRO-3 more replicas hold more
+// of the state per GPU (each shards it over fewer ranks).
+TEST(Search, HybridShardingListEqualsBruteForce) {
+  Fixture f;
+  f.space.tp = {1, 2};
+  f.space.pp = {1, 2};
+  f.space.vpp = {1};
+  f.space.mbs = {1};
+  f.space.recompute = {RecomputeChoice::full};
+  f.space.zero = {0, 1, 3};
+  f.space.dp_replicate = {1, 2, 4, 8};
+  f.space.orders = rank_order_list("tp_first");
+  expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
+
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.keep_all = true;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  std::set<int> counts;
+  double zero3_peak_r1 = 0, zero3_peak_r8 = 0;
+  for (const auto& c : r.feasible) {
+    EXPECT_EQ(c.candidate.dp_replicate, candidate_at(f.space, c.index).dp_replicate);
+    if (c.candidate.zero == 0) EXPECT_EQ(c.candidate.dp_replicate, 1) << describe(c.candidate, c.dp);
+    EXPECT_EQ(c.dp % c.candidate.dp_replicate, 0) << describe(c.candidate, c.dp);
+    counts.insert(c.candidate.dp_replicate);
+    // tp 1 pp 1: 16 data-parallel ranks.
+    if (c.candidate.zero == 3 && c.candidate.tp == 1 && c.candidate.pp == 1 && c.candidate.order == f.space.orders[0]) {
+      if (c.candidate.dp_replicate == 1) zero3_peak_r1 = c.max_peak_gb;
+      if (c.candidate.dp_replicate == 8) zero3_peak_r8 = c.max_peak_gb;
+    }
+  }
+  EXPECT_EQ(counts, (std::set<int>{1, 2, 4, 8}));
+  ASSERT_GT(zero3_peak_r1, 0);
+  ASSERT_GT(zero3_peak_r8, 0);
+  // llama3-8b's 8 B parameters at ZeRO-3: 16 bytes each over 16 ranks against over 2 ranks.
+  EXPECT_GT(zero3_peak_r8 - zero3_peak_r1, 30.0);
+  // Without a list the results report the base strategy's count.
+  f.space.dp_replicate.clear();
+  const SearchResult base_only = run_search(f.model, f.base, f.system, eff, f.space, o);
+  ASSERT_FALSE(base_only.feasible.empty());
+  for (const auto& c : base_only.feasible) EXPECT_EQ(c.candidate.dp_replicate, 1);
+
+  f.space.dp_replicate = {1, 2, 4, 8};
+  Candidate c = candidate_at(f.space, 0);
+  c.tp = 2;
+  c.pp = 1;
+  c.zero = 0;
+  c.dp_replicate = 2;
+  StrategyConfig st;
+  std::string why;
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  EXPECT_NE(why.find("need zero_state 1, 2 or 3"), std::string::npos) << why;
+  c.zero = 1;
+  c.dp_replicate = 3;  // 8 data-parallel ranks
+  EXPECT_FALSE(make_strategy(f.base, f.model, f.space, c, st, &why));
+  EXPECT_NE(why.find("must be divisible by dp_replicate_size (3)"), std::string::npos) << why;
+  c.dp_replicate = 4;
+  ASSERT_TRUE(make_strategy(f.base, f.model, f.space, c, st, &why)) << why;
+  EXPECT_EQ(st.dp_replicate_size, 4);
+  EXPECT_NE(describe(c, 8).find(" replicas 4"), std::string::npos);
 }
 
 TEST(PipelineLowerBound, NeverExceedsTheSimulationAndIsTightForEqualStages) {
