@@ -171,6 +171,41 @@ TEST(ValidateCli, MeasuredH200KernelsPriceTheH100Rows) {
   EXPECT_EQ(c["kernels_per_source_by_gpu"]["a100-sxm-80g"]["scaled"], 0);
 }
 
+// The predict job against measured runs: the H200-measured kernels scaled by the predictor to
+// every other GPU of the public file (Ampere, Hopper, Blackwell, Blackwell Ultra; none of them
+// measured) bring each GPU's rows closer than its roofline defaults, and most of each GPU's
+// kernel lookups come from the scaled rows.
+TEST(ValidateCli, H200KernelsPredictedToEveryGpuBringEachCloser) {
+  const std::string data = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
+  const std::string db = ::testing::TempDir() + "validate_h200_all.db";
+  std::remove(db.c_str());
+  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/rows.json").code, 0);
+  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/sweep.json").code, 0);
+  const std::vector<std::string> targets = {"h100-sxm", "a100-sxm-80g", "b200", "gb200-nvl72", "gb300-nvl72"};
+  for (const auto& t : targets) {
+    const Out p = calisim("predict --from \"NVIDIA H200 SXM 141GB\" --to " + t + " --db " + db);
+    ASSERT_EQ(p.code, 0) << t << ": " << p.text;
+  }
+  const std::string runs = data + "measured_runs.csv";
+  const Out base = calisim("validate --runs " + runs + " --json", false);
+  const Out cal = calisim("validate --runs " + runs + " --db " + db + " --json", false);
+  ASSERT_EQ(base.code, 0) << base.text;
+  ASSERT_EQ(cal.code, 0) << cal.text;
+  const auto b = nlohmann::json::parse(base.text)["summary"];
+  const auto c = nlohmann::json::parse(cal.text)["summary"];
+  std::map<std::string, double> before, after;
+  for (const auto& g : b["by_gpu"]) before[g["group"]] = g["mape"].get<double>();
+  for (const auto& g : c["by_gpu"]) after[g["group"]] = g["mape"].get<double>();
+  for (const auto& t : targets) {
+    ASSERT_TRUE(before.count(t) && after.count(t)) << t;
+    EXPECT_LT(after[t], before[t] - 0.005) << t << ": predicted kernels should bring its rows closer";
+    const auto& k = c["kernels_per_source_by_gpu"][t];
+    const double scaled = k["scaled"].get<double>(), roofline = k["roofline"].get<double>();
+    EXPECT_GT(scaled / (scaled + roofline), 0.6) << t << ": " << k.dump();
+  }
+  EXPECT_LT(c["all"]["mape"].get<double>(), b["all"]["mape"].get<double>() - 0.015);
+}
+
 TEST(ValidateCli, TableAndHtmlReport) {
   const std::string html = ::testing::TempDir() + "validate_report.html";
   std::remove(html.c_str());
