@@ -1,13 +1,22 @@
 #!/usr/bin/env bash
-# Renders calisim's SVG study plots in headless Chromium (Debian's `chromium` package) and checks
-# that each becomes a non-blank PNG: the plots must display in a browser with no network.
-# Usage: scripts/check_svg_render.sh [BUILD_DIR]   (default build/). Installs chromium if missing.
+# Renders calisim's SVG output in headless Chromium (Debian's `chromium` package) with no network
+# and checks each screenshot: the study plots of `calisim sweep` must become non-blank PNGs, and
+# the HTML report of `calisim validate --report` must show its plots (the scatter of simulated
+# against measured runs and the error histogram, whose blue marks are counted in the screenshot).
+# Usage: scripts/check_svg_render.sh [--no-install] [BUILD_DIR]   (default build/)
+# Installs chromium if missing; with --no-install (the ctest entry) exits 77, "skipped", instead.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+INSTALL=1
+if [ "${1:-}" = "--no-install" ]; then INSTALL=0; shift; fi
 BUILD="${1:-$ROOT/build}"
 CALISIM="$BUILD/cli/calisim"
 [ -x "$CALISIM" ] || { echo "no calisim binary at $CALISIM (build first: bash scripts/test.sh)" >&2; exit 1; }
 if ! command -v chromium >/dev/null; then
+  if [ "$INSTALL" -eq 0 ]; then
+    echo "skipped: chromium is not installed (apt-get install chromium, or run this script without --no-install)"
+    exit 77
+  fi
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium
 fi
@@ -17,29 +26,33 @@ trap 'rm -rf "$OUT"' EXIT
   --global-batch-size 64 --seq-len 4096 --svg "$OUT/scale" >/dev/null
 "$CALISIM" sweep hardware --model llama3-8b --system h100-sxm --world-size 16 --global-batch-size 32 \
   --seq-len 4096 --vary peak_bf16=0.5x..2x --points 3 --svg "$OUT/hardware.svg" >/dev/null
+"$CALISIM" validate --runs "$ROOT/calibration/data/measured_runs.csv" --report "$OUT/validate.html" >/dev/null
+
+# shot FILE WIDTH HEIGHT: screenshot of FILE in a WIDTHxHEIGHT window, to FILE's name .png.
+shot() {
+  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size="$2,$3" \
+    --screenshot="${1%.*}.png" "file://$1" >/dev/null 2>&1
+}
 status=0
 for svg in "$OUT/scale.svg" "$OUT/scale_time.svg" "$OUT/hardware.svg"; do
-  png="${svg%.svg}.png"
-  chromium --headless --no-sandbox --disable-gpu --hide-scrollbars --window-size=780,460 \
-    --screenshot="$png" "file://$svg" >/dev/null 2>&1
+  shot "$svg" 780 460
   # A rendered chart has many distinct colours; a blank or error page has one or two.
-  colours=$(python3 -c "
-import sys, zlib, struct
-data = open(sys.argv[1], 'rb').read()
-assert data[:8] == b'\x89PNG\r\n\x1a\n'
-pos, idat, w, h = 8, b'', 0, 0
-while pos < len(data):
-    n, t = struct.unpack('>I4s', data[pos:pos+8]); body = data[pos+8:pos+8+n]; pos += 12 + n
-    if t == b'IHDR': w, h, depth, ctype = struct.unpack('>IIBB', body[:10])
-    if t == b'IDAT': idat += body
-raw = zlib.decompress(idat)
-print(len(set(raw[i:i+3] for i in range(1, min(len(raw), 400000), 7))))
-" "$png" 2>/dev/null || echo 0)
-  if [ "${colours:-0}" -ge 8 ]; then
-    echo "ok: $(basename "$svg") rendered ($colours sampled colours)"
+  if counts=$(python3 "$ROOT/scripts/png_check.py" "${svg%.svg}.png" --min-colours 8); then
+    echo "ok: $(basename "$svg") rendered (${counts% *} colours)"
   else
-    echo "FAILED: $(basename "$svg") did not render" >&2
+    echo "FAILED: $(basename "$svg") did not render (${counts:-no screenshot})" >&2
     status=1
   fi
 done
+# The report's plots draw their marks in #2766c4: one point per simulated run (194 in the public
+# file) in the scatter, the bars of the error histogram. A page whose SVG did not render shows
+# text and tables only, without those pixels (0 in such a screenshot, about 26,000 rendered).
+shot "$OUT/validate.html" 1000 1500
+if counts=$(python3 "$ROOT/scripts/png_check.py" "$OUT/validate.png" --min-colours 8 --colour 2766c4 \
+            --min-pixels 1000); then
+  echo "ok: validate.html rendered (${counts#* } pixels of its plots' marks)"
+else
+  echo "FAILED: validate.html did not render its plots (colours, mark pixels: ${counts:-no screenshot})" >&2
+  status=1
+fi
 exit $status
