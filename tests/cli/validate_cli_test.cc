@@ -133,42 +133,68 @@ TEST(ValidateCli, SimumaxRunsWithTheirEfficiencyTableBeatSimumax) {
   EXPECT_TRUE(noted) << f["efficiency_notes"].dump();
 }
 
-// The shipped H200 measurements (calibration/data/h200/) priced onto the H100 rows: import both
-// exports, predict the H100 from them, validate the public runs. The H100 rows' kernels then come
-// from the scaled rows (collectives stay the NCCL model: one GPU measured none) and their step-time
-// error falls; the other systems, which the database does not hold, do not move.
-TEST(ValidateCli, MeasuredH200KernelsPriceTheH100Rows) {
+// The public runs validated with roofline defaults and with the shipped H200 measurements
+// (calibration/data/h200/: both exports imported into a fresh database `db_name`) predicted to
+// each of `targets`: the two `summary` documents, or a test failure naming the step that failed.
+struct BeforeAfter {
+  nlohmann::json before, after;
+};
+BeforeAfter validate_with_h200_predicted_to(const std::string& db_name, const std::vector<std::string>& targets) {
   const std::string data = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
-  const std::string db = ::testing::TempDir() + "validate_h200.db";
+  const std::string db = ::testing::TempDir() + db_name;
   std::remove(db.c_str());
-  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/rows.json").code, 0);
-  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/sweep.json").code, 0);
-  const Out p = calisim("predict --from \"NVIDIA H200 SXM 141GB\" --to h100-sxm --db " + db);
-  ASSERT_EQ(p.code, 0) << p.text;
+  for (const char* file : {"h200/rows.json", "h200/sweep.json"}) {
+    const Out i = calisim("db import " + db + " --from " + data + file);
+    EXPECT_EQ(i.code, 0) << file << ": " << i.text;
+  }
+  for (const auto& t : targets) {
+    const Out p = calisim("predict --from \"NVIDIA H200 SXM 141GB\" --to " + t + " --db " + db);
+    EXPECT_EQ(p.code, 0) << t << ": " << p.text;
+  }
   const std::string runs = data + "measured_runs.csv";
   const Out base = calisim("validate --runs " + runs + " --json", false);
   const Out cal = calisim("validate --runs " + runs + " --db " + db + " --json", false);
-  ASSERT_EQ(base.code, 0) << base.text;
-  ASSERT_EQ(cal.code, 0) << cal.text;
-  const auto b = nlohmann::json::parse(base.text)["summary"];
-  const auto c = nlohmann::json::parse(cal.text)["summary"];
-  std::map<std::string, nlohmann::json> before, after;
-  for (const auto& g : b["by_gpu"]) before[g["group"]] = g;
-  for (const auto& g : c["by_gpu"]) after[g["group"]] = g;
+  EXPECT_EQ(base.code, 0) << base.text;
+  EXPECT_EQ(cal.code, 0) << cal.text;
+  if (base.code != 0 || cal.code != 0) return {};
+  return {nlohmann::json::parse(base.text)["summary"], nlohmann::json::parse(cal.text)["summary"]};
+}
+
+// Each GPU's step-time MAPE in a validate summary, by system name.
+std::map<std::string, double> mape_by_gpu(const nlohmann::json& summary) {
+  std::map<std::string, double> out;
+  for (const auto& g : summary["by_gpu"]) out[g["group"]] = g["mape"].get<double>();
+  return out;
+}
+
+// The share of a GPU's kernel lookups answered by predicted (`scaled`) rows.
+double scaled_share(const nlohmann::json& summary, const std::string& gpu) {
+  const auto& k = summary["kernels_per_source_by_gpu"][gpu];
+  const double scaled = k["scaled"].get<double>(), roofline = k["roofline"].get<double>();
+  return scaled / (scaled + roofline);
+}
+
+// The shipped H200 measurements priced onto the H100 rows: the H100 rows' kernels then come from
+// the scaled rows (collectives stay the NCCL model: one GPU measured none) and their step-time
+// error falls; the other systems, which the database does not hold, do not move.
+TEST(ValidateCli, MeasuredH200KernelsPriceTheH100Rows) {
+  const BeforeAfter r = validate_with_h200_predicted_to("validate_h200.db", {"h100-sxm"});
+  ASSERT_FALSE(r.after.is_null());
+  const auto before = mape_by_gpu(r.before), after = mape_by_gpu(r.after);
   ASSERT_TRUE(before.count("h100-sxm") && after.count("h100-sxm"));
-  EXPECT_EQ(after["h100-sxm"]["count"], 125);
-  const double mape_before = before["h100-sxm"]["mape"].get<double>();
-  const double mape_after = after["h100-sxm"]["mape"].get<double>();
-  EXPECT_LT(mape_after, mape_before - 0.01) << "measured kernels should bring the H100 rows closer";
-  for (const auto& [gpu, g] : before) {
-    if (gpu != "h100-sxm") {
-      EXPECT_DOUBLE_EQ(after[gpu]["mape"].get<double>(), g["mape"].get<double>()) << gpu;
+  for (const auto& g : r.after["by_gpu"]) {
+    if (g["group"] == "h100-sxm") {
+      EXPECT_EQ(g["count"], 125);
     }
   }
-  const auto& k = c["kernels_per_source_by_gpu"]["h100-sxm"];
-  const double scaled = k["scaled"].get<double>(), roofline = k["roofline"].get<double>();
-  EXPECT_GT(scaled / (scaled + roofline), 0.6) << k.dump();
-  EXPECT_EQ(c["kernels_per_source_by_gpu"]["a100-sxm-80g"]["scaled"], 0);
+  EXPECT_LT(after.at("h100-sxm"), before.at("h100-sxm") - 0.01) << "measured kernels should bring the H100 rows closer";
+  for (const auto& [gpu, mape] : before) {
+    if (gpu != "h100-sxm") {
+      EXPECT_DOUBLE_EQ(after.at(gpu), mape) << gpu;
+    }
+  }
+  EXPECT_GT(scaled_share(r.after, "h100-sxm"), 0.6) << r.after["kernels_per_source_by_gpu"].dump();
+  EXPECT_EQ(r.after["kernels_per_source_by_gpu"]["a100-sxm-80g"]["scaled"], 0);
 }
 
 // The predict job against measured runs: the H200-measured kernels scaled by the predictor to
@@ -176,34 +202,16 @@ TEST(ValidateCli, MeasuredH200KernelsPriceTheH100Rows) {
 // measured) bring each GPU's rows closer than its roofline defaults, and most of each GPU's
 // kernel lookups come from the scaled rows.
 TEST(ValidateCli, H200KernelsPredictedToEveryGpuBringEachCloser) {
-  const std::string data = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
-  const std::string db = ::testing::TempDir() + "validate_h200_all.db";
-  std::remove(db.c_str());
-  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/rows.json").code, 0);
-  ASSERT_EQ(calisim("db import " + db + " --from " + data + "h200/sweep.json").code, 0);
   const std::vector<std::string> targets = {"h100-sxm", "a100-sxm-80g", "b200", "gb200-nvl72", "gb300-nvl72"};
-  for (const auto& t : targets) {
-    const Out p = calisim("predict --from \"NVIDIA H200 SXM 141GB\" --to " + t + " --db " + db);
-    ASSERT_EQ(p.code, 0) << t << ": " << p.text;
-  }
-  const std::string runs = data + "measured_runs.csv";
-  const Out base = calisim("validate --runs " + runs + " --json", false);
-  const Out cal = calisim("validate --runs " + runs + " --db " + db + " --json", false);
-  ASSERT_EQ(base.code, 0) << base.text;
-  ASSERT_EQ(cal.code, 0) << cal.text;
-  const auto b = nlohmann::json::parse(base.text)["summary"];
-  const auto c = nlohmann::json::parse(cal.text)["summary"];
-  std::map<std::string, double> before, after;
-  for (const auto& g : b["by_gpu"]) before[g["group"]] = g["mape"].get<double>();
-  for (const auto& g : c["by_gpu"]) after[g["group"]] = g["mape"].get<double>();
+  const BeforeAfter r = validate_with_h200_predicted_to("validate_h200_all.db", targets);
+  ASSERT_FALSE(r.after.is_null());
+  const auto before = mape_by_gpu(r.before), after = mape_by_gpu(r.after);
   for (const auto& t : targets) {
     ASSERT_TRUE(before.count(t) && after.count(t)) << t;
-    EXPECT_LT(after[t], before[t] - 0.005) << t << ": predicted kernels should bring its rows closer";
-    const auto& k = c["kernels_per_source_by_gpu"][t];
-    const double scaled = k["scaled"].get<double>(), roofline = k["roofline"].get<double>();
-    EXPECT_GT(scaled / (scaled + roofline), 0.6) << t << ": " << k.dump();
+    EXPECT_LT(after.at(t), before.at(t) - 0.005) << t << ": predicted kernels should bring its rows closer";
+    EXPECT_GT(scaled_share(r.after, t), 0.6) << t << ": " << r.after["kernels_per_source_by_gpu"][t].dump();
   }
-  EXPECT_LT(c["all"]["mape"].get<double>(), b["all"]["mape"].get<double>() - 0.015);
+  EXPECT_LT(r.after["all"]["mape"].get<double>(), r.before["all"]["mape"].get<double>() - 0.015);
 }
 
 TEST(ValidateCli, TableAndHtmlReport) {

@@ -38,6 +38,13 @@ struct Fixture {
   }
 };
 
+// The search over the fixture's space with every feasible candidate kept (no top-K pruning).
+SearchResult search_keeping_all(const Fixture& f, const EfficiencyModel& eff) {
+  SearchOptions o;
+  o.keep_all = true;
+  return run_search(f.model, f.base, f.system, eff, f.space, o);
+}
+
 // Every index simulated exactly, feasible ones sorted best first.
 std::vector<CandidateResult> brute_force(const Fixture& f, double capacity_gb) {
   DefaultEfficiencyModel eff(f.system);
@@ -349,9 +356,7 @@ TEST(Search, ExpertTensorParallelListEqualsBruteForce) {
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 
   DefaultEfficiencyModel eff(f.system);
-  SearchOptions o;
-  o.keep_all = true;
-  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult r = search_keeping_all(f, eff);
   bool saw_etp2 = false;
   for (const auto& c : r.feasible) {
     const Candidate listed = candidate_at(f.space, c.index);
@@ -361,7 +366,7 @@ TEST(Search, ExpertTensorParallelListEqualsBruteForce) {
   EXPECT_TRUE(saw_etp2);
   // Without a list the results report the base strategy's expert TP.
   f.space.etp.clear();
-  const SearchResult base_only = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult base_only = search_keeping_all(f, eff);
   ASSERT_FALSE(base_only.feasible.empty());
   for (const auto& c : base_only.feasible) EXPECT_EQ(c.candidate.etp, f.base.etp_size);
   // A dense model rejects expert TP.
@@ -389,9 +394,7 @@ TEST(Search, CpCommunicationListEqualsBruteForce) {
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 
   DefaultEfficiencyModel eff(f.system);
-  SearchOptions o;
-  o.keep_all = true;
-  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult r = search_keeping_all(f, eff);
   std::set<int> kinds;
   for (const auto& c : r.feasible) {
     EXPECT_EQ(c.candidate.cp_comm, candidate_at(f.space, c.index).cp_comm);
@@ -420,9 +423,7 @@ TEST(Search, DispatcherListEqualsBruteForce) {
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 
   DefaultEfficiencyModel eff(f.system);
-  SearchOptions o;
-  o.keep_all = true;
-  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult r = search_keeping_all(f, eff);
   std::set<int> kinds;
   for (const auto& c : r.feasible) {
     EXPECT_EQ(c.candidate.dispatcher, candidate_at(f.space, c.index).dispatcher);
@@ -432,7 +433,7 @@ TEST(Search, DispatcherListEqualsBruteForce) {
   EXPECT_EQ(kinds, (std::set<int>{static_cast<int>(MoeDispatcher::all_to_all), static_cast<int>(MoeDispatcher::flex)}));
   // Without a list the results report the base strategy's dispatcher.
   f.space.dispatchers.clear();
-  const SearchResult base_only = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult base_only = search_keeping_all(f, eff);
   ASSERT_FALSE(base_only.feasible.empty());
   for (const auto& c : base_only.feasible) EXPECT_EQ(c.candidate.dispatcher, static_cast<int>(f.base.moe_dispatcher));
 
@@ -472,14 +473,14 @@ TEST(Search, HybridShardingListEqualsBruteForce) {
   expect_placement_search_equals_brute_force(f.model, f.system, f.base, f.space);
 
   DefaultEfficiencyModel eff(f.system);
-  SearchOptions o;
-  o.keep_all = true;
-  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult r = search_keeping_all(f, eff);
   std::set<int> counts;
   double zero3_peak_r1 = 0, zero3_peak_r8 = 0;
   for (const auto& c : r.feasible) {
     EXPECT_EQ(c.candidate.dp_replicate, candidate_at(f.space, c.index).dp_replicate);
-    if (c.candidate.zero == 0) EXPECT_EQ(c.candidate.dp_replicate, 1) << describe(c.candidate, c.dp);
+    if (c.candidate.zero == 0) {
+      EXPECT_EQ(c.candidate.dp_replicate, 1) << describe(c.candidate, c.dp);
+    }
     EXPECT_EQ(c.dp % c.candidate.dp_replicate, 0) << describe(c.candidate, c.dp);
     counts.insert(c.candidate.dp_replicate);
     // tp 1 pp 1: 16 data-parallel ranks.
@@ -495,7 +496,7 @@ TEST(Search, HybridShardingListEqualsBruteForce) {
   EXPECT_GT(zero3_peak_r8 - zero3_peak_r1, 30.0);
   // Without a list the results report the base strategy's count.
   f.space.dp_replicate.clear();
-  const SearchResult base_only = run_search(f.model, f.base, f.system, eff, f.space, o);
+  const SearchResult base_only = search_keeping_all(f, eff);
   ASSERT_FALSE(base_only.feasible.empty());
   for (const auto& c : base_only.feasible) EXPECT_EQ(c.candidate.dp_replicate, 1);
 
