@@ -1,11 +1,13 @@
 // `calisim predict`: efficiency tables for a GPU that was never measured, scaled from measured
 // devices, and the predictor's accuracy report.
 //
-//   calisim predict --from DEVICE[,DEVICE] --to SYSTEM --db FILE [--out FILE] [--json] [--op-dispatch-us US]
-//     reads the source devices' rows from FILE, writes rows of source `predicted` under the
-//     system file's device.name into --out (default: FILE), so that `calisim simulate --system
-//     SYSTEM --db FILE` finds them. The sources are fitted as --evaluate fits them (the eager-loop
-//     rule of predictor/source_fit.h, with the same dispatch times).
+//   calisim predict --from DEVICE[,DEVICE] --to SYSTEM[,SYSTEM] --db FILE [--out FILE] [--json] [--op-dispatch-us US]
+//     reads the source devices' rows from FILE, writes rows of source `predicted` under each
+//     target system file's device.name into --out (default: FILE), one run per target, so that
+//     `calisim simulate --system SYSTEM --db FILE` finds them. The sources are fitted as --evaluate
+//     fits them (the eager-loop rule of predictor/source_fit.h, with the same dispatch times). Every
+//     target system is read before anything is written; --json prints one document for one
+//     target, an array of them for several.
 //   calisim predict --evaluate --db FILE [--rows] [--json] [--op-dispatch-us US]
 //     leave-one-out error per family on each device, and cross-device error for every ordered pair
 //     (--rows: every scored row, leave-one-out and cross-device; --json always carries them). Published figures timed as an
@@ -108,15 +110,19 @@ DeviceData device_data(db::EfficiencyDb& file, const std::string& name_or_alias)
   return d;
 }
 
-std::vector<std::string> split_devices(const std::string& list) {
+// A comma-separated list, items trimmed, empty items and repeats dropped; `none` is the error
+// when nothing is left.
+std::vector<std::string> split_list(const std::string& list, const char* option, const char* none) {
   std::vector<std::string> out;
   std::stringstream ss(list);
   for (std::string item; std::getline(ss, item, ',');) {
     const auto b = item.find_first_not_of(' ');
     const auto e = item.find_last_not_of(' ');
-    if (b != std::string::npos) out.push_back(item.substr(b, e - b + 1));
+    if (b == std::string::npos) continue;
+    std::string name = item.substr(b, e - b + 1);
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
   }
-  if (out.empty()) throw InputError("--from", "", "name at least one measured device (comma-separated)");
+  if (out.empty()) throw InputError(option, "", none);
   return out;
 }
 
@@ -133,9 +139,40 @@ std::map<std::string, double> op_dispatch_s(const PredictArgs& a, const std::vec
   return out;
 }
 
+// One prediction as `predict --json` prints it for one target.
+ordered_json prediction_json(const predictor::Prediction& p, const DeviceProfile& target, const std::string& out_path,
+                             std::int64_t run_id) {
+  ordered_json families = ordered_json::array();
+  for (const auto& f : p.families) {
+    if (f.rows == 0) continue;
+    families.push_back({{"family", f.family},
+                        {"rows", f.rows},
+                        {"mean_source_efficiency", f.mean_source_efficiency},
+                        {"mean_efficiency", f.mean_efficiency}});
+  }
+  return {{"target", target.spec.name}, {"database", out_path}, {"run", run_id},
+          {"rows", p.batch.rows.size()}, {"notes", p.batch.run.notes},
+          {"families", families},       {"warnings", p.warnings}};
+}
+
+// One prediction as the table `predict` prints for one target.
+std::string prediction_text(const predictor::Prediction& p, const DeviceProfile& target, const std::string& out_path,
+                            std::int64_t run_id) {
+  Table t({"family", "rows", "mean source eff", "mean predicted eff"});
+  for (const auto& f : p.families) {
+    if (f.rows == 0) continue;
+    t.add_row({f.family, std::to_string(f.rows), num(f.mean_source_efficiency), num(f.mean_efficiency)});
+  }
+  std::string text = fmt::format("predicted {} rows for {} into {} (run {})\n{}\n", p.batch.rows.size(),
+                                 target.spec.name, out_path, run_id, p.batch.run.notes);
+  text += t.render("  ");
+  for (const auto& w : p.warnings) text += "warning: " + w + "\n";
+  return text;
+}
+
 void run_predict(const PredictArgs& a) {
   if (a.from.empty() || a.to.empty()) {
-    throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM, or --evaluate");
+    throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM[,SYSTEM], or --evaluate");
   }
   if (!a.out.empty()) {
     // Before the prediction's work, the check the database layer makes when it writes.
@@ -148,38 +185,40 @@ void run_predict(const PredictArgs& a) {
   std::vector<DeviceData> sources;
   {
     auto file = db::EfficiencyDb::open(a.db, db::OpenMode::read_only);
-    for (const auto& name : split_devices(a.from)) sources.push_back(device_data(file, name));
+    for (const auto& name : split_list(a.from, "--from", "name at least one measured device (comma-separated)")) {
+      sources.push_back(device_data(file, name));
+    }
   }
-  const DeviceProfile target = calibration::profile_of_system(load_system(a.to));
-  const predictor::Prediction p = predictor::predict_target(sources, target, op_dispatch_s(a, sources));
-
+  // Every target read before any prediction is written: a misspelt last target leaves the
+  // database as it was.
+  std::vector<DeviceProfile> targets;
+  for (const auto& name : split_list(a.to, "--to", "name at least one target system (comma-separated)")) {
+    try {
+      targets.push_back(calibration::profile_of_system(load_system(name)));
+    } catch (const InputError& e) {
+      // A name that resolves to no system file is a --to problem; a system file's own errors
+      // already name that file and field.
+      if (e.file() == "--system") throw InputError("--to", "", e.problem());
+      throw;
+    }
+  }
+  const std::map<std::string, double> dispatch_s = op_dispatch_s(a, sources);
   const std::string out_path = a.out.empty() ? a.db : a.out;
   auto out = db::EfficiencyDb::open(out_path, db::OpenMode::create);
-  out.add_device_if_missing(p.device);
-  const std::int64_t run_id = out.insert_run(p.batch);
-
-  Table t({"family", "rows", "mean source eff", "mean predicted eff"});
-  ordered_json families = ordered_json::array();
-  for (const auto& f : p.families) {
-    if (f.rows == 0) continue;
-    t.add_row({f.family, std::to_string(f.rows), num(f.mean_source_efficiency), num(f.mean_efficiency)});
-    families.push_back({{"family", f.family},
-                        {"rows", f.rows},
-                        {"mean_source_efficiency", f.mean_source_efficiency},
-                        {"mean_efficiency", f.mean_efficiency}});
+  ordered_json docs = ordered_json::array();
+  std::string text;
+  for (const DeviceProfile& target : targets) {
+    const predictor::Prediction p = predictor::predict_target(sources, target, dispatch_s);
+    out.add_device_if_missing(p.device);
+    const std::int64_t run_id = out.insert_run(p.batch);
+    docs.push_back(prediction_json(p, target, out_path, run_id));
+    text += (text.empty() ? "" : "\n") + prediction_text(p, target, out_path, run_id);
   }
   if (a.json) {
-    const ordered_json doc = {{"target", target.spec.name}, {"database", out_path}, {"run", run_id},
-                              {"rows", p.batch.rows.size()}, {"notes", p.batch.run.notes},
-                              {"families", families},       {"warnings", p.warnings}};
-    fmt::print("{}\n", doc.dump(2));
-    return;
+    fmt::print("{}\n", (docs.size() == 1 ? docs.front() : docs).dump(2));
+  } else {
+    fmt::print("{}", text);
   }
-  std::string text = fmt::format("predicted {} rows for {} into {} (run {})\n{}\n", p.batch.rows.size(),
-                                 target.spec.name, out_path, run_id, p.batch.run.notes);
-  text += t.render("  ");
-  for (const auto& w : p.warnings) text += "warning: " + w + "\n";
-  fmt::print("{}", text);
 }
 
 void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorSummary>& rows, bool cross) {
@@ -263,7 +302,8 @@ void register_predict(CLI::App& app) {
       "predict", "Predict a GPU's efficiency tables from measured devices, or report the predictor's accuracy");
   sub->add_option("--db", args->db, "efficiency database (SQLite) holding the measured devices")->required();
   sub->add_option("--from", args->from, "measured device(s), comma-separated names or aliases");
-  sub->add_option("--to", args->to, "target system: shipped name or path to a system .json");
+  sub->add_option("--to", args->to,
+                  "target system(s): shipped names or paths to system .json files, comma-separated (one run per target)");
   sub->add_option("--out", args->out, "database to write the predicted rows into (default: --db)");
   sub->add_flag("--evaluate", args->evaluate, "report leave-one-out and cross-device error instead");
   sub->add_flag("--json", args->json, "print one JSON document");

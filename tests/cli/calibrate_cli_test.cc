@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <string>
 
 #include "tests/support/command_output.h"
@@ -150,6 +151,43 @@ TEST_F(CalibrateCli, SimulateSaysWhichOpsWereScaledFromWhichDevice) {
     measured += op["source"] == "measured" ? 1 : 0;
   }
   EXPECT_GT(measured, 0);
+}
+
+// --to takes several systems: one run of predicted rows per target (a repeated name once), --json
+// an array of the per-target documents; a name that is no system exits 2 naming --to before
+// anything is written.
+TEST_F(CalibrateCli, PredictWritesOneRunPerTargetSystem) {
+  const std::string out = path("targets.db");
+  const CmdResult p = run_calisim_stdout("predict --from \"NVIDIA A100 PCIe 80GB\" --to h100-sxm,b200,h100-sxm --db " +
+                                         db_ + " --out " + out + " --json");
+  ASSERT_EQ(p.code, 0) << p.out;
+  const auto docs = nlohmann::json::parse(p.out);
+  ASSERT_TRUE(docs.is_array()) << p.out;
+  ASSERT_EQ(docs.size(), 2u);
+  EXPECT_EQ(docs[0]["target"], "NVIDIA H100 SXM5 80GB");
+  EXPECT_EQ(docs[1]["target"], "NVIDIA B200");
+  EXPECT_NE(docs[0]["run"], docs[1]["run"]);
+  auto devices = [&] {
+    const CmdResult l = run_calisim_stdout("db list " + out + " --json");
+    EXPECT_EQ(l.code, 0) << l.out;
+    std::map<std::string, int> runs;
+    for (const auto& d : nlohmann::json::parse(l.out)) runs[d["device"]] = d["runs"].get<int>();
+    return runs;
+  };
+  const std::map<std::string, int> written = devices();
+  EXPECT_EQ(written, (std::map<std::string, int>{{"NVIDIA B200", 1}, {"NVIDIA H100 SXM5 80GB", 1}}));
+  for (const auto& d : docs) EXPECT_GT(d["rows"].get<int>(), 0) << d.dump();
+
+  const CmdResult bad = run_calisim("predict --from \"NVIDIA A100 PCIe 80GB\" --to a100-sxm-80g,h100-sxn --db " + db_ +
+                                    " --out " + out);
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("--to: no shipped systems config named 'h100-sxn'"), std::string::npos) << bad.out;
+  EXPECT_EQ(devices(), written) << "a refused target list wrote rows";
+  // One target: the single document, as before.
+  const CmdResult one = run_calisim_stdout("predict --from \"NVIDIA A100 PCIe 80GB\" --to a100-sxm-80g --db " + db_ +
+                                           " --out " + out + " --json");
+  ASSERT_EQ(one.code, 0) << one.out;
+  EXPECT_TRUE(nlohmann::json::parse(one.out).is_object());
 }
 
 // A CSV export carries no device specs or aliases: the export says so on stderr, and predict /
