@@ -28,6 +28,7 @@
 
 #include "calibration/system_profile.h"
 #include "cli/commands.h"
+#include "cli/predict_command.h"
 #include "cli/config_catalog.h"
 #include "cli/table.h"
 #include "core/error.h"
@@ -43,12 +44,6 @@ namespace {
 using nlohmann::ordered_json;
 using predictor::DeviceData;
 using predictor::DeviceProfile;
-
-struct PredictArgs {
-  std::string from, to, db, out;
-  bool evaluate = false, json = false, rows = false;
-  std::optional<double> op_dispatch_us;
-};
 
 std::string pct(double v) { return fmt::format("{:.1f}", v); }
 std::string num(double v) { return fmt::format("{:.4g}", v); }
@@ -155,22 +150,35 @@ ordered_json prediction_json(const predictor::Prediction& p, const DeviceProfile
           {"families", families},       {"warnings", p.warnings}};
 }
 
-// One prediction as the table `predict` prints for one target.
-std::string prediction_text(const predictor::Prediction& p, const DeviceProfile& target, const std::string& out_path,
-                            std::int64_t run_id) {
+// One prediction's document (prediction_json) as the table `predict` prints for one target.
+std::string prediction_text(const ordered_json& doc) {
   Table t({"family", "rows", "mean source eff", "mean predicted eff"});
-  for (const auto& f : p.families) {
-    if (f.rows == 0) continue;
-    t.add_row({f.family, std::to_string(f.rows), num(f.mean_source_efficiency), num(f.mean_efficiency)});
+  for (const auto& f : doc["families"]) {
+    t.add_row({f["family"].get<std::string>(), std::to_string(f["rows"].get<std::size_t>()),
+               num(f["mean_source_efficiency"].get<double>()), num(f["mean_efficiency"].get<double>())});
   }
-  std::string text = fmt::format("predicted {} rows for {} into {} (run {})\n{}\n", p.batch.rows.size(),
-                                 target.spec.name, out_path, run_id, p.batch.run.notes);
+  std::string text = fmt::format("predicted {} rows for {} into {} (run {})\n{}\n", doc["rows"].get<std::size_t>(),
+                                 doc["target"].get<std::string>(), doc["database"].get<std::string>(),
+                                 doc["run"].get<std::int64_t>(), doc["notes"].get<std::string>());
   text += t.render("  ");
-  for (const auto& w : p.warnings) text += "warning: " + w + "\n";
+  for (const auto& w : doc["warnings"]) text += "warning: " + w.get<std::string>() + "\n";
   return text;
 }
 
 void run_predict(const PredictArgs& a) {
+  const ordered_json docs = predict_targets(a);
+  if (a.json) {
+    fmt::print("{}\n", (docs.size() == 1 ? docs.front() : docs).dump(2));
+    return;
+  }
+  std::string text;
+  for (const auto& doc : docs) text += (text.empty() ? "" : "\n") + prediction_text(doc);
+  fmt::print("{}", text);
+}
+
+}  // namespace
+
+ordered_json predict_targets(const PredictArgs& a) {
   if (a.from.empty() || a.to.empty()) {
     throw InputError("calisim predict", "", "give --from DEVICE[,DEVICE] and --to SYSTEM[,SYSTEM], or --evaluate");
   }
@@ -206,20 +214,16 @@ void run_predict(const PredictArgs& a) {
   const std::string out_path = a.out.empty() ? a.db : a.out;
   auto out = db::EfficiencyDb::open(out_path, db::OpenMode::create);
   ordered_json docs = ordered_json::array();
-  std::string text;
   for (const DeviceProfile& target : targets) {
     const predictor::Prediction p = predictor::predict_target(sources, target, dispatch_s);
     out.add_device_if_missing(p.device);
     const std::int64_t run_id = out.insert_run(p.batch);
     docs.push_back(prediction_json(p, target, out_path, run_id));
-    text += (text.empty() ? "" : "\n") + prediction_text(p, target, out_path, run_id);
   }
-  if (a.json) {
-    fmt::print("{}\n", (docs.size() == 1 ? docs.front() : docs).dump(2));
-  } else {
-    fmt::print("{}", text);
-  }
+  return docs;
 }
+
+namespace {
 
 void add_errors(Table& t, ordered_json& doc, const std::vector<predictor::ErrorSummary>& rows, bool cross) {
   // Leave-one-out rows carry a note only for the eager-loop rule; cross rows always have the column.

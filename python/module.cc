@@ -16,6 +16,7 @@
 #include "cli/config_catalog.h"
 #include "cli/efficiency_source.h"
 #include "cli/megatron_configs.h"
+#include "cli/predict_command.h"
 #include "cli/validate_command.h"
 #include "core/error.h"
 #include "python/config_json.h"
@@ -269,6 +270,21 @@ PYBIND11_MODULE(_core, m) {
         return query_database(path, device, key, nearest).dump();
       },
       py::arg("path"), py::arg("device"), py::arg("key"), py::arg("nearest"));
+  m.def(
+      "predict_gpus",
+      [](const std::string& db, const std::string& from, const std::string& to, const std::string& out,
+         std::optional<double> op_dispatch_us) {
+        cli::PredictArgs a;
+        a.db = db;
+        a.from = from;
+        a.to = to;
+        a.out = out;
+        a.op_dispatch_us = op_dispatch_us;
+        py::gil_scoped_release release;
+        return cli::predict_targets(a).dump();
+      },
+      py::arg("db"), py::arg("from"), py::arg("to"), py::arg("out"), py::arg("op_dispatch_us"),
+      "`calisim predict --from … --to … --json` as a function: JSON text of the per-target documents (an array)");
   m.def(
       "predict_efficiency",
       [](const std::string& path, const std::string& device, const std::string& key) {

@@ -6,7 +6,8 @@ from ._native import ConfigError, _core
 
 
 class Database:
-    """An efficiency database file (SQLite), opened read-only for each call."""
+    """An efficiency database file (SQLite), opened for each call: read-only, except predict_gpus,
+    which writes its predicted rows (into out= when given)."""
 
     def __init__(self, path):
         self.path = os.fspath(path)
@@ -35,6 +36,26 @@ class Database:
     def predict(self, key, device=None):
         """See calisim.predict."""
         return json.loads(_core.predict_efficiency(self.path, self._device(device), key))
+
+    def predict_gpus(self, targets, sources=None, out=None, op_dispatch_us=None):
+        """Rows for GPUs nobody measured, scaled from devices measured in this file (`calisim predict
+        --from SOURCES --to TARGETS --json`, docs/predictor.md): one run of predicted rows per
+        target system written into `out` (default: this file), for simulate / search / validate
+        with db=. targets: a shipped system name or system .json path, or a list of them; sources:
+        a device name (or alias) or a list, None = the file's only device. Every target is read
+        before anything is written. Returns a list of dicts, one per target: "target" (its
+        device name), "database", "run", "rows", "notes", "families" (per family "rows",
+        "mean_source_efficiency", "mean_efficiency"), "warnings". Raises ConfigError naming
+        --from / --to / the file for what the caller can fix."""
+        def joined(value, what):
+            items = [value] if isinstance(value, (str, os.PathLike)) else list(value)
+            if not items:
+                raise ConfigError(f"predict_gpus: {what}: an empty list predicts nothing")
+            return ",".join(os.fspath(v) for v in items)
+        source_list = self._device(None) if sources is None else joined(sources, "sources")
+        return json.loads(_core.predict_gpus(self.path, source_list, joined(targets, "targets"),
+                                             os.fspath(out or ""), None if op_dispatch_us is None
+                                             else float(op_dispatch_us)))
 
     def __repr__(self):
         return f"Database({self.path!r})"

@@ -1,4 +1,5 @@
-"""calisim.Database.query equals `calisim db query --json`; calisim.predict answers from the file."""
+"""calisim.Database.query equals `calisim db query --json`; calisim.predict answers from the file;
+Database.predict_gpus writes what `calisim predict --from … --to …` writes."""
 import os
 
 import pytest
@@ -38,3 +39,24 @@ def test_predict(db):
         calisim.predict("gemm m=oops", db=db)
     with pytest.raises(calisim.ConfigError):
         calisim.Database(db).query(KEY, device="no such GPU")
+
+
+def test_predict_gpus_equals_cli(db, tmp_path):
+    out_py, out_cli = str(tmp_path / "py.db"), str(tmp_path / "cli.db")
+    docs = calisim.Database(db).predict_gpus(["h100-sxm", "b200", "h100-sxm"], out=out_py)
+    cli = cli_json("predict", "--from", DEVICE, "--to", "h100-sxm,b200", "--db", db, "--out", out_cli, "--json")
+    assert [d["target"] for d in docs] == ["NVIDIA H100 SXM5 80GB", "NVIDIA B200"]
+    strip = lambda d: {k: v for k, v in d.items() if k != "database"}
+    assert [strip(d) for d in docs] == [strip(d) for d in cli]
+    assert all(d["database"] == out_py and d["rows"] > 0 for d in docs)
+    # The predicted GPUs are in the written file, and simulate prices from them.
+    assert {n.split(" (")[0] for n in calisim.Database(out_py).devices()} == {"NVIDIA H100 SXM5 80GB", "NVIDIA B200"}
+    r = calisim.simulate("llama3-8b", "llama3-8b-8gpu", "b200", db=out_py)
+    assert r["efficiency_sources"]["kernels_per_source"]["scaled"] > 0
+    # One target, sources named: a list of one document.
+    one = calisim.Database(db).predict_gpus("a100-sxm-80g", sources=DEVICE, out=out_py)
+    assert len(one) == 1 and one[0]["target"] == "NVIDIA A100 SXM4 80GB"
+    with pytest.raises(calisim.ConfigError, match="--to: no shipped systems config named 'b2000'"):
+        calisim.Database(db).predict_gpus(["b200", "b2000"], out=out_py)
+    with pytest.raises(calisim.ConfigError, match="targets: an empty list"):
+        calisim.Database(db).predict_gpus([], out=out_py)
