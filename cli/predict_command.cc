@@ -210,15 +210,18 @@ ordered_json predict_targets(const PredictArgs& a) {
       throw;
     }
   }
+  // Every prediction made before the first is written, so that a failing target writes nothing
+  // either; each run is then one transaction.
   const std::map<std::string, double> dispatch_s = op_dispatch_s(a, sources);
+  std::vector<predictor::Prediction> predictions;
+  for (const DeviceProfile& target : targets) predictions.push_back(predictor::predict_target(sources, target, dispatch_s));
   const std::string out_path = a.out.empty() ? a.db : a.out;
   auto out = db::EfficiencyDb::open(out_path, db::OpenMode::create);
   ordered_json docs = ordered_json::array();
-  for (const DeviceProfile& target : targets) {
-    const predictor::Prediction p = predictor::predict_target(sources, target, dispatch_s);
-    out.add_device_if_missing(p.device);
-    const std::int64_t run_id = out.insert_run(p.batch);
-    docs.push_back(prediction_json(p, target, out_path, run_id));
+  for (std::size_t i = 0; i < targets.size(); ++i) {
+    out.add_device_if_missing(predictions[i].device);
+    const std::int64_t run_id = out.insert_run(predictions[i].batch);
+    docs.push_back(prediction_json(predictions[i], targets[i], out_path, run_id));
   }
   return docs;
 }

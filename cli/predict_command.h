@@ -18,9 +18,9 @@ struct PredictArgs {
   std::optional<double> op_dispatch_us;  // host time of one eager op for every device (else each system's)
 };
 
-// Reads and fits the source devices once, then writes one run of predicted rows per target (a
-// target named twice once) into `out` (default `db`). Every target system is read before
-// anything is written. Returns the per-target documents `calisim predict --json` prints, in the
+// Reads and fits the source devices once, predicts every target (a target named twice once),
+// then writes one run of predicted rows per target into `out` (default `db`): nothing is written
+// unless every target system reads and predicts. Returns the per-target documents `calisim predict --json` prints, in the
 // order of `to`: target device name, database, run id, row count, notes, per-family mean
 // efficiencies and warnings. InputError (naming --from, --to, --out or the database) for what
 // the user can fix.
