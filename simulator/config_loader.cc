@@ -12,6 +12,18 @@
 #include "simulator/rank_placement.h"
 
 namespace calisim {
+namespace {
+
+// Hybrid sharding's replicas each hold a sharded copy of the state: with zero_state 0 nothing is
+// sharded. The problem in words, or "" when the pair is valid.
+std::string replicas_without_sharding(const StrategyConfig& s) {
+  if (s.dp_replicate_size <= 1 || s.zero_state != 0) return "";
+  return fmt::format("{} replicas of a sharded state need zero_state 1, 2 or 3 (zero_state 0 replicates everything "
+                     "already); use 1",
+                     s.dp_replicate_size);
+}
+
+}  // namespace
 
 // Sliding-window attention and sinks (model_config.h): attention_window_tokens W (Megatron
 // --window-size W,0), which layers are windowed (window_attn_skip_freq N: Megatron's 1-based
@@ -178,9 +190,10 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
                                      "gradients) or 3 (+ sharded parameters, FSDP), got {}",
                                      s.zero_state));
   }
-  // Needs zero_state 1-3 and a dp·cp group it divides: validate_layout checks both (a search
-  // changes the ZeRO stage and the layout after parsing).
+  // Needs zero_state 1-3 (checked here, and again by validate_layout: a search changes the ZeRO
+  // stage after parsing) and a dp·cp group it divides (validate_layout: the layout's sizes).
   s.dp_replicate_size = static_cast<int>(r.positive_int_or("dp_replicate_size", 1));
+  if (const std::string why = replicas_without_sharding(s); !why.empty()) r.fail("dp_replicate_size", why);
   const std::string cp_type = r.string_or("cp_comm_type", "p2p");
   // Megatron's hierarchical CP (--cp-comm-type a2a+p2p --hierarchical-context-parallel-sizes A P)
   // is the 2D CP grid with A all-to-all rows and P ring columns; read it in Megatron's terms.
@@ -1016,11 +1029,7 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
     fail(s.ep_size != 1 ? "ep_size" : "etp_size", "expert parallelism needs a MoE model; use 1 for dense models");
   }
   if (s.dp_replicate_size > 1) {
-    if (s.zero_state == 0) {
-      fail("dp_replicate_size", fmt::format("{} replicas of a sharded state need zero_state 1, 2 or 3 (zero_state 0 "
-                                            "replicates everything already); use 1",
-                                            s.dp_replicate_size));
-    }
+    if (const std::string why = replicas_without_sharding(s); !why.empty()) fail("dp_replicate_size", why);
     // Every replica holds a whole copy of the sharded state: the replicas split the dense dp·cp
     // group, and the expert-data-parallel group, evenly.
     const int dense_dp = s.dp_size * s.cp_size;

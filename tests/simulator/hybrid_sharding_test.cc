@@ -2,10 +2,12 @@
 // consecutive ranks, each sharding the ZeRO state; gradients reduce-scatter inside a replica and
 // the shard all-reduces across replicas; the sizes must divide, and a replicated state refuses it.
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
 
 #include <string>
 
 #include "core/error.h"
+#include "simulator/config_loader.h"
 #include "simulator/data_parallel.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
@@ -111,6 +113,22 @@ TEST(HybridSharding, SizesMustDivideAndTheStateMustBeSharded) {
     return std::string();
   };
   EXPECT_NE(problem(strategy(16, 0, 2)).find("need zero_state 1, 2 or 3"), std::string::npos);
+  // The file alone says so (`configs show`, no model to lay it out on) ...
+  try {
+    parse_strategy(nlohmann::json::parse(strategy(16, 0, 2)), "s.json");
+    ADD_FAILURE() << "replicas at ZeRO-0 parsed";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "dp_replicate_size");
+  }
+  // ... and the layout check again, for a ZeRO stage changed after parsing (a search candidate).
+  StrategyConfig changed = parse_strategy(nlohmann::json::parse(strategy(16, 1, 2)), "s.json");
+  changed.zero_state = 0;
+  try {
+    validate_layout(m, changed, "s.json", "model");
+    ADD_FAILURE() << "replicas at ZeRO-0 passed the layout check";
+  } catch (const InputError& e) {
+    EXPECT_EQ(e.where(), "dp_replicate_size");
+  }
   EXPECT_NE(problem(strategy(12, 1, 8)).find("dp_size*cp_size = 12"), std::string::npos);
   EXPECT_NE(problem(strategy(16, 1, 0)).find("dp_replicate_size"), std::string::npos);
   // A MoE model's expert-data-parallel group must split as well: 16 GPUs at ep 8 leave edp 2.
