@@ -129,6 +129,20 @@ double over_groups(const RankParams& p, double bytes_per_param, CollectiveOp op,
   return t;
 }
 
+// Hybrid sharding's second level as over_groups sees a level: the groups of ranks holding the
+// same shard (one per replica) and each rank's shard of the parameters.
+DpGroups replica_groups(const DpGroups& g) {
+  DpGroups r;
+  r.dense_ranks = g.dense_replicas;
+  r.dense_per_domain = g.dense_replicas_per_domain;
+  r.dense_per_switch = g.dense_replicas_per_switch;
+  r.expert_ranks = g.expert_replicas;
+  r.expert_per_domain = g.expert_replicas_per_domain;
+  r.expert_per_switch = g.expert_replicas_per_switch;
+  return r;
+}
+RankParams shard_of(const RankParams& p, const DpGroups& g) { return {p.dense / g.dense_ranks, p.expert / g.expert_ranks}; }
+
 }  // namespace
 
 double grad_reduce_s(const RankParams& p, const StrategyConfig& st, const DpGroups& g, const OpCoster& coster,
@@ -136,20 +150,10 @@ double grad_reduce_s(const RankParams& p, const StrategyConfig& st, const DpGrou
   const double e = bytes_per_element(st.dtype);
   const double reduce_e = st.grad_reduce_in_bf16 ? 2.0 : (st.use_fp32_accum_grad ? 4.0 : e);
   const CollectiveOp op = st.zero_state == 0 ? CollectiveOp::all_reduce : CollectiveOp::reduce_scatter;
-  double t = over_groups(p, reduce_e, op, st, g, coster, tally);
-  // Hybrid sharding: each replica's reduced shard all-reduces with the same shard of the others.
-  if (p.dense > 0 && g.dense_replicas > 1) {
-    t += coster.collective_s({CollectiveOp::all_reduce, static_cast<std::int64_t>(p.dense / g.dense_ranks * reduce_e),
-                              g.dense_replicas, g.dense_replicas_per_domain, st.dtype},
-                             tally, g.dense_replicas_per_switch);
-  }
-  if (p.expert > 0 && g.expert_replicas > 1) {
-    t += coster.collective_s({CollectiveOp::all_reduce,
-                              static_cast<std::int64_t>(p.expert / g.expert_ranks * reduce_e), g.expert_replicas,
-                              g.expert_replicas_per_domain, st.dtype},
-                             tally, g.expert_replicas_per_switch);
-  }
-  return t;
+  // Hybrid sharding: each replica's reduced shard then all-reduces with the same shard of the
+  // others (over_groups skips a level of one replica).
+  return over_groups(p, reduce_e, op, st, g, coster, tally) +
+         over_groups(shard_of(p, g), reduce_e, CollectiveOp::all_reduce, st, replica_groups(g), coster, tally);
 }
 
 double param_gather_s(const RankParams& p, const RankParams& fp8_p, const StrategyConfig& st, const DpGroups& g,
