@@ -932,6 +932,19 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   } else if (rc != "none") {
     return fail(m, fmt::format("recompute '{}' not recognised", r.text("recompute")));
   }
+  if (st.contains("recompute_granularity") && (fw == Framework::torchtitan || fw == Framework::maxtext)) {
+    // Neither reruns a block's last GEMM: torchtitan wraps each block in PyTorch's non-reentrant
+    // checkpoint (ptd_checkpoint_wrapper), whose early stop (on by default) ends the rerun once
+    // every tensor backward saved is back, and torch.compile's partitioner recomputes only what
+    // backward reads; JAX's remat prunes the recomputed jaxpr to what backward reads
+    // (remat_partial_eval's dce_jaxpr). Megatron's CheckpointFunction reruns the whole block.
+    st["recompute_early_stop"] = true;
+    inf.push_back(fw == Framework::torchtitan
+                      ? "recompute stops early (PyTorch non-reentrant checkpoint / torch.compile): each block's last GEMM "
+                        "and residual add are not rerun"
+                      : "recompute pruned to what backward reads (JAX remat): each block's last GEMM and residual add "
+                        "are not rerun");
+  }
 
   // ---- Megatron-Bridge Llama 3 presets: activation offload and full-iteration CUDA graphs.
   if (bridge && (key == "llama3_70b" || key == "llama3_8b" || key == "llama31_405b")) {

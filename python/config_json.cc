@@ -148,6 +148,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"mlp_recompute", s.mlp_recompute},
             {"mlp_rms_recompute", s.mlp_rms_recompute},
             {"recompute_variance", s.recompute_variance},
+            {"recompute_early_stop", s.recompute_early_stop},
             {"mem_factor", s.mem_factor},
             {"use_precision_aware_optimizer", s.use_precision_aware_optimizer},
             {"account_for_embedding_in_pipeline_split", s.account_for_embedding_in_pipeline_split},

@@ -536,6 +536,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   s.mlp_recompute = r.bool_or("mlp_recompute", false);
   s.mlp_rms_recompute = r.bool_or("mlp_rms_recompute", false);
   s.recompute_variance = r.bool_or("recompute_variance", false);
+  s.recompute_early_stop = r.bool_or("recompute_early_stop", false);
   if (s.recompute_granularity == RecomputeGranularity::selective) {
     if (s.mla_rms_recompute && !s.attn_recompute) r.fail("mla_rms_recompute", "requires attn_recompute: true");
     if (s.mlp_rms_recompute && !s.mlp_recompute) r.fail("mlp_rms_recompute", "requires mlp_recompute: true");

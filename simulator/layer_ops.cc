@@ -279,14 +279,49 @@ RecomputePlan save_qkv_proj_plan(const std::vector<LayerOp>& layer) {
   return plan;
 }
 
+// A recomputed run [first, last] whose checkpoint reruns only what backward reads
+// (recompute_early_stop, save_qkv_proj): its trailing residual add without dropout (the add keeps
+// nothing and its output is the run's output) and, before it, a GEMM (its backward reads the
+// input and the weight, not the output) are not rerun. Stops at anything else: an FP8 cast's
+// output is the input the weight gradient reads, a dropout-add regenerates its mask, a MoE
+// combine's backward reads the expert outputs.
+void prune_unneeded_tail(const std::vector<LayerOp>& layer, std::size_t first, std::size_t last, RecomputePlan& plan) {
+  std::size_t i = last + 1;
+  if (i > first && layer[i - 1].kind == OpKind::memory && layer[i - 1].mem_fwd.kind == "add_fwd") plan.rerun[--i] = 0;
+  if (i > first && layer[i - 1].kind == OpKind::gemm) plan.rerun[--i] = 0;
+}
+
+// Apply prune_unneeded_tail to every maximal run of ops with a rerun share.
+void prune_unneeded_tails(const std::vector<LayerOp>& layer, RecomputePlan& plan) {
+  for (std::size_t i = 0; i < layer.size();) {
+    if (plan.rerun[i] <= 0) {
+      ++i;
+      continue;
+    }
+    std::size_t j = i;
+    while (j + 1 < layer.size() && plan.rerun[j + 1] > 0) ++j;
+    prune_unneeded_tail(layer, i, j, plan);
+    i = j + 1;
+  }
+  for (std::size_t i = 0; i < layer.size(); ++i) plan.recomputed[i] = plan.rerun[i] > 0;
+}
+
 }  // namespace
 
 RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyConfig& st) {
   // Switched off (enable_recompute false or no layer count): nothing is marked, so the per-op
   // report does not flag ops of a run that recomputes none.
   const bool active = st.recompute_active();
-  if (active && st.recompute_granularity == RecomputeGranularity::selective_op) return selective_op_plan(layer);
-  if (active && st.recompute_granularity == RecomputeGranularity::save_qkv_proj) return save_qkv_proj_plan(layer);
+  if (active && st.recompute_granularity == RecomputeGranularity::selective_op) {
+    RecomputePlan plan = selective_op_plan(layer);
+    if (st.recompute_early_stop) prune_unneeded_tails(layer, plan);
+    return plan;
+  }
+  if (active && st.recompute_granularity == RecomputeGranularity::save_qkv_proj) {
+    RecomputePlan plan = save_qkv_proj_plan(layer);
+    prune_unneeded_tails(layer, plan);  // JAX's remat drops the recomputation backward does not read
+    return plan;
+  }
   RecomputePlan plan;
   plan.recomputed.assign(layer.size(), false);
   // recompute_variance: the last op of each recomputed run is not rerun.
@@ -333,6 +368,7 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
     if (plan.recomputed[i] && !(skip_last_forward && last_of_run)) plan.rerun[i] = 1;
     if (!plan.recomputed[i] || first_of_run) plan.kept_bytes[i] = layer[i].act_bytes;
   }
+  if (active && st.recompute_early_stop) prune_unneeded_tails(layer, plan);
   return plan;
 }
 

@@ -118,8 +118,10 @@ ModelOps build_model_ops(const ModelConfig& model, const StrategyConfig& strateg
 // checkpoint input). selective_op (torchtitan's op-level policy) saves outputs instead, so it
 // gives each op the share of its forward that is rerun (part of a fused GEMM: the K third of QKV,
 // the up half of a SwiGLU FC1) and the bytes kept for it; save_qkv_proj (MaxText) reruns all but
-// the Q, K, V projections and keeps their outputs. rerun[i] and kept_bytes[i] hold the
-// answer for every granularity; the cost model reads those two.
+// the Q, K, V projections and keeps their outputs. With recompute_early_stop (and always for
+// save_qkv_proj, a JAX policy) a run's trailing residual add and the GEMM before it are not rerun:
+// backward reads neither output. rerun[i] and kept_bytes[i] hold the answer for every
+// granularity; the cost model reads those two.
 struct RecomputePlan {
   std::vector<bool> recomputed;    // any of op i's forward is rerun (the per-op report's mark)
   std::vector<double> rerun;       // share of op i's forward time and FLOPs rerun, in [0, 1]

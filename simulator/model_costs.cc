@@ -401,7 +401,8 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
   k.nccl = s.nccl;
   std::uint32_t r = s.recompute_active() ? static_cast<std::uint32_t>(s.recompute_granularity) : 0u;
   bit = 4;
-  for (bool b : {s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute, s.recompute_variance}) {
+  for (bool b : {s.attn_recompute, s.mla_rms_recompute, s.mlp_recompute, s.mlp_rms_recompute, s.recompute_variance,
+                 s.recompute_early_stop}) {
     r |= static_cast<std::uint32_t>(b && s.recompute_active()) << bit++;
   }
   if (s.recompute_active()) r |= static_cast<std::uint32_t>(s.megatron_recompute_modules) << 12;

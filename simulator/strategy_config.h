@@ -278,6 +278,13 @@ struct StrategyConfig {
   bool mlp_recompute = false;
   bool mlp_rms_recompute = false;
   bool recompute_variance = false;
+  // The checkpoint reruns a block's forward only as far as backward reads it (PyTorch's
+  // non-reentrant torch.utils.checkpoint, whose early stop is on by default, and torch.compile's
+  // partitioner; JAX's remat prunes its recomputation the same way): the run's trailing residual
+  // add and the GEMM before it (whose backward reads its input, not its output) are not rerun.
+  // false = Megatron's CheckpointFunction and reentrant checkpoints, which rerun the whole block.
+  // save_qkv_proj (JAX by definition) prunes whatever this says.
+  bool recompute_early_stop = false;
   std::uint8_t megatron_recompute_modules = 0;  // MegatronRecomputeModule bits; non-zero = megatron_recompute
 
   double mem_factor = 0.94;  // reserved = allocated / mem_factor

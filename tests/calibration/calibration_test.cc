@@ -127,6 +127,7 @@ TEST(RunMapping, StatedSettingsAreNotInferred) {
   EXPECT_EQ(k.strategy["zero_state"], 0);
   EXPECT_EQ(k.strategy["recompute_granularity"], "sdp_only");
   EXPECT_EQ(k.strategy["recompute_layer_num"], 48);
+  EXPECT_FALSE(k.strategy.value("recompute_early_stop", false));  // Megatron's CheckpointFunction reruns the block
   EXPECT_EQ(k.strategy["use_flash_sdp"], false);
   EXPECT_EQ(k.strategy["tp_comm_overlap"], false);
   EXPECT_EQ(k.model["position_embedding_type"], "learned_absolute");
@@ -141,6 +142,9 @@ TEST(RunMapping, StatedSettingsAreNotInferred) {
   EXPECT_EQ(t.strategy["zero_state"], 3);
   EXPECT_EQ(t.strategy["fp8_recipe"], "tensorwise");
   EXPECT_EQ(t.strategy["recompute_granularity"], "full_block");
+  // torchtitan's non-reentrant checkpoint stops early: each block's last GEMM is not rerun.
+  EXPECT_TRUE(t.strategy.value("recompute_early_stop", false));
+  EXPECT_TRUE(contains(t.inferred, "recompute stops early"));
   EXPECT_EQ(t.strategy["global_batch_size"], 16);
 }
 
@@ -457,6 +461,8 @@ TEST(RunMapping, FrameworkDefaultsForLossGradientsAndRemat) {
   EXPECT_TRUE(contains(m[3].inferred, "fused_crossentropy"));
   EXPECT_EQ(m[4].strategy.value("recompute_granularity", ""), "full_block");  // MaxText remat 'full'
   EXPECT_TRUE(contains(m[4].inferred, "remat_policy 'full'"));
+  EXPECT_TRUE(m[4].strategy.value("recompute_early_stop", false));  // JAX remat prunes to what backward reads
+  EXPECT_TRUE(contains(m[4].inferred, "JAX remat"));
   // DGX Cloud benchmarking's MaxText recipe sets remat_policy save_qkv_proj (maxtext/configure.sh).
   EXPECT_EQ(m[6].strategy.value("recompute_granularity", ""), "save_qkv_proj");
   EXPECT_EQ(m[6].strategy.value("recompute_layer_num", 0), 2);
