@@ -21,8 +21,7 @@
 namespace calisim {
 namespace {
 
-std::string recompute_description(const StrategyConfig& s) {
-  if (!s.recompute_active()) return "none";
+std::string recompute_granularity_description(const StrategyConfig& s) {
   switch (s.recompute_granularity) {
     case RecomputeGranularity::full_block: return fmt::format("full_block, {} layer(s) per chunk", s.recompute_layer_num);
     case RecomputeGranularity::attn_only: return fmt::format("attn_only, {} layer(s) per chunk", s.recompute_layer_num);
@@ -66,6 +65,16 @@ std::string recompute_description(const StrategyConfig& s) {
     case RecomputeGranularity::none: break;
   }
   return "none";
+}
+
+// "full_block, 80 layer(s) per chunk", plus where the rerun stops when the checkpoint stops early.
+std::string recompute_description(const StrategyConfig& s) {
+  if (!s.recompute_active()) return "none";
+  std::string out = recompute_granularity_description(s);
+  if (s.recompute_early_stop || s.recompute_granularity == RecomputeGranularity::save_qkv_proj) {
+    out += ", early stop (each block's last GEMM and residual add not rerun)";
+  }
+  return out;
 }
 
 // "bf16", or "bf16 + fp8 tensorwise (TransformerEngine, fp8 params, layer 0 and layer 79 in bf16)".

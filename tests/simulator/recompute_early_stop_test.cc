@@ -98,6 +98,9 @@ TEST(RecomputeEarlyStop, SavesTheSkippedForwardAndKeepsMemory) {
   const SimulationResult whole = simulate_roofline(m, whole_json, sys);
   const SimulationResult early = simulate_roofline(m, early_json, sys);
   EXPECT_LT(early.duration_time_per_iter_s, whole.duration_time_per_iter_s);
+  // The result says so where it names the recompute (the simulate header's "recompute" field).
+  EXPECT_NE(early.recompute.find("early stop"), std::string::npos) << early.recompute;
+  EXPECT_EQ(whole.recompute.find("early stop"), std::string::npos) << whole.recompute;
   ASSERT_FALSE(early.stages.empty());
   EXPECT_DOUBLE_EQ(early.stages[0].peak_mem_bytes, whole.stages[0].peak_mem_bytes);
   EXPECT_NEAR(early.mfu * early.duration_time_per_iter_s, whole.mfu * whole.duration_time_per_iter_s,
