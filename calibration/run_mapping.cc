@@ -932,6 +932,14 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   } else if (rc != "none") {
     return fail(m, fmt::format("recompute '{}' not recognised", r.text("recompute")));
   }
+  if (fw == Framework::torchtitan && cp > 1) {
+    // torchtitan's context parallelism is PyTorch's (torch.distributed.tensor.experimental
+    // context_parallel): a ring over the flash op with K, V repeated to the query heads and its
+    // merging done as eager fp32 element-wise ops.
+    st["cp_implementation"] = "pytorch";
+    inf.push_back("context parallelism by PyTorch's context_parallel (torchtitan): ring steps merged by eager fp32 "
+                  "element-wise ops, K, V sent at the query heads, dK, dV in fp32");
+  }
   if (st.contains("recompute_granularity") && (fw == Framework::torchtitan || fw == Framework::maxtext)) {
     // Neither reruns a block's last GEMM: torchtitan wraps each block in PyTorch's non-reentrant
     // checkpoint (ptd_checkpoint_wrapper), whose early stop (on by default) ends the rerun once

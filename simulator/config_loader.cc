@@ -220,6 +220,14 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
                            "hierarchical_context_parallel_sizes), got \"" +
                                cp_type + "\"");
   }
+  {
+    const std::string impl = r.string_or("cp_implementation", "transformer_engine");
+    if (impl == "pytorch") s.cp_impl = CpImplementation::pytorch;
+    else if (impl != "transformer_engine") {
+      r.fail("cp_implementation", "expected \"transformer_engine\" (Megatron / NeMo ring attention) or \"pytorch\" "
+                                  "(torch.distributed context_parallel, as torchtitan runs it), got \"" + impl + "\"");
+    }
+  }
   if (hierarchical && !megatron_hierarchical_cp) {
     r.fail("hierarchical_context_parallel_sizes", "only valid with cp_comm_type \"a2a+p2p\"");
   }
@@ -976,6 +984,18 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
   }
   if (s.tp_mode == TensorParallelMode::two_d) validate_tp_2d(model, s, sfile, mfile);
   if (s.cp_mode == ContextParallelMode::two_d) validate_cp_2d(model, s, sfile, mfile);
+  if (s.cp_impl == CpImplementation::pytorch && s.cp_size > 1) {
+    // PyTorch's context_parallel is a ring over the flash op of MHA/GQA attention; its merging
+    // is modelled for that case only.
+    if (s.cp_comm_type != CpCommType::p2p || s.cp_mode == ContextParallelMode::two_d) {
+      fail("cp_implementation", "\"pytorch\" (torch.distributed context_parallel) is a ring: it needs cp_comm_type "
+                                "\"p2p\" and context_parallel_mode \"1d\"");
+    }
+    if (model.attention_type == AttentionType::mla) {
+      fail("cp_implementation", fmt::format("\"pytorch\" is modelled for MHA/GQA attention; the model ({}) uses MLA",
+                                            mfile));
+    }
+  }
   if (s.recompute_granularity == RecomputeGranularity::selective_op) {
     // The op-level policy is defined on the matmul order of torchtitan's Llama block (q, k, v, o,
     // w1, w3, w2); other layer kinds have no such published order.

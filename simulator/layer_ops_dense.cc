@@ -23,14 +23,20 @@ namespace {
 // causal work as the ring, the whole-share key —; backward gathers K, V again (the op's backward
 // collective) and reduce-scatters dK, dV (cp_all_gather_reorder, pushed in front of it).
 void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::int64_t dqk, std::int64_t dv,
-                            CpCommType type, LayerOp& op) {
+                            CpCommType type, CpImplementation impl, LayerOp& op) {
   if (d.c <= 1) return;
   if (d.cp_2d) return apply_cp2d_attention(d, a, g, dqk, dv, op);  // 2D grid (layer_ops_cp2d.h)
   op.comm_group = CommGroup::cp;
   const int c = static_cast<int>(d.c);
   if (type == CpCommType::p2p) {
     op.attn_fwd.seq_kv = d.s_full;
-    set_ring_steps(d.b, d.s_full, g, dqk, dv, c, d.cp_per_domain, d.e, d.dtype, op);
+    // PyTorch's ring runs the flash op, which takes as many K, V heads as query heads: the K, V it
+    // sends on are repeated to a heads, and the dK, dV it sends on are its fp32 accumulators.
+    const bool pytorch = impl == CpImplementation::pytorch;
+    set_ring_steps(d.b, d.s_full, pytorch ? a : g, dqk, dv, c, d.cp_per_domain, d.e, d.dtype, op);
+    if (pytorch && op.bwd_comm_with_wgrad) {
+      op.bwd_comm_with_wgrad->bytes = static_cast<std::int64_t>(static_cast<double>(op.bwd_comm_with_wgrad->bytes) * 4.0 / d.e);
+    }
   } else if (type == CpCommType::all_gather) {
     op.attn_fwd.seq_kv = d.s_full;
     const double kv_all = static_cast<double>(d.T) * g * (dqk + dv) * d.e * c;  // the gathered K, V
@@ -103,7 +109,37 @@ LayerOp flash_attention(const Dims& d, const StrategyConfig& st, std::int64_t a,
   // the fp32 log-sum-exp per row; dropout inside flash keeps only an RNG state.
   op.act_bytes = q_bytes + kv_bytes + static_cast<double>(d.T) * a * 4.0;
   op.transient_bytes = q_bytes + kv_bytes;  // dQ, dK, dV during backward
-  apply_context_parallel(d, a, g, dqk, dv, st.cp_comm_type, op);
+  apply_context_parallel(d, a, g, dqk, dv, st.cp_comm_type, st.cp_impl, op);
+  return op;
+}
+
+// PyTorch's ring attention (torch.distributed.tensor.experimental._attention,
+// _templated_ring_attention and its backward; convert_to_f32 on) around its flash op, per rank
+// and micro-batch, as element-wise traffic on c ring steps. N = T·a·d_v output elements, Q =
+// T·a·d_qk query elements, KV = T·a·(d_qk + d_v) K, V elements (repeated to the query heads), e
+// bytes per training-dtype element. Forward: each step but the last copies K, V into one send
+// buffer (torch.cat: 2·KV·e); the first block output is converted to fp32 (N·e + 4N); every
+// later step converts its block (N·e + 4N) and merges it, out − sigmoid(lse' − lse)·(out − o'),
+// in three fp32 passes over the output (12N + 8N + 12N); with load balancing a step on the
+// second half of the queries (about half the steps) works on N/2 and copies the whole fp32
+// output back together (torch.cat: 8N), so a merge step averages N·(0.75·(e + 36) + 4); the
+// result is converted back (4N + N·e). Backward: fp32 dQ, dK, dV start at zero (4Q + 4KV); K, V
+// are copied to send as forward; every step adds the block's dK, dV into the fp32 accumulators
+// (read 4 + e, write 4 per element; half the steps on half of them plus a torch.cat of the
+// whole: 0.75·(8 + e) + 4 per element on average), copies them into the send buffer (8 per
+// element) and adds dQ the same way; the accumulators are converted back at the end ((Q + KV)·
+// (4 + e)). The lse and sigmoid terms (1/d of these) are left out. Transients: the fp32 output
+// and the K, V send buffer forward; the fp32 accumulators and the dK, dV buffer backward.
+LayerOp pytorch_ring_merge(const Dims& d, std::int64_t a, std::int64_t dqk, std::int64_t dv) {
+  const double T = static_cast<double>(d.T), e = d.e, c = static_cast<double>(d.c);
+  const double N = T * a * dv, Q = T * a * dqk, KV = T * a * (dqk + dv);
+  const double merge = 0.75 * (e + 36) + 4, accumulate = 0.75 * (8 + e) + 4;
+  const double fwd = (c - 1) * 2 * KV * e + (N * e + 4 * N) + (c - 1) * N * merge + (4 * N + N * e);
+  const double bwd = (4 * Q + 4 * KV) + (c - 1) * 2 * KV * e + c * (KV * accumulate + 8 * KV + Q * accumulate) +
+                     (Q + KV) * (4 + e);
+  LayerOp op = memory_op("cp_ring_merge", OpUnit::attention_core, "cp_merge_fwd", fwd, "cp_merge_bwd", bwd, 0.0);
+  op.transient_bytes = 4 * N + KV * e;
+  op.bwd_transient_bytes = 4 * Q + 8 * KV;
   return op;
 }
 
@@ -127,6 +163,10 @@ void add_attention(const Dims& grid, const ModelConfig& m, const StrategyConfig&
     apply_summa_attention(grid, d, g, hd, hd, core);
     if (m.attention_window_tokens > 0) apply_window(m.attention_window_tokens, core);
     ops.push_back(std::move(core));
+    // validate_layout admits PyTorch's ring for 1D ring CP of MHA/GQA attention only.
+    if (st.cp_impl == CpImplementation::pytorch && d.c > 1 && !d.cp_2d && st.cp_comm_type == CpCommType::p2p) {
+      ops.push_back(pytorch_ring_merge(d, a, hd, hd));
+    }
   } else {
     // Unfused ("math") attention: scores = Q·Kᵀ, softmax, dropout, context = P·V. K and V are
     // expanded to all query heads (Megatron repeats KV groups before the batched GEMMs).

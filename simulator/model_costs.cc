@@ -382,6 +382,7 @@ LayerCostKey layer_cost_key(const StrategyConfig& s) {
   f |= static_cast<std::uint32_t>(s.cp_comm_type == CpCommType::all_gather) << (bit + 6);
   f |= static_cast<std::uint32_t>(s.cross_entropy_fusion_impl) << (bit + 7);
   f |= static_cast<std::uint32_t>(s.use_fused_rope) << (bit + 8);
+  f |= static_cast<std::uint32_t>(s.cp_impl) << (bit + 9);
   k.flags = f;
   std::uint32_t moe = static_cast<std::uint32_t>(s.moe_dispatcher);
   bit = 4;

@@ -56,6 +56,15 @@ inline bool parse_cp_comm_type(const std::string& name, CpCommType* out) {
   return true;
 }
 
+// Whose ring attention runs the context parallelism (JSON cp_implementation; ring, cp_comm_type
+// p2p, only): transformer_engine = TE's AttnFuncWithCPAndKVP2P (Megatron, NeMo): one fused
+// output-correction kernel per step, priced with the attention; pytorch = PyTorch's
+// torch.distributed.tensor.experimental context_parallel (torchtitan): the flash op needs K, V
+// repeated to the query heads, and the per-step merging runs as unfused element-wise ops in fp32
+// (convert_to_f32 on by default), its dQ, dK, dV accumulated and dK, dV sent on in fp32
+// (docs/simulator.md "Context parallelism").
+enum class CpImplementation : std::uint8_t { transformer_engine, pytorch };
+
 // Tensor parallelism (JSON tensor_parallel_mode): one_d = Megatron's column/row-parallel linears
 // over tp ranks; two_d = SUMMA on a tp_2d_rows × tp_2d_cols grid (Subramanian et al. 2024,
 // docs/simulator.md "2D tensor parallelism"): weights split over both grid dimensions, activations
@@ -193,6 +202,7 @@ struct StrategyConfig {
   // sharding group over the whole data-parallel group; > 1 needs zero_state >= 1.
   int dp_replicate_size = 1;
   CpCommType cp_comm_type = CpCommType::p2p;
+  CpImplementation cp_impl = CpImplementation::transformer_engine;
   // 2D tensor parallelism: rows · cols = tp_size (both 1 under one_d). Rank (i, j) of the TP group
   // is tp index i·cols + j: a row group (cols ranks) is contiguous, a column group (rows ranks)
   // strided by cols.

@@ -161,6 +161,25 @@ TEST(RunMapping, TorchtitanOpLevelCheckpointingIsSelectiveOp) {
   EXPECT_TRUE(contains(t.inferred, "selective_op"));
 }
 
+// torchtitan's context parallelism is PyTorch's: cp > 1 rows take cp_implementation "pytorch",
+// printed; a row without CP does not.
+TEST(RunMapping, TorchtitanContextParallelIsPytorchs) {
+  const std::string l8 = "Llama 3.1 8B,dense,32,4096,14336,32,8,128,128256,131072,swiglu,gqa,H100-SXM 96GB HBM2e @500W,";
+  const std::string tt = "torchtitan benchmark: Llama 3.1 on H100 (Dec 2024) Table ";
+  const auto runs = parse("R1," + tt + "2," + l8 + "8,torchtitan,bf16,1,1,,4,,,2,,full,1,,,,1071,,84,\"FSDP 2, CP 4\"\n" +
+                          "R2," + tt + "2," + l8 + "8,torchtitan,bf16,1,1,,1,,,8,,full,1,,,,3890,,84,\"FSDP 8, CP 1\"\n");
+  ASSERT_EQ(runs.size(), 2u);
+  const MappedRun cp = map_run(runs[0], kNoModels);
+  const MappedRun no_cp = map_run(runs[1], kNoModels);
+  ASSERT_TRUE(cp.ok) << cp.reason;
+  ASSERT_TRUE(no_cp.ok) << no_cp.reason;
+  EXPECT_EQ(cp.layout, "tp1 pp1 vpp1 cp4 ep1 dp2");
+  EXPECT_EQ(cp.strategy.value("cp_implementation", ""), "pytorch");
+  EXPECT_TRUE(contains(cp.inferred, "PyTorch's context_parallel"));
+  EXPECT_FALSE(no_cp.strategy.contains("cp_implementation"));
+  EXPECT_FALSE(contains(no_cp.inferred, "context_parallel"));
+}
+
 // torchtitan (Dec 2024 benchmark): a row compiles when its notes or its table's heading say
 // torch.compile (Tables 2, 4, 5, 6 name it in the heading); eager rows run unfused RMSNorm, SwiGLU
 // and RoPE. Interleaved 1F1B builds two stages per rank and one micro-batch per stage. The

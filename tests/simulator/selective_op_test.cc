@@ -6,7 +6,6 @@
 
 #include <string>
 
-#include "core/error.h"
 #include "simulator/layer_ops.h"
 #include "test_support.h"
 
@@ -18,23 +17,13 @@ using testing_support::shipped_system;
 using testing_support::simulate_roofline;
 using testing_support::small_moe;
 using testing_support::strategy_from_json;
+using testing_support::strategy_refusal;
 
 std::string fsdp8(const std::string& granularity) {
   std::string s = R"({"seq_len": 8192, "micro_batch_size": 2, "micro_batch_num": 1, "world_size": 8,
                       "zero_state": 3, "recompute_layer_num": 32)";
   if (!granularity.empty()) s += R"(, "recompute_granularity": ")" + granularity + "\"";
   return s + "}";
-}
-
-// The refusal of a recompute granularity for `model`: the field it names and its message, or
-// "(accepted)" when the strategy loads.
-std::string refusal(const ModelConfig& model, const std::string& strategy_json) {
-  try {
-    strategy_from_json(strategy_json, model);
-  } catch (const InputError& e) {
-    return e.where() + ": " + e.what();
-  }
-  return "(accepted)";
 }
 
 TEST(SelectiveOp, SitsBetweenNoAndFullRecomputeInTimeAndMemory) {
@@ -74,7 +63,7 @@ TEST(SelectiveOp, Float8LinearsSaveTheSameOutputsAsBf16) {
 }
 
 TEST(SelectiveOp, RefusedForMoeLayersWithTheReason) {
-  const std::string why = refusal(small_moe(), R"({"seq_len": 1024, "micro_batch_num": 1, "world_size": 8,
+  const std::string why = strategy_refusal(small_moe(), R"({"seq_len": 1024, "micro_batch_num": 1, "world_size": 8,
       "ep_size": 8, "recompute_granularity": "selective_op", "recompute_layer_num": 8})");
   EXPECT_EQ(why.rfind("recompute_granularity: ", 0), 0u) << why;
   EXPECT_NE(why.find("MoE"), std::string::npos) << why;
@@ -117,10 +106,10 @@ TEST(SaveQkvProj, RerunsAllButTheProjectionsAndKeepsTheirOutputs) {
 TEST(SaveQkvProj, RefusedForMlaWithTheReason) {
   const std::string json = R"({"seq_len": 4096, "micro_batch_num": 1, "world_size": 8, "ep_size": 8,
       "recompute_granularity": "save_qkv_proj", "recompute_layer_num": 8})";
-  const std::string why = refusal(shipped_model("deepseek-v2"), json);
+  const std::string why = strategy_refusal(shipped_model("deepseek-v2"), json);
   EXPECT_EQ(why.rfind("recompute_granularity: ", 0), 0u) << why;
   EXPECT_NE(why.find("MLA"), std::string::npos) << why;
-  EXPECT_EQ(refusal(small_moe(), json), "(accepted)");  // MoE layers with GQA attention are fine
+  EXPECT_EQ(strategy_refusal(small_moe(), json), "(accepted)");  // MoE layers with GQA attention are fine
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "core/error.h"
 #include "simulator/config_loader.h"
 #include "simulator/default_efficiency.h"
 #include "simulator/simulate.h"
@@ -70,6 +71,15 @@ SimulationResult simulate_roofline(const ModelConfig& model, const std::string& 
 const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name) {
   auto it = std::find_if(ops.begin(), ops.end(), [&](const LayerOp& o) { return name == o.name; });
   return it == ops.end() ? nullptr : &*it;
+}
+
+std::string strategy_refusal(const ModelConfig& model, const std::string& strategy_json) {
+  try {
+    strategy_from_json(strategy_json, model);
+  } catch (const InputError& e) {
+    return e.where() + ": " + e.what();
+  }
+  return "(accepted)";
 }
 
 }  // namespace calisim::testing_support

@@ -32,4 +32,8 @@ SimulationResult simulate_roofline(const ModelConfig& model, const std::string& 
 // The op named `name` in an op list, or nullptr.
 const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name);
 
+// Why a strategy given as JSON text is refused for `model`: "field: problem" of the InputError
+// that reading and validating it raises, or "(accepted)" when it loads.
+std::string strategy_refusal(const ModelConfig& model, const std::string& strategy_json);
+
 }  // namespace calisim::testing_support
