@@ -29,7 +29,7 @@ void apply_cp2d_attention(const Dims& d, std::int64_t a, std::int64_t g, std::in
   op.attn_bwd = op.attn_fwd;
   op.attn_bwd.direction = AttentionDirection::backward;
   if (k <= 1) return;
-  set_ring_steps(d.b, d.s_full, g / r, dqk, dv, static_cast<int>(k), d.cp_row_per_domain, d.e, d.dtype, op);
+  set_ring_steps(d.b, d.s_full, g / r, dqk, dv, static_cast<int>(k), d.cp_row_per_domain, d.e, d.e, d.dtype, op);
 }
 
 }  // namespace calisim::ops

@@ -33,10 +33,7 @@ void apply_context_parallel(const Dims& d, std::int64_t a, std::int64_t g, std::
     // PyTorch's ring runs the flash op, which takes as many K, V heads as query heads: the K, V it
     // sends on are repeated to a heads, and the dK, dV it sends on are its fp32 accumulators.
     const bool pytorch = impl == CpImplementation::pytorch;
-    set_ring_steps(d.b, d.s_full, pytorch ? a : g, dqk, dv, c, d.cp_per_domain, d.e, d.dtype, op);
-    if (pytorch && op.bwd_comm_with_wgrad) {
-      op.bwd_comm_with_wgrad->bytes = static_cast<std::int64_t>(static_cast<double>(op.bwd_comm_with_wgrad->bytes) * 4.0 / d.e);
-    }
+    set_ring_steps(d.b, d.s_full, pytorch ? a : g, dqk, dv, c, d.cp_per_domain, d.e, pytorch ? 4.0 : d.e, d.dtype, op);
   } else if (type == CpCommType::all_gather) {
     op.attn_fwd.seq_kv = d.s_full;
     const double kv_all = static_cast<double>(d.T) * g * (dqk + dv) * d.e * c;  // the gathered K, V

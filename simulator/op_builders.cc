@@ -57,15 +57,15 @@ CollectiveKey collective(CollectiveOp op, double bytes, int ranks, int ranks_per
 }
 
 void set_ring_steps(std::int64_t b, std::int64_t s_full, std::int64_t g, std::int64_t dqk, std::int64_t dv, int ring,
-                    int ranks_per_domain, double e, DType dtype, LayerOp& op) {
+                    int ranks_per_domain, double e, double grad_e, DType dtype, LayerOp& op) {
   if (ring <= 1) return;
   op.cp_ring_steps = ring;
-  const double kv_local = static_cast<double>(b) * (static_cast<double>(s_full) / ring) * g * (dqk + dv) * e;
+  const double kv_elements = static_cast<double>(b) * (static_cast<double>(s_full) / ring) * g * (dqk + dv);
   const int per_node = ranks_per_domain >= ring ? 2 : 1;
-  op.fwd_comm = collective(CollectiveOp::send_recv, kv_local, 2, per_node, dtype);
+  op.fwd_comm = collective(CollectiveOp::send_recv, kv_elements * e, 2, per_node, dtype);
   op.fwd_comm_overlapped = true;
   op.bwd_comm_with_dgrad = op.fwd_comm;  // K, V again
-  op.bwd_comm_with_wgrad = op.fwd_comm;  // dK, dV (same shape and dtype)
+  op.bwd_comm_with_wgrad = collective(CollectiveOp::send_recv, kv_elements * grad_e, 2, per_node, dtype);  // dK, dV
 }
 
 CollectiveKey tp_coll(const Dims& d, CollectiveOp op, double bytes) {

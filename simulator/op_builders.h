@@ -57,10 +57,12 @@ CollectiveKey collective(CollectiveOp op, double bytes, int ranks, int ranks_per
 CollectiveKey tp_coll(const Dims& d, CollectiveOp op, double bytes);
 // Ring context parallelism over `ring` ranks (ranks_per_domain of them per scale-up domain) on a
 // flash-attention op whose heads per rank are g KV heads: sets op.cp_ring_steps and the per-step
-// send/recv of the local K, V (b·s/ring tokens) and of dK, dV (layer_ops.h). A ring that leaves
-// the domain is paced by its slowest (inter-domain) hop, since all ranks step together.
+// send/recv of the local K, V (b·s/ring tokens, e bytes per element) and of dK, dV (grad_e bytes
+// per element: e for TransformerEngine's ring, 4 for PyTorch's fp32 accumulators; layer_ops.h).
+// A ring that leaves the domain is paced by its slowest (inter-domain) hop, since all ranks step
+// together.
 void set_ring_steps(std::int64_t b, std::int64_t s_full, std::int64_t g, std::int64_t dqk, std::int64_t dv, int ring,
-                    int ranks_per_domain, double e, DType dtype, LayerOp& op);
+                    int ranks_per_domain, double e, double grad_e, DType dtype, LayerOp& op);
 
 // y[tokens, out] = x[tokens, in]·W; keeps its input. fp8 = run it as an FP8 GEMM (the caller
 // adds the cast op with fp8_cast()).
