@@ -32,11 +32,9 @@
 #include "simulator/config_loader.h"
 #include "simulator/kernel_plan.h"
 
-#ifdef CALISIM_HAVE_CUDA_PROFILER
-#include "profiler/cuda_bench.h"
 #include "profiler/device_match.h"
+#include "profiler/gpu_runtime.h"
 #include "profiler/runner.h"
-#endif
 
 namespace calisim::cli {
 namespace {
@@ -58,20 +56,24 @@ struct ProfilingOutcome {
   std::size_t measured = 0, skipped = 0, already = 0;
 };
 
-#ifdef CALISIM_HAVE_CUDA_PROFILER
-
 // Measures `missing` on this machine's GPU into the database, as `calisim profile run --plan`
-// does (same runner, store and resume rules, default measuring options).
+// does (same runner, store and resume rules, default measuring options). Without the CUDA plugin
+// (a build without CUDA, or its libraries missing here) it measures nothing and says why.
 ProfilingOutcome profile_missing(const profiler::ProfilePlan& missing, const RunConfigs& rc, const std::string& db_path,
                                  bool quiet) {
   ProfilingOutcome o;
   std::string why;
-  const int gpus = profiler::cuda_device_count(&why);
+  const profiler::GpuRuntime* gpu = profiler::load_gpu_runtime(&why);
+  if (gpu == nullptr) {
+    o.reason = why;
+    return o;
+  }
+  const int gpus = gpu->device_count(&why);
   if (gpus == 0) {
     o.reason = "no CUDA device on this machine (" + why + ")";
     return o;
   }
-  const profiler::CudaEnvironment env = profiler::describe_cuda(0);
+  const profiler::CudaEnvironment env = gpu->describe(0);
   // Rows are stored under the system's device name: measuring another GPU would mislabel them.
   const std::string matching = profiler::system_for_cuda_device(env.name);
   const std::string gpu_device =
@@ -87,8 +89,7 @@ ProfilingOutcome profile_missing(const profiler::ProfilePlan& missing, const Run
     o.reason = "nothing to measure: the database has a row for every planned kernel";
     return o;
   }
-  profiler::CudaBenchOptions bo;
-  profiler::CudaBench bench(bo);
+  const std::unique_ptr<profiler::GpuBench> bench = gpu->open_bench(profiler::CudaBenchOptions{});
   const SystemConfig& sys = rc.system;
   db::DeviceRecord dev = db::DeviceRecord::from_spec(sys.device);
   dev.sm_count = env.sm_count;
@@ -99,13 +100,13 @@ ProfilingOutcome profile_missing(const profiler::ProfilePlan& missing, const Run
   const profiler::LinkBandwidth links{sys.scale_up.gpu_gb_s, sys.scale_out.gpu_gb_s};
   profiler::StoreOptions so;
   so.notes = fmt::format("calisim calibrate ({}); GPU '{}' ({} GPU(s)), sm_{}; timer {}; cold L2; driver {}, CUDA {}, {}",
-                         missing.description, env.name, gpus, env.compute_capability, bench.timer_description(),
+                         missing.description, env.name, gpus, env.compute_capability, bench->timer_description(),
                          env.driver_version, env.cuda_version, env.library_versions);
   profiler::ProfileStore store(db_path, dev, env.name, so);
   profiler::ProgressPrinter progress(stderr, !quiet && isatty(fileno(stderr)) != 0);
   profiler::RunnerOptions ro;
   ro.progress = &progress;
-  const profiler::RunReport r = profiler::run_plan(missing, bench, store, sys.device, links, ro);
+  const profiler::RunReport r = profiler::run_plan(missing, *bench, store, sys.device, links, ro);
   o.ran = true;
   o.measured = r.measured;
   o.skipped = r.skipped;
@@ -115,8 +116,6 @@ ProfilingOutcome profile_missing(const profiler::ProfilePlan& missing, const Run
                          r.already_done);
   return o;
 }
-
-#endif
 
 // The base system file as written (key order kept), with the --set system.… overrides applied.
 ordered_json base_system_doc(const std::string& file, const std::vector<std::string>& overrides) {
@@ -306,11 +305,7 @@ void run(const CalibrateArgs& a) {
   missing_before.description =
       fmt::format("kernels of {} on system {} missing from {}", a.configs.describe(), a.system, a.db);
   ProfilingOutcome prof;
-#ifdef CALISIM_HAVE_CUDA_PROFILER
   prof = profile_missing(missing_before, rc, a.db, a.json);
-#else
-  prof.reason = "this calisim was built without CUDA (CALISIM_CUDA=OFF or no toolkit), so it cannot measure kernels";
-#endif
 
   cal::DeviceRows rows;
   try {

@@ -1,12 +1,13 @@
 // `calisim profile plan|run|sequence` (sequence: cli/profile_sequence.h): which kernel shapes a configuration needs, and measuring them on
 // this machine's GPUs into the efficiency database (docs/profiling.md).
 //
-// `plan` is pure and always available. `run` needs a CUDA build; without one it exits with an
-// InputError that says how to get one. Every finished measurement is committed on its own, so
+// `plan` is pure and always available. `run` needs the CUDA plugin of a CUDA build
+// (profiler/gpu_runtime.h); without it, it exits with an InputError that says why and how to get
+// one. Every finished measurement is committed on its own, so
 // Ctrl-C (first press: finish the kernel in flight, then stop; second: stop at once) keeps what
 // is done and a rerun resumes. Launched by mpirun (OMPI_COMM_WORLD_SIZE > 1), `run` measures
-// collectives across the job's GPUs, one rank per GPU (profiler/nccl_mpi_bench.h), in builds
-// that found MPI; other builds refuse under mpirun.
+// collectives across the job's GPUs, one rank per GPU (profiler/nccl_mpi_bench.h), when the
+// plugin was built with MPI; otherwise it refuses under mpirun.
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <unistd.h>
@@ -32,16 +33,10 @@
 #include "simulator/config_loader.h"
 #include "simulator/kernel_plan.h"
 
-#include "profiler/mpi_launch.h"
-
-#ifdef CALISIM_HAVE_CUDA_PROFILER
-#include "profiler/cuda_bench.h"
 #include "profiler/device_match.h"
+#include "profiler/gpu_runtime.h"
+#include "profiler/mpi_launch.h"
 #include "profiler/runner.h"
-#endif
-#ifdef CALISIM_HAVE_MPI_PROFILER
-#include "profiler/nccl_mpi_bench.h"
-#endif
 
 namespace calisim::cli {
 namespace {
@@ -217,8 +212,6 @@ void run_plan_command(const PlanArgs& a) {
   }
 }
 
-#ifdef CALISIM_HAVE_CUDA_PROFILER
-
 std::atomic<bool> g_stop{false};
 
 extern "C" void on_sigint(int) {
@@ -316,16 +309,16 @@ void run_and_report(const RunArgs& a, const prof::ProfilePlan& plan, prof::Kerne
   for (const auto& t2 : r.throttled) fmt::print("throttled: {}\n", t2);
 }
 
-#ifdef CALISIM_HAVE_MPI_PROFILER
 // Under mpirun: one rank per GPU, collectives only; rank 0 owns the plan, database and output.
-void run_mpi_command(const RunArgs& a, const prof::MpiLaunch& launch) {
-  prof::NcclMpiBench bench(rule_from(a));
+void run_mpi_command(const RunArgs& a, const prof::GpuRuntime& gpu, const prof::MpiLaunch& launch) {
+  const std::unique_ptr<prof::MpiGpuBench> owned = gpu.open_mpi_bench(rule_from(a));
+  prof::MpiGpuBench& bench = *owned;
   if (bench.rank() != 0) {
     bench.serve();
     return;
   }
   struct Finish {  // releases the serving ranks however rank 0 leaves
-    prof::NcclMpiBench& b;
+    prof::MpiGpuBench& b;
     ~Finish() { b.finish(); }
   } finish{bench};
   prof::ProfilePlan plan;
@@ -339,13 +332,12 @@ void run_mpi_command(const RunArgs& a, const prof::MpiLaunch& launch) {
     }
     plan = prof::collective_sweep(bench.size(), launch.local_size > 0 ? launch.local_size : bench.local_size());
   }
-  const prof::CudaEnvironment env = prof::describe_cuda(bench.device());
+  const prof::CudaEnvironment env = gpu.describe(bench.device());
   const Target t = target_for(a, env);
   run_and_report(a, plan, bench, t, env,
                  fmt::format("mpirun: {} ranks, {} per node, NCCL over MPI", bench.size(), bench.local_size()),
                  bench.size());
 }
-#endif
 
 void run_run_command(const RunArgs& a) {
   if (a.plan.empty() == a.sweep.empty()) {
@@ -355,22 +347,25 @@ void run_run_command(const RunArgs& a) {
     throw InputError("<command line>", "--timer", "expected cupti or events, got '" + a.timer + "'");
   }
   std::string why;
-  const int gpus = prof::cuda_device_count(&why);
+  const prof::GpuRuntime* gpu = prof::load_gpu_runtime(&why);
+  if (gpu == nullptr) {
+    throw InputError("<this build>", "profile run", why + ". `calisim profile plan` works in every build.");
+  }
+  const int gpus = gpu->device_count(&why);
   if (gpus == 0) throw InputError("<this machine>", "", "no CUDA device to profile: " + why);
   if (a.device < 0 || a.device >= gpus) {
     throw InputError("<command line>", "--device", fmt::format("this machine has CUDA devices 0..{}", gpus - 1));
   }
   const prof::MpiLaunch launch = prof::mpi_launch_from_env();
   if (launch.active()) {
-#ifdef CALISIM_HAVE_MPI_PROFILER
-    run_mpi_command(a, launch);
+    if (!gpu->has_mpi()) {
+      throw InputError("<this build>", "profile run under mpirun",
+                       fmt::format("launched as rank {} of {}, but this calisim was built without MPI; rebuild with "
+                                   "Open MPI installed (libopenmpi-dev) to measure collectives across nodes",
+                                   launch.rank, launch.size));
+    }
+    run_mpi_command(a, *gpu, launch);
     return;
-#else
-    throw InputError("<this build>", "profile run under mpirun",
-                     fmt::format("launched as rank {} of {}, but this calisim was built without MPI; rebuild with "
-                                 "Open MPI installed (libopenmpi-dev) to measure collectives across nodes",
-                                 launch.rank, launch.size));
-#endif
   }
 
   prof::ProfilePlan plan;
@@ -389,23 +384,11 @@ void run_run_command(const RunArgs& a) {
   bo.loop.cold_l2 = !a.hot;
   bo.loop.warmup_runs = a.warmup;
   bo.loop.rule = rule_from(a);
-  prof::CudaBench bench(bo);  // subscribes CUPTI before any other CUDA work
-  const prof::CudaEnvironment env = prof::describe_cuda(a.device);
+  const std::unique_ptr<prof::GpuBench> bench = gpu->open_bench(bo);  // subscribes CUPTI before other CUDA work
+  const prof::CudaEnvironment env = gpu->describe(a.device);
   const Target t = target_for(a, env);
-  run_and_report(a, plan, bench, t, env, "timer " + bench.timer_description(), gpus);
+  run_and_report(a, plan, *bench, t, env, "timer " + bench->timer_description(), gpus);
 }
-
-#else
-
-void run_run_command(const RunArgs&) {
-  throw InputError("<this build>", "profile run",
-                   "this calisim was built without CUDA, so it cannot measure kernels. Build it on a machine "
-                   "with the CUDA toolkit (cuBLASLt, cuDNN, NCCL, CUPTI) with `cmake -S . -B build "
-                   "-DCALISIM_CUDA=ON`, or see docs/profiling.md for building here and running on a GPU machine. "
-                   "`calisim profile plan` works in every build.");
-}
-
-#endif
 
 }  // namespace
 

@@ -17,11 +17,8 @@
 #include "profiler/profile_plan.h"
 #include "simulator/layer_sequence.h"
 
-#ifdef CALISIM_HAVE_CUDA_PROFILER
-#include "profiler/cuda_bench.h"
 #include "profiler/device_match.h"
-#include "profiler/sequence_bench.h"
-#endif
+#include "profiler/gpu_runtime.h"
 
 namespace calisim::cli {
 namespace {
@@ -70,12 +67,17 @@ void emit(const SequenceArgs& a, const Json& j, const std::string& text) {
   if (!a.out.empty()) fmt::print("wrote {}\n", a.out);
 }
 
-#ifdef CALISIM_HAVE_CUDA_PROFILER
-
-// The CUDA device to run on, checked; InputError when there is none or --device is out of range.
-void check_device(const SequenceArgs& a) {
+// The CUDA plugin, and the device to run on, checked; InputError when the plugin cannot be loaded,
+// there is no device or --device is out of range.
+const prof::GpuRuntime& check_device(const SequenceArgs& a) {
   std::string why;
-  const int gpus = prof::cuda_device_count(&why);
+  const prof::GpuRuntime* gpu = prof::load_gpu_runtime(&why);
+  if (gpu == nullptr) {
+    throw InputError("<this build>", "profile sequence",
+                     why + "; `--dry-run` lists the sequence and its simulated times in every build "
+                           "(docs/profiling.md)");
+  }
+  const int gpus = gpu->device_count(&why);
   if (gpus == 0) {
     throw InputError("<this machine>", "", "no CUDA device to run the sequence on: " + why +
                                                " (--dry-run lists the sequence without one)");
@@ -83,12 +85,12 @@ void check_device(const SequenceArgs& a) {
   if (a.device < 0 || a.device >= gpus) {
     throw InputError("<command line>", "--device", fmt::format("this machine has CUDA devices 0..{}", gpus - 1));
   }
+  return *gpu;
 }
 
 // The shipped system of the GPU the sequence runs on (its peaks price the simulated column).
 std::string system_of_gpu(const SequenceArgs& a) {
-  check_device(a);
-  const prof::CudaEnvironment env = prof::describe_cuda(a.device);
+  const prof::CudaEnvironment env = check_device(a).describe(a.device);
   const std::string system = prof::system_for_cuda_device(env.name);
   if (system.empty()) {
     throw InputError("<command line>", "--system",
@@ -102,14 +104,14 @@ void run_measured(const SequenceArgs& a, const SequenceContext& ctx, const Layer
     throw InputError("<command line>", "--timer", "expected cupti or events, got '" + a.timer + "'");
   }
   if (!(a.sustain_s > 0)) throw InputError("<command line>", "--sustain-s", "expected a positive number of seconds");
-  check_device(a);
+  const prof::GpuRuntime& gpu = check_device(a);
   prof::CudaBenchOptions bo;
   bo.device = a.device;
   bo.allow_cupti = a.timer == "cupti";
   bo.loop.warmup_runs = a.warmup;
   bo.loop.rule.time_budget_s = a.budget_s;
-  prof::CudaBench bench(bo);
-  const prof::CudaEnvironment env = prof::describe_cuda(a.device);
+  const std::unique_ptr<prof::GpuBench> bench = gpu.open_bench(bo);
+  const prof::CudaEnvironment env = gpu.describe(a.device);
   std::vector<int> backgrounds;
   for (int c : a.background_ctas) {
     if (c == 0) continue;  // 0: no run beside a copy kernel
@@ -127,24 +129,12 @@ void run_measured(const SequenceArgs& a, const SequenceContext& ctx, const Layer
   so.background_ctas = backgrounds;
   so.progress = [](const std::string& line) { fmt::print(stderr, "{}\n", line); };
   const SequenceDevice device{env.name, env.driver_version, env.cuda_version, env.library_versions,
-                              bench.timer_description(), env.sm_count, a.sustain_s};
+                              bench->timer_description(), env.sm_count, a.sustain_s};
   fmt::print(stderr, "sequence of {} kernels on {} (CUDA device {}), timer {}\n", kernels.size(), env.name, a.device,
              device.timer);
-  const prof::SequenceMeasurement m = prof::measure_sequence(bench, kernels, so);
+  const prof::SequenceMeasurement m = bench->measure_sequence(kernels, so);
   emit(a, sequence_report_json(ctx, seq, &device, &m), sequence_report_text(ctx, seq, &device, &m));
 }
-
-#else
-
-[[noreturn]] void refuse_without_cuda() {
-  throw InputError("<this build>", "profile sequence",
-                   "this calisim was built without CUDA, so it cannot run kernels; `--dry-run` lists the sequence "
-                   "and its simulated times in every build (docs/profiling.md)");
-}
-std::string system_of_gpu(const SequenceArgs&) { refuse_without_cuda(); }
-void run_measured(const SequenceArgs&, const SequenceContext&, const LayerSequence&) { refuse_without_cuda(); }
-
-#endif
 
 void run_sequence_command(const SequenceArgs& a) {
   if (a.configs.empty()) throw InputError("<command line>", "profile sequence", "give --model and --strategy (or --megatron)");

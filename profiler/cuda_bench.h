@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 
+#include "profiler/gpu_runtime.h"
 #include "profiler/measure_loop.h"
 #include "profiler/nvml_monitor.h"
 #include "profiler/prepared_kernel.h"
@@ -17,28 +18,10 @@
 
 namespace calisim::profiler {
 
-struct CudaEnvironment {
-  int device = 0;
-  int device_count = 0;
-  std::string name;            // as CUDA reports it, e.g. "NVIDIA H100 80GB HBM3"
-  int sm_count = 0;
-  int compute_capability = 0;  // 90 for sm_90
-  double l2_mb = 0, memory_gb = 0;
-  std::string driver_version;  // NVML's, e.g. "580.159.04"; else CUDA's driver API version
-  std::string cuda_version;    // runtime version, e.g. "13.0"
-  std::string library_versions;
-};
-
 // Number of CUDA devices; 0 when there is no device or no driver (never throws).
 int cuda_device_count(std::string* why_none = nullptr);
 // Throws GpuError when the device does not exist.
 CudaEnvironment describe_cuda(int device);
-
-struct CudaBenchOptions {
-  int device = 0;
-  LoopOptions loop;
-  bool allow_cupti = true;
-};
 
 class CudaBench final : public KernelBench {
  public:

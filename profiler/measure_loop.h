@@ -24,6 +24,7 @@
 
 #include <functional>
 
+#include "profiler/gpu_runtime.h"
 #include "profiler/l2flush.h"
 #include "profiler/measurement.h"
 #include "profiler/nvml_monitor.h"
@@ -31,13 +32,6 @@
 #include "profiler/stopping_criterion.h"
 
 namespace calisim::profiler {
-
-struct LoopOptions {
-  StoppingRule rule;
-  bool cold_l2 = true;
-  int warmup_runs = 3;
-  int batch = 10;
-};
 
 using StreamOp = std::function<void(cudaStream_t)>;
 

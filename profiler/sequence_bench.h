@@ -35,14 +35,6 @@
 
 namespace calisim::profiler {
 
-struct SequenceOptions {
-  double sustain_s = 20;
-  int warmup_passes = 3;
-  std::vector<int> background_ctas;
-  double nvml_period_s = 0.1;
-  std::function<void(const std::string&)> progress;
-};
-
 SequenceMeasurement measure_sequence(CudaBench& bench, const std::vector<PlannedKernel>& kernels,
                                      const SequenceOptions& options);
 

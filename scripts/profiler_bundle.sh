@@ -4,7 +4,7 @@
 #
 #   scripts/profiler_bundle.sh [BUILD_DIR] [BUNDLE_DIR]     (defaults: build-prof, .prof-bundle)
 #
-# The bundle holds the calisim executable, the GPU test executables (and the CUDA library's
+# The bundle holds the calisim executable and its CUDA plugin, the GPU test executables (and the CUDA library's
 # host-side tests, whose stream-synchronising cases skip without a GPU), libcalisim_trace.so and the
 # small CUDA program its test traces, scripts/profiler_device_run.sh, the plan of the kernels the
 # shipped measured runs need on an H100 (plans/, for the run script's `rows` mode), and every shared library
@@ -21,7 +21,8 @@
 set -euo pipefail
 build=${1:-build-prof}
 bundle=${2:-.prof-bundle}
-bins=("$build/cli/calisim" "$build/tests/profiler/profiler_gpu_test" "$build/tests/profiler/profiler_trace_gpu_test"
+# libcalisim_cuda.so goes beside calisim, where calisim looks for its CUDA half (profiler/gpu_runtime.h).
+bins=("$build/cli/calisim" "$build/cli/libcalisim_cuda.so" "$build/tests/profiler/profiler_gpu_test" "$build/tests/profiler/profiler_trace_gpu_test"
       "$build/tests/profiler/profiler_cuda_host_test" "$build/tests/profiler/calisim_trace_target")
 trace_lib="$build/profiler/libcalisim_trace.so"
 for f in "${bins[@]}" "$trace_lib"; do

@@ -61,7 +61,8 @@ export CALISIM_TRACE_LIB="$here/lib/libcalisim_trace.so" CALISIM_TRACE_TARGET="$
   nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,clocks.mem,power.limit,temperature.gpu,persistence_mode \
     --format=csv 2>&1
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
-  ldd "$bin/calisim" | grep -E "cublas|cudnn|nccl|cupti|cudart|mpi|not found"
+  # calisim loads its CUDA half, libcalisim_cuda.so, from beside it (profiler/gpu_runtime.h).
+  ldd "$bin/libcalisim_cuda.so" | grep -E "cublas|cudnn|nccl|cupti|cudart|mpi|not found"
 } | tee "$out/conditions.txt"
 
 # One line per check: PASS/FAIL/SKIP name (seconds), the command's output in $out/selftest/NAME.log.
