@@ -1,5 +1,6 @@
-// `calisim profile plan|run|sequence` (sequence: cli/profile_sequence.h): which kernel shapes a configuration needs, and measuring them on
-// this machine's GPUs into the efficiency database (docs/profiling.md).
+// `calisim profile plan|run|check|sequence` (sequence: cli/profile_sequence.h): which kernel shapes a configuration needs, and measuring them on
+// this machine's GPUs into the efficiency database (docs/profiling.md); `check` says whether this
+// calisim can measure here (its CUDA plugin, the devices and their shipped systems, the timer).
 //
 // `plan` is pure and always available. `run` needs the CUDA plugin of a CUDA build
 // (profiler/gpu_runtime.h); without it, it exits with an InputError that says why and how to get
@@ -26,6 +27,7 @@
 #include "cli/megatron_configs.h"
 #include "cli/mapped_run_inputs.h"
 #include "cli/config_catalog.h"
+#include "cli/table.h"
 #include "core/error.h"
 #include "db/efficiency_db.h"
 #include "profiler/profile_plan.h"
@@ -339,6 +341,61 @@ void run_mpi_command(const RunArgs& a, const prof::GpuRuntime& gpu, const prof::
                  bench.size());
 }
 
+struct CheckArgs {
+  bool json = false;
+  bool timer = true;
+};
+
+// `profile check`: whether this calisim can measure here — the CUDA plugin it loads, the devices
+// and the shipped system each maps to, the library versions, the timer a run would use.
+void run_check_command(const CheckArgs& a) {
+  std::string why, path;
+  const prof::GpuRuntime* gpu = prof::load_gpu_runtime(&why, &path);
+  if (gpu == nullptr) throw InputError("<this build>", "profile check", why);
+  const int gpus = gpu->device_count(&why);
+  if (gpus == 0) throw InputError("<this machine>", "", "the CUDA plugin " + path + " loads, but there is no CUDA device: " + why);
+  std::vector<prof::CudaEnvironment> envs;
+  for (int d = 0; d < gpus; ++d) envs.push_back(gpu->describe(d));
+  // Opening a bench subscribes CUPTI when it can: what `profile run` on device 0 would time with.
+  std::string timer;
+  if (a.timer) {
+    prof::CudaBenchOptions bo;
+    timer = gpu->open_bench(bo)->timer_description();
+  }
+  if (a.json) {
+    nlohmann::ordered_json j{{"plugin", path}, {"mpi", gpu->has_mpi()}, {"devices", nlohmann::ordered_json::array()}};
+    for (const auto& e : envs) {
+      j["devices"].push_back({{"device", e.device},
+                              {"name", e.name},
+                              {"compute_capability", e.compute_capability},
+                              {"sm_count", e.sm_count},
+                              {"l2_mb", e.l2_mb},
+                              {"memory_gb", e.memory_gb},
+                              {"system", prof::system_for_cuda_device(e.name)},
+                              {"driver_version", e.driver_version},
+                              {"cuda_version", e.cuda_version},
+                              {"library_versions", e.library_versions}});
+    }
+    if (a.timer) j["timer"] = timer;
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  fmt::print("CUDA plugin  {}\n", path);
+  fmt::print("MPI          {}\n", gpu->has_mpi() ? "yes: profile run under mpirun measures collectives across nodes"
+                                                 : "no: the plugin was built without Open MPI");
+  Table t({"device", "name", "arch", "SMs", "L2 MB", "memory GB", "shipped system"});
+  for (const auto& e : envs) {
+    const std::string sys = prof::system_for_cuda_device(e.name);
+    t.add_row({std::to_string(e.device), e.name, fmt::format("sm_{}", e.compute_capability), std::to_string(e.sm_count),
+               fmt::format("{:g}", e.l2_mb), fmt::format("{:.1f}", e.memory_gb),
+               sys.empty() ? "(none: give profile run --system)" : sys});
+  }
+  fmt::print("{}", t.render());
+  fmt::print("driver {}, CUDA {}; {}\n", envs.front().driver_version, envs.front().cuda_version,
+             envs.front().library_versions);
+  if (a.timer) fmt::print("timer (device 0): {}\n", timer);
+}
+
 void run_run_command(const RunArgs& a) {
   if (a.plan.empty() == a.sweep.empty()) {
     throw InputError("<command line>", "profile run", "give exactly one of --plan FILE or --sweep KIND");
@@ -430,6 +487,13 @@ void register_profile(CLI::App& app) {
   run->add_flag("--retry-skipped", ra->retry_skipped, "measure again the kernels an earlier run skipped");
   run->add_option("--csv", ra->csv, "also append every result (with its details) to this CSV file");
   run->callback([ra] { run_run_command(*ra); });
+
+  auto ca = std::make_shared<CheckArgs>();
+  CLI::App* check = profile->add_subcommand(
+      "check", "Whether this calisim can measure here: its CUDA plugin, the GPUs and their systems, the timer");
+  check->add_flag("--json", ca->json, "print JSON");
+  check->add_flag("!--no-timer", ca->timer, "do not open a bench on device 0 to see which timer a run would use");
+  check->callback([ca] { run_check_command(*ca); });
 
   register_profile_sequence(profile);
 }

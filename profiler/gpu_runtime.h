@@ -112,7 +112,8 @@ inline constexpr int kGpuRuntimeAbi = 1;
 using GpuRuntimeEntry = const GpuRuntime* (*)(int abi);
 inline constexpr const char* kGpuRuntimeSymbol = "calisim_gpu_runtime";
 
-// The loaded runtime, or nullptr with the reason in *why (never throws).
-const GpuRuntime* load_gpu_runtime(std::string* why);
+// The loaded runtime, or nullptr with the reason in *why (never throws); *path, when given, is the
+// plugin file that was loaded (empty when none was).
+const GpuRuntime* load_gpu_runtime(std::string* why, std::string* path = nullptr);
 
 }  // namespace calisim::profiler

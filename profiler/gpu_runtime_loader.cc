@@ -18,6 +18,7 @@ namespace fs = std::filesystem;
 struct Loaded {
   const GpuRuntime* runtime = nullptr;
   std::string why;
+  std::string path;  // the plugin loaded
 };
 
 #ifdef CALISIM_CUDA_PLUGIN_FILE
@@ -65,6 +66,7 @@ Loaded load() {
       return l;
     }
     l.runtime = entry(kGpuRuntimeAbi);
+    if (l.runtime != nullptr) l.path = p.string();
     if (l.runtime == nullptr) {
       l.why = p.string() + " is the CUDA plugin of another calisim build (interface revision differs from " +
               std::to_string(kGpuRuntimeAbi) + "); rebuild, or point CALISIM_CUDA_PLUGIN at this build's";
@@ -79,21 +81,24 @@ Loaded load() {
 #else
 
 Loaded load() {
-  return {nullptr,
-          "this calisim was built without CUDA (CALISIM_CUDA=OFF or no toolkit), so it cannot run kernels. Build it "
-          "on a machine with the CUDA toolkit (cuBLASLt, cuDNN, NCCL, CUPTI) with `cmake -S . -B build "
-          "-DCALISIM_CUDA=ON`, or see docs/profiling.md for building here and running on a GPU machine"};
+  Loaded l;
+  l.why =
+      "this calisim was built without CUDA (CALISIM_CUDA=OFF or no toolkit), so it cannot run kernels. Build it on a "
+      "machine with the CUDA toolkit (cuBLASLt, cuDNN, NCCL, CUPTI) with `cmake -S . -B build -DCALISIM_CUDA=ON`, or "
+      "see docs/profiling.md for building here and running on a GPU machine";
+  return l;
 }
 
 #endif
 
 }  // namespace
 
-const GpuRuntime* load_gpu_runtime(std::string* why) {
+const GpuRuntime* load_gpu_runtime(std::string* why, std::string* path) {
   static std::once_flag once;
   static Loaded loaded;
   std::call_once(once, [] { loaded = load(); });
   if (loaded.runtime == nullptr && why != nullptr) *why = loaded.why;
+  if (path != nullptr) *path = loaded.path;
   return loaded.runtime;
 }
 

@@ -63,6 +63,7 @@ export CALISIM_TRACE_LIB="$here/lib/libcalisim_trace.so" CALISIM_TRACE_TARGET="$
   echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH"
   # calisim loads its CUDA half, libcalisim_cuda.so, from beside it (profiler/gpu_runtime.h).
   ldd "$bin/libcalisim_cuda.so" | grep -E "cublas|cudnn|nccl|cupti|cudart|mpi|not found"
+  "$bin/calisim" profile check 2>&1
 } | tee "$out/conditions.txt"
 
 # One line per check: PASS/FAIL/SKIP name (seconds), the command's output in $out/selftest/NAME.log.

@@ -82,17 +82,28 @@ TEST(GpuRuntime, APluginThatCannotBeUsedIsNamedWithTheReason) {
   const auto not_found = run_shell(with_plugin(missing, "profile run --sweep memory --db " + db));
   const auto bad = run_shell(with_plugin(garbage, "profile run --sweep memory --db " + db));
   const auto seq = run_shell(with_plugin(missing, "profile sequence --model llama3-8b --strategy llama3-8b-8gpu"));
+  const auto check = run_shell(with_plugin(missing, "profile check"));
 #ifdef CALISIM_CUDA_PLUGIN_PATH
   expect_refused(not_found, "libcalisim_cuda.so, was not found (looked at " + missing + ")");
+  expect_refused(check, "was not found (looked at " + missing + ")");
   EXPECT_NE(not_found.out.find("`calisim profile plan` works in every build"), std::string::npos) << not_found.out;
   expect_refused(bad, "(" + garbage + ") could not be loaded: ");
   expect_refused(seq, "was not found (looked at " + missing + ")");
   // The build's own plugin, named explicitly, loads: the refusal is then about the machine.
   const auto own = run_shell(with_plugin(CALISIM_CUDA_PLUGIN_PATH, "profile run --sweep memory --db " + db));
-  if (own.code == 0) GTEST_SKIP() << "a GPU is present: the sweep ran";
+  const auto own_check = run_shell(with_plugin(CALISIM_CUDA_PLUGIN_PATH, "profile check --json"));
+  if (own.code == 0) {
+    // A GPU is present: the check names the plugin and describes the devices.
+    ASSERT_EQ(own_check.code, 0) << own_check.out;
+    EXPECT_NE(own_check.out.find(std::string("\"plugin\": \"") + CALISIM_CUDA_PLUGIN_PATH), std::string::npos)
+        << own_check.out;
+    EXPECT_NE(own_check.out.find("\"sm_count\""), std::string::npos) << own_check.out;
+    GTEST_SKIP() << "a GPU is present: the sweep ran";
+  }
   expect_refused(own, "no CUDA device");
+  expect_refused(own_check, "libcalisim_cuda.so loads, but there is no CUDA device");
 #else
-  for (const auto* r : {&not_found, &bad, &seq}) expect_refused(*r, "built without CUDA");
+  for (const auto* r : {&not_found, &bad, &seq, &check}) expect_refused(*r, "built without CUDA");
 #endif
   EXPECT_NE(seq.out.find("--dry-run"), std::string::npos) << seq.out;
 }
