@@ -4,7 +4,8 @@
 // latency, a kernel class's efficiency, the host's dispatch cost, the slowdown of compute beside
 // communication — and the step time may not grow. The search tests (sweep_test.cc) check this for
 // the best layout only; a what-if on one layout ("a faster NIC", "a GPU with more HBM bandwidth")
-// relies on it per configuration, overlap, schedules and algorithm choice included.
+// relies on it per configuration, overlap, schedules and algorithm choice included. Likewise for
+// the strategy: an overlap turned on, or a larger global batch, never costs time per sample.
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <tuple>
 #include <string>
 #include <vector>
 
@@ -70,7 +72,7 @@ std::optional<json> improved(json doc, const Improvement& imp) {
   return doc;
 }
 
-TEST(ResourceMonotonicity, NoPublishedConfigurationSlowsWithMoreOfAResource) {
+std::vector<MeasuredRun> shipped_runs() {
   const std::string dir = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
   std::vector<MeasuredRun> runs;
   for (const char* f : {"measured_runs.csv", "nemo_long_sequence_b200.csv", "megatron_bridge_archive.csv",
@@ -78,6 +80,11 @@ TEST(ResourceMonotonicity, NoPublishedConfigurationSlowsWithMoreOfAResource) {
     const auto some = calisim::calibration::read_measured_runs(dir + f);
     runs.insert(runs.end(), some.begin(), some.end());
   }
+  return runs;
+}
+
+TEST(ResourceMonotonicity, NoPublishedConfigurationSlowsWithMoreOfAResource) {
+  const std::vector<MeasuredRun> runs = shipped_runs();
   calisim::SimulateOptions opt;
   opt.details = false;
   auto step_s = [&](const calisim::ModelConfig& model, const calisim::StrategyConfig& strategy, const json& sys_doc) {
@@ -115,6 +122,67 @@ TEST(ResourceMonotonicity, NoPublishedConfigurationSlowsWithMoreOfAResource) {
   for (const Improvement& imp : kImprovements) {
     EXPECT_GT(applied[imp.name], simulated / 2) << imp.name << " applied to " << applied[imp.name] << " rows";
   }
+}
+
+// The same for the strategy: turning on an overlap Megatron offers (gradient reduce, parameter
+// gather, TP communication) never slows a configuration, and a larger global batch at the same
+// micro-batch (more micro-batches per step: a smaller pipeline bubble, DP communication amortised)
+// never raises the time per sample.
+TEST(ResourceMonotonicity, OverlapsAndLargerBatchesNeverCostTimePerSample) {
+  const std::vector<MeasuredRun> runs = shipped_runs();
+  calisim::SimulateOptions opt;
+  opt.details = false;
+  std::map<std::string, int> applied;
+  int simulated = 0;
+  for (const MeasuredRun& run : runs) {
+    const auto m = calisim::cli::map_with_overrides(run, {});
+    if (!m.ok) continue;
+    const calisim::SystemConfig sys = calisim::parse_system(calisim::cli::mapped_system_doc(m, {}), run.run_id);
+    const calisim::DefaultEfficiencyModel eff(sys);
+    const calisim::ModelConfig model = calisim::parse_model(m.model, run.run_id, nullptr);
+    auto step_s = [&](const json& strategy_doc) {
+      calisim::StrategyConfig strategy = calisim::parse_strategy(strategy_doc, run.run_id);
+      calisim::validate_layout(model, strategy, run.run_id, run.run_id);
+      return calisim::simulate(model, strategy, sys, eff, opt).duration_time_per_iter_s;
+    };
+    double base = 0;
+    try {
+      base = step_s(m.strategy);
+    } catch (const std::exception&) {
+      continue;
+    }
+    ++simulated;
+    std::vector<std::tuple<std::string, json, double>> variants;  // name, strategy, samples relative to base
+    for (const char* flag : {"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap"}) {
+      if (m.strategy.value(flag, false)) continue;
+      json s = m.strategy;
+      s[flag] = true;
+      variants.emplace_back(std::string(flag) + " on", s, 1.0);
+    }
+    if (m.strategy.contains("global_batch_size")) {
+      json s = m.strategy;
+      s["global_batch_size"] = 2 * m.strategy["global_batch_size"].get<long long>();
+      variants.emplace_back("global batch x2", s, 2.0);
+    }
+    for (const auto& [name, s, samples] : variants) {
+      double t = 0;
+      try {
+        t = step_s(s) / samples;
+      } catch (const std::exception&) {
+        continue;  // e.g. an overlap this layout refuses (tp 1)
+      }
+      ++applied[name];
+      EXPECT_LE(t, base * (1 + 1e-9)) << run.run_id << " (" << m.system << ", " << m.layout << "): " << name
+                                      << " takes the time per step-sized batch from " << base << " s to " << t
+                                      << " s";
+    }
+  }
+  EXPECT_GT(simulated, 250);
+  // Each variant met a sizeable share of the rows (most already run with the overlaps on).
+  for (const char* name : {"overlap_grad_reduce on", "overlap_param_gather on", "tp_comm_overlap on"}) {
+    EXPECT_GT(applied[name], 30) << name;
+  }
+  EXPECT_GT(applied["global batch x2"], simulated / 2);
 }
 
 }  // namespace
