@@ -14,7 +14,9 @@
 
 int main(int argc, char** argv) {
   CLI::App app{"calisim: calibrated performance and memory simulator for large-model training"};
-  app.set_version_flag("--version", std::string("calisim ") + CALISIM_VERSION);
+  // What this build can do beyond simulating, without loading anything (`profile check` loads
+  // the CUDA plugin and looks at the GPUs).
+  app.set_version_flag("--version", std::string("calisim ") + CALISIM_VERSION + " (" + CALISIM_BUILD_FEATURES + ")");
   app.require_subcommand(1);
   calisim::cli::register_simulate(app);
   calisim::cli::register_configs(app);

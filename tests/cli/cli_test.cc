@@ -118,6 +118,9 @@ TEST(Cli, ConfigsListShowVersionHelp) {
   r = run_calisim("--version");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("calisim"), std::string::npos);
+  // The build's features, without loading the CUDA plugin.
+  EXPECT_NE(r.out.find("CUDA profiler: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find(" | MPI: "), std::string::npos) << r.out;
   r = run_calisim("simulate --help");
   EXPECT_EQ(r.code, 0);
   EXPECT_NE(r.out.find("--strategy"), std::string::npos);
