@@ -1,20 +1,20 @@
 // GpuRuntime: what calisim needs from the CUDA half of the profiler, behind an interface that
 // includes no CUDA header, and the loader that finds it at run time.
 //
-// Why: the CUDA half (cuBLASLt, cuDNN, NCCL, CUPTI, cudart, and Open MPI for the collectives
-// across nodes) is large. Linked into the `calisim` executable it was loaded by every command —
-// about 0.35 s before `calisim --version` printed, on each simulate, validate or search call — and
-// a CUDA build did not start at all on a machine without those libraries (a login node planning
-// with the binary built on a GPU node). So it lives in a plugin, libcalisim_cuda.so, built with
-// the executable in CUDA builds and loaded only by the commands that run kernels (`profile run`,
-// `profile sequence`, `calibrate` when kernels are missing).
+// Why: the CUDA half (cudart, cuBLASLt, cuDNN, NCCL, CUPTI) is large. Linked into the `calisim`
+// executable it was loaded by every command — about 0.35 s before `calisim --version` printed, on
+// each simulate, validate or search call — and a CUDA build did not start at all on a machine
+// without those libraries (a login node planning with the binary built on a GPU node). So it lives
+// in a plugin, libcalisim_cuda.so, built with the executable in CUDA builds and loaded only by the
+// commands that run kernels (`profile run`, `profile sequence`, `profile check`, and `calibrate`
+// when kernels are missing).
 //
 // load_gpu_runtime() looks for the plugin at $CALISIM_CUDA_PLUGIN (a path) when that is set, and
 // nowhere else; otherwise, in order: next to the running executable; ../lib/calisim/ from it (the
-// installed layout); the build tree's copy. It
-// loads it once per process and returns the same runtime (or the same reason) afterwards. It never
-// throws: nullptr and *why say why not — built without CUDA, plugin not found (the paths tried),
-// or the loader's message (a CUDA library missing on this machine), or a plugin of another build.
+// installed layout); the build tree's copy. It loads it once per process and returns the same
+// runtime (or the same reason) afterwards. It never throws: nullptr and *why say why not — built
+// without CUDA, plugin not found (the paths tried), the loader's message (a CUDA library missing
+// on this machine), or a plugin of another build.
 //
 // The plugin is built from the same sources and compiler as the executable, so C++ types cross
 // the boundary as they are; a plugin whose interface revision differs from this header's is
