@@ -15,11 +15,27 @@
 
 #include "calibration/measured_runs.h"
 #include "calibration/run_mapping.h"
+#include "cli/config_catalog.h"
 
 namespace calisim::cli {
 
 calibration::MappedRun map_with_overrides(const calibration::MeasuredRun& run, const std::vector<std::string>& overrides);
 
 nlohmann::json mapped_system_doc(const calibration::MappedRun& m, const std::vector<std::string>& overrides);
+
+// One published run as `calisim simulate --run FILE:ID` takes it: the row ID of the measured-runs
+// CSV FILE, mapped as validate maps it, its documents parsed after `overrides` (as --set applies
+// them). `system` empty: the row's mapped system with its patch; otherwise that system instead
+// (the patch dropped, said in a warning); rc.warnings also carries the row's own warnings, and
+// mapped.inferred every setting the mapping inferred. InputError naming the file and the row when
+// the row is missing or cannot be simulated (the mapping's reason).
+struct RunRowConfigs {
+  RunConfigs rc;
+  calibration::MeasuredRun run;
+  calibration::MappedRun mapped;
+  bool system_replaced = false;  // simulated on `system`, not on the row's own
+};
+RunRowConfigs run_row_configs(const std::string& file_and_id, const std::string& system,
+                              const std::vector<std::string>& overrides);
 
 }  // namespace calisim::cli

@@ -11,6 +11,8 @@
 #include "cli/commands.h"
 #include "cli/config_catalog.h"
 #include "cli/megatron_configs.h"
+#include "cli/mapped_run_inputs.h"
+#include "calibration/validation.h"
 #include "cli/efficiency_source.h"
 #include "cli/table.h"
 #include "cli/accuracy_report.h"
@@ -29,6 +31,7 @@ namespace {
 
 struct SimulateArgs {
   ConfigChoice configs;  // --model / --strategy, or --megatron
+  std::string run;       // --run FILE:ID: a published run, mapped as validate maps it
   std::string system, trace_file, db;
   std::vector<std::string> overrides;
   bool json = false;
@@ -166,8 +169,55 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   return out;
 }
 
+// The measured step of a --run row beside this simulation, as validate scores it.
+struct MeasuredBeside {
+  calibration::RowResult row;
+  bool system_replaced = false, overridden = false;
+};
+
+// The settings validate's mapping inferred for a --run row (docs/validation.md, "Mapping a row").
+std::string inferred_text(const RunRowConfigs& row) {
+  if (row.mapped.inferred.empty()) return "";
+  std::string s = fmt::format("settings inferred for {} (not stated by its source; docs/validation.md):\n", row.run.run_id);
+  for (const auto& i : row.mapped.inferred) s += "  - " + i + "\n";
+  return s;
+}
+
+std::string measured_text(const MeasuredBeside& m) {
+  const auto& r = m.row;
+  std::string s = fmt::format("measured ({} on {}, from {}): {:.4g} s per step; this simulation {:+.1f}%", r.run_id,
+                              r.system, r.measured_from, r.measured_step_s, r.step_error * 100);
+  if (m.system_replaced) s += " (simulated on another system: not a validation)";
+  else if (m.overridden) s += " (with --set overrides: a what-if, not a validation)";
+  return s + "\n";
+}
+
+nlohmann::json measured_json(const MeasuredBeside& m) {
+  return {{"run_id", m.row.run_id},
+          {"source", m.row.source},
+          {"system", m.row.system},
+          {"measured_from", m.row.measured_from},
+          {"measured_step_s", m.row.measured_step_s},
+          {"step_error", m.row.step_error},
+          {"system_replaced", m.system_replaced},
+          {"overrides", m.overridden}};
+}
+
 void run(const SimulateArgs& a) {
-  RunConfigs rc = load_chosen_configs(a.configs, a.system, a.overrides);
+  RunConfigs rc;
+  std::optional<RunRowConfigs> row;
+  if (!a.run.empty()) {
+    if (!a.configs.empty()) {
+      throw InputError("<command line>", "--run",
+                       "a published run gives the model and the strategy: drop --model / --strategy / --megatron "
+                       "(override single fields with --set)");
+    }
+    row = run_row_configs(a.run, a.system, a.overrides);
+    rc = row->rc;
+  } else {
+    if (a.system.empty()) throw InputError("<command line>", "--system", "required (or give --run FILE:ID)");
+    rc = load_chosen_configs(a.configs, a.system, a.overrides);
+  }
   const EfficiencyChoice source = make_efficiency_source(rc.system, rc.system_file, a.db);
   const std::shared_ptr<const EfficiencyModel> eff = source.model;
   const std::string& db = source.database;
@@ -175,8 +225,10 @@ void run(const SimulateArgs& a) {
   opt.trace = !a.trace_file.empty();
   SimulationResult r = simulate(rc.model, rc.strategy, rc.system, *eff, opt);
   r.efficiency_db = db;
-  r.strategy_name =
-      std::filesystem::path(a.configs.megatron.empty() ? rc.strategy_file : a.configs.megatron).stem().string();
+  r.strategy_name = row ? row->run.run_id
+                        : std::filesystem::path(a.configs.megatron.empty() ? rc.strategy_file : a.configs.megatron)
+                              .stem()
+                              .string();
   r.warnings.insert(r.warnings.begin(), rc.warnings.begin(), rc.warnings.end());
   r.warnings.insert(r.warnings.end(), source.notes.begin(), source.notes.end());
   if (!a.no_ops || a.json) {
@@ -203,17 +255,30 @@ void run(const SimulateArgs& a) {
     std::ifstream in(rc.system_file);
     fit = write_trace_fit(a.trace_fit_out, nlohmann::ordered_json::parse(in), a.overrides, r, *cmp);
   }
+  std::optional<MeasuredBeside> measured;
+  if (row) {
+    try {
+      measured = MeasuredBeside{calibration::score_run(row->run, row->mapped, r), row->system_replaced,
+                                !a.overrides.empty()};
+    } catch (const std::invalid_argument&) {
+      // A row without a usable measurement: the simulation stands alone.
+    }
+  }
   std::optional<AccuracyReport> acc;
   if (a.accuracy || !a.accuracy_runs.empty()) acc = accuracy_report(a.accuracy_runs, a.db, rc.model, rc.strategy, rc.system, r.duration_time_per_iter_s);
   if (a.json) {
     nlohmann::json doc = to_json(r);
     if (acc) doc["accuracy"] = accuracy_json(*acc);
+    if (measured) doc["measured_run"] = measured_json(*measured);
+    if (row) doc["inferred"] = row->mapped.inferred;
     if (cmp) doc["trace_comparison"] = trace_comparison_json(*cmp);
     if (compare.all_runs) doc["trace_comparison"] = trace_comparisons_json(cmp_all);
     if (fit) doc["trace_fit"] = *fit;
     fmt::print("{}\n", doc.dump(2));
   } else {
     fmt::print("{}", render(r, rc, !a.no_ops));
+    if (row) fmt::print("{}", inferred_text(*row));
+    if (measured) fmt::print("{}", measured_text(*measured));
     if (acc) fmt::print("{}", accuracy_text(*acc));
     if (cmp) fmt::print("\n{}", trace_comparison_text(*cmp));
     if (compare.all_runs) fmt::print("\n{}", trace_comparisons_text(cmp_all));
@@ -228,7 +293,11 @@ void register_simulate(CLI::App& app) {
   auto args = std::make_shared<SimulateArgs>();
   CLI::App* sub = app.add_subcommand("simulate", "Simulate one training iteration: step time, MFU, memory per stage");
   add_config_choice_options(sub, args->configs);
-  sub->add_option("--system", args->system, "system: shipped name or path")->required();
+  sub->add_option("--run", args->run,
+                  "instead of --model/--strategy: FILE:ID, row ID of a measured-runs CSV, mapped as calisim "
+                  "validate maps it (its inferred settings listed), printed beside its measured step");
+  sub->add_option("--system", args->system,
+                  "system: shipped name or path (required, except with --run: default the row's mapped system)");
   sub->add_option("--set", args->overrides,
                   "override a config field: section.key=value (section model|strategy|system), repeatable")
       ->take_all();

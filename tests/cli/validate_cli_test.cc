@@ -723,3 +723,61 @@ TEST(ValidateCli, ByteOrderMarkIsSkipped) {
 }
 
 }  // namespace
+
+namespace {
+
+const std::string kPublicRuns = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/measured_runs.csv";
+
+// `simulate --run FILE:ID`: the row as validate maps and scores it — the same simulated step and
+// error as validate's, the inferred settings listed, the measured step beside the simulation; on
+// another --system it says the comparison is not a validation; bad references exit 2.
+TEST(SimulateRun, APublishedRowSimulatesAsValidateScoresIt) {
+  const Out v = calisim("validate --runs " + kPublicRuns + " --json", false);
+  ASSERT_EQ(v.code, 0);
+  const nlohmann::json vj = nlohmann::json::parse(v.text);
+  nlohmann::json row;
+  for (const auto& r : vj["rows"]) {
+    if (r["run_id"] == "R0146") row = r;
+  }
+  ASSERT_TRUE(row.is_object());
+  const Out s = calisim("simulate --run " + kPublicRuns + ":R0146 --json", false);
+  ASSERT_EQ(s.code, 0) << s.text;
+  const nlohmann::json sj = nlohmann::json::parse(s.text);
+  EXPECT_NEAR(sj["cost"]["duration_time_per_iter_s"].get<double>(), row["simulated_step_s"].get<double>(), 1e-9);
+  EXPECT_EQ(sj["measured_run"]["run_id"], "R0146");
+  EXPECT_NEAR(sj["measured_run"]["measured_step_s"].get<double>(), row["measured_step_s"].get<double>(), 1e-9);
+  EXPECT_NEAR(sj["measured_run"]["step_error"].get<double>(), row["step_error"].get<double>(), 1e-12);
+  EXPECT_EQ(sj["measured_run"]["system_replaced"], false);
+  EXPECT_EQ(sj["inferred"], row["inferred"]);
+  EXPECT_FALSE(sj["inferred"].empty());
+
+  const Out text = calisim("simulate --run " + kPublicRuns + ":R0146 --no-ops");
+  ASSERT_EQ(text.code, 0) << text.text;
+  EXPECT_NE(text.text.find("settings inferred for R0146"), std::string::npos) << text.text;
+  EXPECT_NE(text.text.find("measured (R0146 on b200, from tokens_per_sec_per_gpu): 28.19 s per step"),
+            std::string::npos)
+      << text.text;
+
+  const Out other = calisim("simulate --run " + kPublicRuns + ":R0146 --system gb200-nvl72 --no-ops");
+  ASSERT_EQ(other.code, 0) << other.text;
+  EXPECT_NE(other.text.find("system gb200-nvl72 instead of the row's b200"), std::string::npos) << other.text;
+  EXPECT_NE(other.text.find("not a validation"), std::string::npos) << other.text;
+
+  const Out missing = calisim("simulate --run " + kPublicRuns + ":R9999");
+  EXPECT_EQ(missing.code, 2);
+  EXPECT_NE(missing.text.find("no row 'R9999'"), std::string::npos) << missing.text;
+  const Out unmapped = calisim("simulate --run " + kPublicRuns + ":R0126");
+  EXPECT_EQ(unmapped.code, 2);
+  EXPECT_NE(unmapped.text.find("row R0126: not simulated: "), std::string::npos) << unmapped.text;
+  const Out malformed = calisim("simulate --run R0146");
+  EXPECT_EQ(malformed.code, 2);
+  EXPECT_NE(malformed.text.find("expected FILE:ID"), std::string::npos) << malformed.text;
+  const Out both = calisim("simulate --run " + kPublicRuns + ":R0146 --model llama3-8b");
+  EXPECT_EQ(both.code, 2);
+  EXPECT_NE(both.text.find("drop --model"), std::string::npos) << both.text;
+  const Out none = calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu");
+  EXPECT_EQ(none.code, 2);
+  EXPECT_NE(none.text.find("--system: required"), std::string::npos) << none.text;
+}
+
+}  // namespace
