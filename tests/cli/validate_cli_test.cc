@@ -763,21 +763,16 @@ TEST(SimulateRun, APublishedRowSimulatesAsValidateScoresIt) {
   EXPECT_NE(other.text.find("system gb200-nvl72 instead of the row's b200"), std::string::npos) << other.text;
   EXPECT_NE(other.text.find("not a validation"), std::string::npos) << other.text;
 
-  const Out missing = calisim("simulate --run " + kPublicRuns + ":R9999");
-  EXPECT_EQ(missing.code, 2);
-  EXPECT_NE(missing.text.find("no row 'R9999'"), std::string::npos) << missing.text;
-  const Out unmapped = calisim("simulate --run " + kPublicRuns + ":R0126");
-  EXPECT_EQ(unmapped.code, 2);
-  EXPECT_NE(unmapped.text.find("row R0126: not simulated: "), std::string::npos) << unmapped.text;
-  const Out malformed = calisim("simulate --run R0146");
-  EXPECT_EQ(malformed.code, 2);
-  EXPECT_NE(malformed.text.find("expected FILE:ID"), std::string::npos) << malformed.text;
-  const Out both = calisim("simulate --run " + kPublicRuns + ":R0146 --model llama3-8b");
-  EXPECT_EQ(both.code, 2);
-  EXPECT_NE(both.text.find("drop --model"), std::string::npos) << both.text;
-  const Out none = calisim("simulate --model llama3-8b --strategy llama3-8b-8gpu");
-  EXPECT_EQ(none.code, 2);
-  EXPECT_NE(none.text.find("--system: required"), std::string::npos) << none.text;
+  const auto refused = [](const std::string& args, const std::string& what) {
+    const Out r = calisim(args);
+    EXPECT_EQ(r.code, 2) << args;
+    EXPECT_NE(r.text.find(what), std::string::npos) << r.text;
+  };
+  refused("simulate --run " + kPublicRuns + ":R9999", "no row 'R9999'");
+  refused("simulate --run " + kPublicRuns + ":R0126", "row R0126: not simulated: ");
+  refused("simulate --run R0146", "expected FILE:ID");
+  refused("simulate --run " + kPublicRuns + ":R0146 --model llama3-8b", "drop --model");
+  refused("simulate --model llama3-8b --strategy llama3-8b-8gpu", "--system: required");
 }
 
 }  // namespace
