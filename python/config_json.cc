@@ -108,7 +108,7 @@ json strategy_json(const StrategyConfig& s, bool with_derived) {
             {"zero_state", s.zero_state},
             {"dp_replicate_size", s.dp_replicate_size},
             {"cp_comm_type", cp_comm_type_name(s.cp_comm_type)},
-            {"cp_implementation", s.cp_impl == CpImplementation::pytorch ? "pytorch" : "transformer_engine"},
+            {"cp_implementation", cp_implementation_name(s.cp_impl)},
             {"moe_dispatcher_policy", s.moe_dispatcher == MoeDispatcher::all_to_all  ? "all2all"
                                       : s.moe_dispatcher == MoeDispatcher::all_gather ? "allgather"
                                                                                       : "flex"},

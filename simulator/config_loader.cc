@@ -222,8 +222,7 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   }
   {
     const std::string impl = r.string_or("cp_implementation", "transformer_engine");
-    if (impl == "pytorch") s.cp_impl = CpImplementation::pytorch;
-    else if (impl != "transformer_engine") {
+    if (!parse_cp_implementation(impl, &s.cp_impl)) {
       r.fail("cp_implementation", "expected \"transformer_engine\" (Megatron / NeMo ring attention) or \"pytorch\" "
                                   "(torch.distributed context_parallel, as torchtitan runs it), got \"" + impl + "\"");
     }

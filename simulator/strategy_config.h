@@ -64,6 +64,17 @@ inline bool parse_cp_comm_type(const std::string& name, CpCommType* out) {
 // (convert_to_f32 on by default), its dQ, dK, dV accumulated and dK, dV sent on in fp32
 // (docs/simulator.md "Context parallelism").
 enum class CpImplementation : std::uint8_t { transformer_engine, pytorch };
+// The strategy file's name of a CP implementation ("transformer_engine", "pytorch").
+inline const char* cp_implementation_name(CpImplementation i) {
+  return i == CpImplementation::pytorch ? "pytorch" : "transformer_engine";
+}
+// The name -> the implementation; false for anything else.
+inline bool parse_cp_implementation(const std::string& name, CpImplementation* out) {
+  if (name == "transformer_engine") *out = CpImplementation::transformer_engine;
+  else if (name == "pytorch") *out = CpImplementation::pytorch;
+  else return false;
+  return true;
+}
 
 // Tensor parallelism (JSON tensor_parallel_mode): one_d = Megatron's column/row-parallel linears
 // over tp ranks; two_d = SUMMA on a tp_2d_rows × tp_2d_cols grid (Subramanian et al. 2024,

@@ -72,52 +72,65 @@ std::optional<json> improved(json doc, const Improvement& imp) {
   return doc;
 }
 
-std::vector<MeasuredRun> shipped_runs() {
-  const std::string dir = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
-  std::vector<MeasuredRun> runs;
-  for (const char* f : {"measured_runs.csv", "nemo_long_sequence_b200.csv", "megatron_bridge_archive.csv",
-                        "simumax_a100_pcie.csv"}) {
-    const auto some = calisim::calibration::read_measured_runs(dir + f);
-    runs.insert(runs.end(), some.begin(), some.end());
-  }
-  return runs;
+// A published run as validate maps it: the documents each case varies.
+struct Published {
+  std::string id, system, layout;
+  json model, strategy, system_doc;
+};
+
+// The step time of a mapped run with these strategy and system documents; throws what the loaders
+// or the simulator throw.
+double step_s(const Published& p, const json& strategy_doc, const json& system_doc) {
+  const calisim::ModelConfig model = calisim::parse_model(p.model, p.id, nullptr);
+  calisim::StrategyConfig strategy = calisim::parse_strategy(strategy_doc, p.id);
+  calisim::validate_layout(model, strategy, p.id, p.id);
+  const calisim::SystemConfig sys = calisim::parse_system(system_doc, p.id);
+  const calisim::DefaultEfficiencyModel eff(sys);
+  calisim::SimulateOptions opt;
+  opt.details = false;
+  return calisim::simulate(model, strategy, sys, eff, opt).duration_time_per_iter_s;
+}
+
+// Every row of the four shipped runs files that validate simulates, mapped once for both cases.
+const std::vector<Published>& published_runs() {
+  static const std::vector<Published> all = [] {
+    const std::string dir = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/";
+    std::vector<Published> out;
+    for (const char* f : {"measured_runs.csv", "nemo_long_sequence_b200.csv", "megatron_bridge_archive.csv",
+                          "simumax_a100_pcie.csv"}) {
+      for (const MeasuredRun& run : calisim::calibration::read_measured_runs(dir + f)) {
+        const auto m = calisim::cli::map_with_overrides(run, {});
+        if (!m.ok) continue;
+        Published p{run.run_id, m.system, m.layout, m.model, m.strategy, calisim::cli::mapped_system_doc(m, {})};
+        try {
+          step_s(p, p.strategy, p.system_doc);
+        } catch (const std::exception&) {
+          continue;  // not simulated by validate either (it lists the reason)
+        }
+        out.push_back(std::move(p));
+      }
+    }
+    return out;
+  }();
+  return all;
 }
 
 TEST(ResourceMonotonicity, NoPublishedConfigurationSlowsWithMoreOfAResource) {
-  const std::vector<MeasuredRun> runs = shipped_runs();
-  calisim::SimulateOptions opt;
-  opt.details = false;
-  auto step_s = [&](const calisim::ModelConfig& model, const calisim::StrategyConfig& strategy, const json& sys_doc) {
-    const calisim::SystemConfig sys = calisim::parse_system(sys_doc, "improved system");
-    const calisim::DefaultEfficiencyModel eff(sys);
-    return calisim::simulate(model, strategy, sys, eff, opt).duration_time_per_iter_s;
-  };
-  int simulated = 0;
+  const std::vector<Published>& runs = published_runs();
   std::map<std::string, int> applied;
-  for (const MeasuredRun& run : runs) {
-    const auto m = calisim::cli::map_with_overrides(run, {});
-    if (!m.ok) continue;
-    const json sys_doc = calisim::cli::mapped_system_doc(m, {});
-    const calisim::ModelConfig model = calisim::parse_model(m.model, run.run_id, nullptr);
-    calisim::StrategyConfig strategy = calisim::parse_strategy(m.strategy, run.run_id);
-    double base = 0;
-    try {
-      calisim::validate_layout(model, strategy, run.run_id, run.run_id);
-      base = step_s(model, strategy, sys_doc);
-    } catch (const std::exception&) {
-      continue;  // not simulated by validate either (it lists the reason)
-    }
-    ++simulated;
+  for (const Published& p : runs) {
+    const double base = step_s(p, p.strategy, p.system_doc);
     for (const Improvement& imp : kImprovements) {
-      const auto doc = improved(sys_doc, imp);
+      const auto doc = improved(p.system_doc, imp);
       if (!doc) continue;
       ++applied[imp.name];
-      const double t = step_s(model, strategy, *doc);
-      EXPECT_LE(t, base * (1 + 1e-9)) << run.run_id << " (" << m.system << ", " << m.layout << "): " << imp.name
+      const double t = step_s(p, p.strategy, *doc);
+      EXPECT_LE(t, base * (1 + 1e-9)) << p.id << " (" << p.system << ", " << p.layout << "): " << imp.name
                                       << " takes the step from " << base << " s to " << t << " s";
     }
   }
   // The published runs cover every system file kind: each improvement met most of them.
+  const int simulated = static_cast<int>(runs.size());
   EXPECT_GT(simulated, 250);
   for (const Improvement& imp : kImprovements) {
     EXPECT_GT(applied[imp.name], simulated / 2) << imp.name << " applied to " << applied[imp.name] << " rows";
@@ -129,54 +142,36 @@ TEST(ResourceMonotonicity, NoPublishedConfigurationSlowsWithMoreOfAResource) {
 // micro-batch (more micro-batches per step: a smaller pipeline bubble, DP communication amortised)
 // never raises the time per sample.
 TEST(ResourceMonotonicity, OverlapsAndLargerBatchesNeverCostTimePerSample) {
-  const std::vector<MeasuredRun> runs = shipped_runs();
-  calisim::SimulateOptions opt;
-  opt.details = false;
+  const std::vector<Published>& runs = published_runs();
   std::map<std::string, int> applied;
-  int simulated = 0;
-  for (const MeasuredRun& run : runs) {
-    const auto m = calisim::cli::map_with_overrides(run, {});
-    if (!m.ok) continue;
-    const calisim::SystemConfig sys = calisim::parse_system(calisim::cli::mapped_system_doc(m, {}), run.run_id);
-    const calisim::DefaultEfficiencyModel eff(sys);
-    const calisim::ModelConfig model = calisim::parse_model(m.model, run.run_id, nullptr);
-    auto step_s = [&](const json& strategy_doc) {
-      calisim::StrategyConfig strategy = calisim::parse_strategy(strategy_doc, run.run_id);
-      calisim::validate_layout(model, strategy, run.run_id, run.run_id);
-      return calisim::simulate(model, strategy, sys, eff, opt).duration_time_per_iter_s;
-    };
-    double base = 0;
-    try {
-      base = step_s(m.strategy);
-    } catch (const std::exception&) {
-      continue;
-    }
-    ++simulated;
+  for (const Published& p : runs) {
+    const double base = step_s(p, p.strategy, p.system_doc);
     std::vector<std::tuple<std::string, json, double>> variants;  // name, strategy, samples relative to base
     for (const char* flag : {"overlap_grad_reduce", "overlap_param_gather", "tp_comm_overlap"}) {
-      if (m.strategy.value(flag, false)) continue;
-      json s = m.strategy;
+      if (p.strategy.value(flag, false)) continue;
+      json s = p.strategy;
       s[flag] = true;
       variants.emplace_back(std::string(flag) + " on", s, 1.0);
     }
-    if (m.strategy.contains("global_batch_size")) {
-      json s = m.strategy;
-      s["global_batch_size"] = 2 * m.strategy["global_batch_size"].get<long long>();
+    if (p.strategy.contains("global_batch_size")) {
+      json s = p.strategy;
+      s["global_batch_size"] = 2 * p.strategy["global_batch_size"].get<long long>();
       variants.emplace_back("global batch x2", s, 2.0);
     }
     for (const auto& [name, s, samples] : variants) {
       double t = 0;
       try {
-        t = step_s(s) / samples;
+        t = step_s(p, s, p.system_doc) / samples;
       } catch (const std::exception&) {
         continue;  // e.g. an overlap this layout refuses (tp 1)
       }
       ++applied[name];
-      EXPECT_LE(t, base * (1 + 1e-9)) << run.run_id << " (" << m.system << ", " << m.layout << "): " << name
+      EXPECT_LE(t, base * (1 + 1e-9)) << p.id << " (" << p.system << ", " << p.layout << "): " << name
                                       << " takes the time per step-sized batch from " << base << " s to " << t
                                       << " s";
     }
   }
+  const int simulated = static_cast<int>(runs.size());
   EXPECT_GT(simulated, 250);
   // Each variant met a sizeable share of the rows (most already run with the overlaps on).
   for (const char* name : {"overlap_grad_reduce on", "overlap_param_gather on", "tp_comm_overlap on"}) {
