@@ -569,9 +569,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
     if (s.recompute_granularity != RecomputeGranularity::selective) {
       r.fail("megatron_recompute", "requires recompute_granularity \"selective_recompute\"");
     }
-    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute) {
+    if (s.attn_recompute || s.mla_rms_recompute || s.mlp_recompute || s.mlp_rms_recompute || s.recompute_variance) {
       r.fail("megatron_recompute", "is mutually exclusive with attn_recompute / mla_rms_recompute / mlp_recompute / "
-                                   "mlp_rms_recompute");
+                                   "mlp_rms_recompute / recompute_variance (SimuMax's switches)");
     }
     if (s.megatron_recompute_modules == 0) r.fail("megatron_recompute_modules", "megatron_recompute needs modules");
   } else if (s.megatron_recompute_modules != 0) {

@@ -306,6 +306,67 @@ void prune_unneeded_tails(const std::vector<LayerOp>& layer, RecomputePlan& plan
   for (std::size_t i = 0; i < layer.size(); ++i) plan.recomputed[i] = plan.rerun[i] > 0;
 }
 
+// Megatron-Core's recompute_modules (selective granularity) on its TransformerEngine layer spec.
+// "mlp" (a dense layer's MLP) and "moe" (the MoE block) are whole-module checkpoints: the module
+// reruns and keeps its input only. A dense layer's pre-MLP norm is fused into FC1 (LayerNormLinear),
+// so "mlp" reruns it too and keeps the residual stream, its input. "layernorm", "mla_up_proj" and
+// "moe_act" are output-discarding checkpoints (tensor_parallel.CheckpointWithoutOutput): the
+// module reruns from its inputs, which it keeps, and its outputs' storage is freed once their
+// consumer has run, so what consumers saved of them (LayerOp::alias_bytes) is not kept either.
+//  - layernorm: the norms that are modules of their own, an MLA layer's input norm and a MoE
+//    layer's pre-MLP norm; the others are fused into the next linear layer (an IdentityOp norm,
+//    which Megatron's TransformerLayer does not recompute).
+//  - mla_up_proj: the q/kv up projections and RoPE, with the q/kv norms fused into the up
+//    projections (they rerun and keep their inputs, the compressed q and kv: the checkpoint's).
+//  - moe_act: the routed experts' activation, which keeps its input (FC1's output).
+RecomputePlan megatron_modules_plan(const std::vector<LayerOp>& layer, const StrategyConfig& st) {
+  const std::uint8_t mods = st.megatron_recompute_modules;
+  bool mla = false, moe = false;
+  for (const LayerOp& op : layer) {
+    mla = mla || op.unit == OpUnit::qkv_down;
+    moe = moe || op.unit == OpUnit::router;
+  }
+  auto whole_module = [&](OpUnit u) {
+    return ((mods & kRecomputeMlp) && !moe && (u == OpUnit::post_norm || u == OpUnit::mlp)) ||
+           ((mods & kRecomputeMoe) && (u == OpUnit::router || u == OpUnit::moe_dispatch || u == OpUnit::expert ||
+                                       u == OpUnit::expert_act || u == OpUnit::shared_expert));
+  };
+  auto discarded = [&](OpUnit u) {
+    return ((mods & kRecomputeLayernorm) && ((u == OpUnit::input_norm && mla) || (u == OpUnit::post_norm && moe))) ||
+           ((mods & kRecomputeMlaUpProj) && mla && u == OpUnit::qkv) ||
+           ((mods & kRecomputeMoeAct) && u == OpUnit::expert_act);
+  };
+  // The q/kv norms an MLA up projection fuses (memory ops of the down-projection unit).
+  auto fused_up_norm = [&](const LayerOp& op) {
+    return (mods & kRecomputeMlaUpProj) && mla && op.unit == OpUnit::qkv_down && op.kind == OpKind::memory;
+  };
+  const std::size_t n = layer.size();
+  RecomputePlan plan;
+  plan.recomputed.assign(n, false);
+  plan.rerun.assign(n, 0.0);
+  plan.kept_bytes.assign(n, 0.0);
+  for (std::size_t i = 0; i < n; ++i) {
+    const LayerOp& op = layer[i];
+    const bool whole = whole_module(op.unit);
+    if (whole) {
+      const bool first_of_run = i == 0 || !whole_module(layer[i - 1].unit);  // the checkpoint input
+      plan.kept_bytes[i] = first_of_run ? op.act_bytes : 0.0;
+    } else if (discarded(op.unit)) {
+      // Norms and the activation keep their inputs; the up projections, their casts and RoPE
+      // run inside the checkpoint on tensors it made, so they keep nothing.
+      plan.kept_bytes[i] = op.unit == OpUnit::qkv ? 0.0 : op.act_bytes;
+    } else {
+      plan.kept_bytes[i] = op.act_bytes;
+    }
+    plan.recomputed[i] = whole || discarded(op.unit) || fused_up_norm(op);
+    plan.rerun[i] = plan.recomputed[i] ? 1.0 : 0.0;
+    if (op.alias_bytes > 0 && discarded(op.alias_of)) {
+      plan.kept_bytes[i] = std::max(0.0, plan.kept_bytes[i] - op.alias_bytes);
+    }
+  }
+  return plan;
+}
+
 }  // namespace
 
 RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyConfig& st) {
@@ -322,19 +383,16 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
     prune_unneeded_tails(layer, plan);  // JAX's remat drops the recomputation backward does not read
     return plan;
   }
+  if (active && st.recompute_granularity == RecomputeGranularity::selective && st.megatron_recompute_modules) {
+    RecomputePlan plan = megatron_modules_plan(layer, st);
+    if (st.recompute_early_stop) prune_unneeded_tails(layer, plan);
+    return plan;
+  }
   RecomputePlan plan;
   plan.recomputed.assign(layer.size(), false);
   // recompute_variance: the last op of each recomputed run is not rerun.
   const bool skip_last_forward =
       st.recompute_variance && st.recompute_granularity != RecomputeGranularity::full_block;
-  auto megatron_module = [&](OpUnit u) {
-    const std::uint8_t mods = st.megatron_recompute_modules;
-    return ((mods & kRecomputeLayernorm) && (u == OpUnit::input_norm || u == OpUnit::post_norm)) ||
-           ((mods & kRecomputeMlaUpProj) && u == OpUnit::qkv) || ((mods & kRecomputeMoeAct) && u == OpUnit::expert_act) ||
-           ((mods & kRecomputeMlp) && u == OpUnit::mlp) ||
-           ((mods & kRecomputeMoe) && (u == OpUnit::router || u == OpUnit::moe_dispatch || u == OpUnit::expert ||
-                                       u == OpUnit::expert_act || u == OpUnit::shared_expert));
-  };
   auto in_plan = [&](OpUnit u) {
     if (!active) return false;
     switch (st.recompute_granularity) {
@@ -348,7 +406,6 @@ RecomputePlan recompute_plan(const std::vector<LayerOp>& layer, const StrategyCo
       case RecomputeGranularity::mlp_only:
         return u == OpUnit::mlp || u == OpUnit::expert || u == OpUnit::expert_act;
       case RecomputeGranularity::selective:
-        if (st.megatron_recompute_modules) return megatron_module(u);
         // SimuMax: mla_rms = input norm (+ MLA down projections); attn = up projections, RoPE,
         // core attention; mlp = MLP / grouped GEMMs; mlp_rms = MLP norm, router, shared experts.
         return ((u == OpUnit::input_norm || u == OpUnit::qkv_down) && st.mla_rms_recompute) ||

@@ -56,6 +56,14 @@ struct LayerOp {
   MemoryOpKey mem_fwd, mem_bwd;
 
   double act_bytes = 0;         // kept from forward to backward
+  // The part of act_bytes that is the output of an earlier op of the layer (of unit alias_of),
+  // saved as that tensor itself rather than a copy. Megatron's output-discarding checkpoints
+  // (tensor_parallel.CheckpointWithoutOutput: recompute_modules "layernorm", "mla_up_proj",
+  // "moe_act") free their outputs' storage once the consumer has run and recompute them before
+  // its backward, so these bytes are not kept; under FP8 Megatron makes such a consumer save its
+  // original input instead of the FP8 copy (set_save_original_input), so all of it goes.
+  OpUnit alias_of = OpUnit::other;
+  double alias_bytes = 0;
   // Without weight-gradient accumulation fusion, backward adds the wgrad GEMM's output into the
   // main gradient in a separate element-wise kernel (Megatron's main_grad.add_ hook): these
   // bytes (read the gradient, read and write the main gradient), priced as memory kind
@@ -118,7 +126,12 @@ ModelOps build_model_ops(const ModelConfig& model, const StrategyConfig& strateg
 // checkpoint input). selective_op (torchtitan's op-level policy) saves outputs instead, so it
 // gives each op the share of its forward that is rerun (part of a fused GEMM: the K third of QKV,
 // the up half of a SwiGLU FC1) and the bytes kept for it; save_qkv_proj (MaxText) reruns all but
-// the Q, K, V projections and keeps their outputs. With recompute_early_stop (and always for
+// the Q, K, V projections and keeps their outputs. Megatron's recompute modules ("layernorm",
+// "mla_up_proj", "moe_act": output-discarding checkpoints; "mlp", "moe": whole-module
+// checkpoints) follow Megatron-Core's TransformerEngine layer spec: "layernorm" reruns only the
+// norms that are modules of their own (an MLA layer's input norm, a MoE layer's pre-MLP norm; the
+// others are fused into the next linear layer), and a discarded output is not kept by the ops
+// that saved it (LayerOp::alias_bytes). With recompute_early_stop (and always for
 // save_qkv_proj, a JAX policy) a run's trailing residual add and the GEMM before it are not rerun:
 // backward reads neither output. rerun[i] and kept_bytes[i] hold the answer for every
 // granularity; the cost model reads those two.

@@ -20,10 +20,17 @@ void add_mla_attention(const Dims& d, const ModelConfig& m, const StrategyConfig
   const std::int64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank;
   const bool fp8 = d.fp8 != Fp8Recipe::none;
   ops.push_back(norm(d, m, "input_norm", OpUnit::input_norm, d.Tsp, d.h));
+  // The down projections save the input norm's output (MLA's input norm is a module of its own).
+  auto saves_norm_output = [](LayerOp& op) {
+    op.alias_of = OpUnit::input_norm;
+    op.alias_bytes = op.act_bytes;
+  };
   if (ql > 0) {
     push_gemm(d, ops, linear(d, "q_down_proj", OpUnit::qkv_down, d.Tsp, d.h, ql, fp8), "q_down_fp8_cast");
+    saves_norm_output(ops.back());
   }
   push_gemm(d, ops, linear(d, "kv_down_proj", OpUnit::qkv_down, d.Tsp, d.h, kvl + r, fp8), "kv_down_fp8_cast");
+  saves_norm_output(ops.back());
   if (ql > 0) ops.push_back(norm(d, m, "q_norm", OpUnit::qkv_down, d.Tsp, ql));
   ops.push_back(norm(d, m, "kv_norm", OpUnit::qkv_down, d.Tsp, kvl));
   if (ql > 0) {
@@ -45,6 +52,9 @@ void add_mla_attention(const Dims& d, const ModelConfig& m, const StrategyConfig
   push_cp_all_gather_reorder(d, st, a, dqk, dv, ops);
   LayerOp core = flash_attention(d, st, a, a, dqk, dv);
   core.act_bytes = static_cast<double>(d.T) * a * (2 * dqk + dv) * d.e + static_cast<double>(d.T) * a * 4.0;
+  // Q, K, V are the up projections' and RoPE's outputs; the fp32 softmax statistics its own.
+  core.alias_of = OpUnit::qkv;
+  core.alias_bytes = static_cast<double>(d.T) * a * (2 * dqk + dv) * d.e;
   core.transient_bytes = static_cast<double>(d.T) * a * (2 * dqk + dv) * d.e;
   ops.push_back(core);
   push_gemm(d, ops, row_parallel(d, "out_proj", OpUnit::out_proj, a * dv, d.h, fp8), "out_proj_fp8_cast");

@@ -68,6 +68,8 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
   // Router GEMM (replicated over TP, fp32 logits kept small) and top-k with softmax: reads the
   // E logits, writes the probabilities and indices; keeps the fp32 probabilities for backward.
   ops.push_back(linear(d, "router", OpUnit::router, d.Tsp, d.h, E, false));
+  ops.back().alias_of = OpUnit::post_norm;  // it saves the pre-MLP norm's output
+  ops.back().alias_bytes = ops.back().act_bytes;
   {
     const double logits = static_cast<double>(d.Tsp) * E * 4.0;
     ops.push_back(memory_op("router_topk", OpUnit::router, "topk_softmax_fwd", 2 * logits + R * 8, "topk_softmax_bwd",
@@ -153,6 +155,8 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
   }
   push_gemm(d, ops, grouped_linear(d, "expert_fc2", OpUnit::expert, X, local_experts, fe, d.h, fp8),
             "expert_fc2_fp8_cast");
+  ops.back().alias_of = OpUnit::expert_act;  // it saves the activation's output
+  ops.back().alias_bytes = ops.back().act_bytes;
   etp_pair("etp_reduce_scatter", CollectiveOp::reduce_scatter, CollectiveOp::all_gather);
   if (sort_chunks) {
     ops.push_back(memory_op("unsort_chunks", OpUnit::moe_dispatch, "permute_fwd", sorted_bytes, "permute_bwd",
@@ -166,7 +170,15 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
     unpermute();
   }
   if (m.moe_shared_expert_intermediate_size > 0) {
+    const std::size_t first = ops.size();
     add_dense_mlp(d, m, st, m.moe_shared_expert_intermediate_size, OpUnit::shared_expert, kSharedExpertNames, ops);
+    // The shared experts' first linear layer saves the pre-MLP norm's output too.
+    for (std::size_t i = first; i < ops.size(); ++i) {
+      if (ops[i].kind != OpKind::gemm) continue;
+      ops[i].alias_of = OpUnit::post_norm;
+      ops[i].alias_bytes = ops[i].act_bytes;
+      break;
+    }
   }
 }
 
