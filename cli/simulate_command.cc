@@ -129,16 +129,27 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   out += "\n";
 
   if (with_ops) {
-    Table ops({"op (one micro-batch)", "scope", "fwd ms", "bwd ms", "TP comm ms", "fwd TFLOP/s", "eff", "source",
-               "act MB"});
+    // With recompute, a column for what each op keeps in the recomputed layers: a checkpoint keeps
+    // its input only, and Megatron's output-discarding modules also free their consumers' copies.
+    bool rc_column = false;
+    for (const OpReport& o : r.ops) rc_column = rc_column || o.recomputed || o.act_bytes_recomputed != o.act_bytes;
+    std::vector<std::string> header{"op (one micro-batch)", "scope", "fwd ms", "bwd ms", "TP comm ms", "fwd TFLOP/s",
+                                    "eff", "source", "act MB"};
+    if (rc_column) header.push_back("kept MB (rc)");
+    Table ops(header);
     for (const OpReport& o : r.ops) {
       const double tflops = o.fwd_s > 0 && o.fwd_flops > 0 ? o.fwd_flops / o.fwd_s / 1e12 : 0;
-      ops.add_row({std::string(o.name) + (o.recomputed ? " *" : ""), o.scope, ms(o.fwd_s), ms(o.bwd_s),
-                   ms(o.fwd_comm_s + o.bwd_comm_s), tflops > 0 ? fmt::format("{:.1f}", tflops) : "-",
-                   fmt::format("{:.2f}", o.efficiency), source_text(o), fmt::format("{:.1f}", o.act_bytes / 1e6)});
+      std::vector<std::string> row{std::string(o.name) + (o.recomputed ? " *" : ""), o.scope, ms(o.fwd_s), ms(o.bwd_s),
+                                   ms(o.fwd_comm_s + o.bwd_comm_s), tflops > 0 ? fmt::format("{:.1f}", tflops) : "-",
+                                   fmt::format("{:.2f}", o.efficiency), source_text(o),
+                                   fmt::format("{:.1f}", o.act_bytes / 1e6)};
+      if (rc_column) row.push_back(fmt::format("{:.1f}", o.act_bytes_recomputed / 1e6));
+      ops.add_row(row);
     }
     out += ops.render();
-    out += "  (* = recomputed in recomputed layers; times per TP rank)\n\n";
+    out += rc_column ? "  (* = recomputed in recomputed layers; kept MB (rc) = what the op keeps there; times per TP "
+                       "rank)\n\n"
+                     : "  (* = recomputed in recomputed layers; times per TP rank)\n\n";
   }
   if (with_ops && !r.collectives.empty()) {
     Table ct({"collective", "bytes", "ranks", "per domain", "tier", "algorithm", "protocol", "time ms", "busbw GB/s",

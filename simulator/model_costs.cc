@@ -106,6 +106,7 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
       r.fwd_flops = op.fwd_flops();
       r.bwd_flops = op.bwd_flops();
       r.act_bytes = op.act_bytes;
+      r.act_bytes_recomputed = plan ? plan->kept_bytes[i] : op.act_bytes;
       r.efficiency = t.efficiency;
       r.source = std::string(to_string(t.source));
       if (t.origin != 0) r.origin = std::string(coster.efficiency_model().origin(t.origin));

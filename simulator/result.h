@@ -20,7 +20,8 @@ struct OpReport {
   double fwd_s = 0, bwd_s = 0;  // compute, one micro-batch, one instance
   double fwd_comm_s = 0, bwd_comm_s = 0;  // exposed communication (TP, CP or EP: the op's group)
   double fwd_flops = 0, bwd_flops = 0;
-  double act_bytes = 0;
+  double act_bytes = 0;        // what the op saves for its backward without recompute
+  double act_bytes_recomputed = 0;  // what it keeps in recomputed layers (recompute_plan's kept bytes)
   double efficiency = 0;       // of the forward kernel
   std::string source;          // of the forward kernel: measured | interpolated | scaled | roofline
   std::string origin;          // device(s) a scaled forward kernel was predicted from; empty otherwise

@@ -125,6 +125,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                    {"fwd_flops", o.fwd_flops},
                    {"bwd_flops", o.bwd_flops},
                    {"act_bytes", o.act_bytes},
+                   {"act_bytes_recomputed", o.act_bytes_recomputed},
                    {"efficiency", o.efficiency},
                    {"source", o.source},
                    {"origin", o.origin.empty() ? json(nullptr) : json(o.origin)},

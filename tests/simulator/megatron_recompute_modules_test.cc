@@ -7,7 +7,9 @@
 
 #include <string>
 
+#include "simulator/default_efficiency.h"
 #include "simulator/layer_ops.h"
+#include "simulator/simulate.h"
 #include "test_support.h"
 
 namespace calisim {
@@ -54,7 +56,8 @@ TEST(MegatronRecomputeModules, LayernormReachesOnlyTheMoeLayersOwnPreMlpNorm) {
   ASSERT_GT(ops.moe_layer[router].act_bytes, 0.0);
   EXPECT_DOUBLE_EQ(plan.kept_bytes[router], 0.0);  // the norm's output, discarded
   for (std::size_t i = 0; i < ops.moe_layer.size(); ++i) {
-    if (i != router) EXPECT_DOUBLE_EQ(plan.kept_bytes[i], ops.moe_layer[i].act_bytes) << ops.moe_layer[i].name;
+    if (i == router) continue;
+    EXPECT_DOUBLE_EQ(plan.kept_bytes[i], ops.moe_layer[i].act_bytes) << ops.moe_layer[i].name;
   }
   // A dense layer's norms are both fused: the module changes nothing there.
   const ModelConfig dense = shipped_model("llama3-8b");
@@ -125,6 +128,40 @@ TEST(MegatronRecomputeModules, MlpCheckpointsTheDenseMlpWithItsFusedNorm) {
   const std::size_t norm = index_of(ops.layer, "post_attn_norm");
   EXPECT_DOUBLE_EQ(plan.kept_bytes[norm], ops.layer[norm].act_bytes);
   for (const char* name : {"fc1", "activation", "fc2"}) EXPECT_DOUBLE_EQ(plan.kept_bytes[index_of(ops.layer, name)], 0.0);
+}
+
+// The per-op report says what each op keeps in the recomputed layers, and the stage's activation
+// memory is the sum of those: the router keeps nothing under "layernorm".
+TEST(MegatronRecomputeModules, PerOpReportCarriesTheKeptBytes) {
+  const ModelConfig m = shipped_model("qwen3-30b-a3b");
+  const std::string js =
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "ep_size": 8,
+          "recompute_granularity": "selective_recompute", "recompute_layer_num": 48, "megatron_recompute": true,
+          "megatron_recompute_modules": ["layernorm", "moe_act"]})";
+  const StrategyConfig st = strategy_from_json(js, m);
+  const SystemConfig sys = testing_support::shipped_system("h100-sxm");
+  DefaultEfficiencyModel eff(sys);
+  const SimulationResult res = simulate(m, st, sys, eff);
+  const OpReport* router = nullptr;
+  const OpReport* fc2 = nullptr;
+  for (const OpReport& o : res.ops) {
+    if (o.scope == "moe_layer" && o.name == "router") router = &o;
+    if (o.scope == "moe_layer" && o.name == "expert_fc2") fc2 = &o;
+  }
+  ASSERT_NE(router, nullptr);
+  ASSERT_NE(fc2, nullptr);
+  EXPECT_GT(router->act_bytes, 0.0);
+  EXPECT_DOUBLE_EQ(router->act_bytes_recomputed, 0.0);
+  EXPECT_FALSE(router->recomputed);  // nothing of it reruns; its saved input is what goes
+  EXPECT_DOUBLE_EQ(fc2->act_bytes_recomputed, 0.0);
+  // Every layer recomputes: the stage's activations shrink by exactly those copies per layer.
+  const StrategyConfig none = strategy_from_json(
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "ep_size": 8})", m);
+  const SimulationResult base = simulate(m, none, sys, eff);
+  const double freed = (router->act_bytes + fc2->act_bytes) * m.layer_num;
+  EXPECT_NEAR(base.stages[0].fwd_activation_cache_per_micro_batch_bytes -
+                  res.stages[0].fwd_activation_cache_per_micro_batch_bytes,
+              freed, 1e-6 * freed);
 }
 
 TEST(MegatronRecomputeModules, SimuMaxSwitchesAreRefusedBesideTheModules) {
