@@ -1018,6 +1018,19 @@ void validate_layout(const ModelConfig& model, StrategyConfig& s, const std::str
                      "uses MLA: use another recompute_granularity",
                      mfile));
   }
+  if (s.megatron_recompute_modules && s.recompute_granularity == RecomputeGranularity::selective) {
+    // Megatron-Core's TransformerConfig refuses these two (the modules that do nothing for a
+    // model are a warning of simulate's instead: Megatron accepts them).
+    if ((s.megatron_recompute_modules & kRecomputeMlaUpProj) && model.attention_type != AttentionType::mla) {
+      fail("megatron_recompute_modules",
+           fmt::format("\"mla_up_proj\" needs MLA attention; the model ({}) has none (Megatron refuses it too)", mfile));
+    }
+    if ((s.megatron_recompute_modules & kRecomputeMoeAct) && !s.moe_grouped_gemm) {
+      fail("megatron_recompute_modules",
+           "\"moe_act\" needs moe_grouped_gemm: true (Megatron: \"moe_act in recompute_modules is only supported with "
+           "moe_grouped_gemm\")");
+    }
+  }
   if (s.tp_comm_overlap && s.tp_size > 1 && !s.sequence_parallel) {
     fail("tp_comm_overlap", "TP communication overlap needs sequence parallelism (enable_sequence_parallel: true)");
   }

@@ -127,6 +127,27 @@ constexpr double kGB = 1e9;
 // Recompute settings that, read the SimuMax way, recompute nothing although they name a
 // granularity or a layer count: each is legal (SimuMax files carry such leftovers) but a user
 // who set one of them expects recompute, so the result says why there is none.
+// Megatron recompute modules the model has nothing for (Megatron accepts them and recomputes
+// nothing; layer_ops.h recompute_plan follows its TransformerEngine layer spec).
+void recompute_module_warnings(const ModelConfig& m, const StrategyConfig& s, std::vector<std::string>& out) {
+  if (!s.recompute_active() || s.recompute_granularity != RecomputeGranularity::selective) return;
+  const std::uint8_t mods = s.megatron_recompute_modules;
+  const bool mla = m.attention_type == AttentionType::mla;
+  const bool moe_layers = m.is_moe && m.dense_layers < m.layer_num;
+  const bool dense_layers = !m.is_moe || m.dense_layers > 0;
+  if ((mods & kRecomputeLayernorm) && !mla && !moe_layers) {
+    out.push_back("megatron_recompute_modules \"layernorm\" recomputes nothing for this model: on Megatron-Core's "
+                  "TransformerEngine layer spec its norms are fused into the next linear layer (only an MLA layer's "
+                  "input norm and a MoE layer's pre-MLP norm are modules of their own)");
+  }
+  if ((mods & (kRecomputeMoe | kRecomputeMoeAct)) && !moe_layers) {
+    out.push_back("megatron_recompute_modules \"moe\" / \"moe_act\" recompute nothing: the model has no MoE layers");
+  }
+  if ((mods & kRecomputeMlp) && !dense_layers) {
+    out.push_back("megatron_recompute_modules \"mlp\" recomputes nothing: it covers dense MLPs and every layer is MoE");
+  }
+}
+
 void recompute_warnings(const StrategyConfig& s, std::vector<std::string>& out) {
   const bool named = s.recompute_granularity != RecomputeGranularity::none;
   if (named && !s.enable_recompute) {
@@ -197,6 +218,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
     res.warnings.push_back("strategy field '" + f + "' is accepted for SimuMax compatibility but not modeled");
   }
   recompute_warnings(st, res.warnings);
+  recompute_module_warnings(model, st, res.warnings);
   if (st.cross_entropy_fusion_impl == CrossEntropyFusionImpl::native && !st.cross_entropy_loss_fusion) {
     res.warnings.push_back("cross_entropy_fusion_impl \"native\" has no effect without cross_entropy_loss_fusion "
                            "(the unfused loss runs; cross_entropy_implementation picks which)");

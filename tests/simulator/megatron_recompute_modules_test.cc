@@ -18,8 +18,9 @@ namespace {
 using testing_support::shipped_model;
 using testing_support::strategy_from_json;
 
-// ep 8 for the MoE models, 1 for the dense ones.
-std::string strategy(const std::string& modules, const std::string& extra = R"(, "ep_size": 8)") {
+// ep 8 and grouped GEMMs for the MoE models; "" for the dense ones.
+std::string strategy(const std::string& modules,
+                     const std::string& extra = R"(, "ep_size": 8, "moe_grouped_gemm": true)") {
   return R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8,
              "recompute_granularity": "selective_recompute", "recompute_layer_num": 1,
              "megatron_recompute": true, "megatron_recompute_modules": )" +
@@ -59,19 +60,44 @@ TEST(MegatronRecomputeModules, LayernormReachesOnlyTheMoeLayersOwnPreMlpNorm) {
     if (i == router) continue;
     EXPECT_DOUBLE_EQ(plan.kept_bytes[i], ops.moe_layer[i].act_bytes) << ops.moe_layer[i].name;
   }
-  // A dense layer's norms are both fused: the module changes nothing there.
+  // A dense GQA layer's norms are both fused: the module recomputes nothing there, which
+  // Megatron accepts and simulate says.
   const ModelConfig dense = shipped_model("llama3-8b");
   const StrategyConfig dst = strategy_from_json(strategy(R"(["layernorm"])", ""), dense);
   const ModelOps dops = build_model_ops(dense, dst, 8);
   const RecomputePlan dplan = recompute_plan(dops.layer, dst);
   EXPECT_EQ(rerun_ops(dops.layer, dplan), "");
   for (std::size_t i = 0; i < dops.layer.size(); ++i) EXPECT_DOUBLE_EQ(dplan.kept_bytes[i], dops.layer[i].act_bytes);
+  const SimulationResult res = testing_support::simulate_roofline(
+      dense, strategy(R"(["layernorm"])", ""), testing_support::shipped_system("h100-sxm"));
+  bool warned = false;
+  for (const std::string& w : res.warnings) warned = warned || w.find("\"layernorm\" recomputes nothing") != std::string::npos;
+  EXPECT_TRUE(warned);
+}
+
+// Megatron-Core's TransformerConfig refuses mla_up_proj without MLA and moe_act without grouped
+// GEMMs; calisim does too. Modules that merely do nothing for a model are warnings.
+TEST(MegatronRecomputeModules, WhatMegatronRefusesIsRefused) {
+  const ModelConfig gqa_moe = shipped_model("qwen3-30b-a3b");
+  const ModelConfig mla = shipped_model("deepseek-v3");
+  const std::string up = testing_support::strategy_refusal(gqa_moe, strategy(R"(["mla_up_proj"])"));
+  EXPECT_NE(up.find("needs MLA attention"), std::string::npos) << up;
+  const std::string act = testing_support::strategy_refusal(
+      gqa_moe, strategy(R"(["moe_act"])", R"(, "ep_size": 8, "moe_grouped_gemm": false)"));
+  EXPECT_NE(act.find("moe_grouped_gemm"), std::string::npos) << act;
+  EXPECT_EQ(testing_support::strategy_refusal(mla, strategy(R"(["mla_up_proj", "mlp", "layernorm", "moe_act"])")),
+            "(accepted)");
+  const SimulationResult res = testing_support::simulate_roofline(
+      gqa_moe, strategy(R"(["mlp", "moe_act"])"), testing_support::shipped_system("h100-sxm"));
+  bool warned = false;
+  for (const std::string& w : res.warnings) warned = warned || w.find("\"mlp\" recomputes nothing") != std::string::npos;
+  EXPECT_TRUE(warned);
 }
 
 TEST(MegatronRecomputeModules, MoeActFreesTheSecondExpertGemmsInputAlsoUnderFp8) {
   const ModelConfig m = shipped_model("qwen3-30b-a3b");
   for (const char* extra : {"", R"(, "fp8": true)"}) {
-    const StrategyConfig st = strategy_from_json(strategy(R"(["moe_act"])", std::string(R"(, "ep_size": 8)") + extra), m);
+    const StrategyConfig st = strategy_from_json(strategy(R"(["moe_act"])", std::string(R"(, "ep_size": 8, "moe_grouped_gemm": true)") + extra), m);
     const ModelOps ops = build_model_ops(m, st, 8);
     const RecomputePlan plan = recompute_plan(ops.moe_layer, st);
     EXPECT_EQ(rerun_ops(ops.moe_layer, plan), "expert_activation") << extra;
@@ -136,7 +162,7 @@ TEST(MegatronRecomputeModules, PerOpReportCarriesTheKeptBytes) {
   const ModelConfig m = shipped_model("qwen3-30b-a3b");
   const std::string js =
       R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "ep_size": 8,
-          "recompute_granularity": "selective_recompute", "recompute_layer_num": 48, "megatron_recompute": true,
+          "moe_grouped_gemm": true, "recompute_granularity": "selective_recompute", "recompute_layer_num": 48, "megatron_recompute": true,
           "megatron_recompute_modules": ["layernorm", "moe_act"]})";
   const StrategyConfig st = strategy_from_json(js, m);
   const SystemConfig sys = testing_support::shipped_system("h100-sxm");
@@ -156,7 +182,8 @@ TEST(MegatronRecomputeModules, PerOpReportCarriesTheKeptBytes) {
   EXPECT_DOUBLE_EQ(fc2->act_bytes_recomputed, 0.0);
   // Every layer recomputes: the stage's activations shrink by exactly those copies per layer.
   const StrategyConfig none = strategy_from_json(
-      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "ep_size": 8})", m);
+      R"({"seq_len": 4096, "micro_batch_size": 1, "micro_batch_num": 4, "world_size": 8, "ep_size": 8,
+          "moe_grouped_gemm": true})", m);
   const SimulationResult base = simulate(m, none, sys, eff);
   const double freed = (router->act_bytes + fc2->act_bytes) * m.layer_num;
   EXPECT_NEAR(base.stages[0].fwd_activation_cache_per_micro_batch_bytes -
@@ -166,7 +193,7 @@ TEST(MegatronRecomputeModules, PerOpReportCarriesTheKeptBytes) {
 
 TEST(MegatronRecomputeModules, SimuMaxSwitchesAreRefusedBesideTheModules) {
   const ModelConfig m = shipped_model("qwen3-30b-a3b");
-  EXPECT_NE(testing_support::strategy_refusal(m, strategy(R"(["moe_act"])", R"(, "ep_size": 8, "recompute_variance": true)"))
+  EXPECT_NE(testing_support::strategy_refusal(m, strategy(R"(["moe_act"])", R"(, "ep_size": 8, "moe_grouped_gemm": true, "recompute_variance": true)"))
                 .find("recompute_variance"),
             std::string::npos);
 }
