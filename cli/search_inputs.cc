@@ -91,8 +91,9 @@ void add_space_options(CLI::App* sub, SpaceArgs& a, bool batch) {
   sub->add_option("--mbs", a.mbs, "micro-batch sizes (default 1,2,4,8)")->delimiter(',')
       ->check(kPositiveWhole);
   sub->add_option("--recompute", a.recompute,
-                  "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full (default "
-                  "none,selective,full)")
+                  "recompute choices: none, selective (core attention), attn, mlp, attn+mlp, full, or "
+                  "modules:NAME[+NAME...] (Megatron's --recompute-modules: layernorm, mla_up_proj, moe_act, mlp, moe) "
+                  "(default none,selective,full)")
       ->delimiter(',');
   sub->add_option("--zero", a.zero, "ZeRO stages (default 1)")->delimiter(',');
   sub->add_option("--tp-2d-rows", a.tp_2d_rows,

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <stdexcept>
+#include <utility>
 
 #include "core/error.h"
 #include "simulator/config_loader.h"
@@ -11,14 +12,34 @@
 
 namespace calisim {
 
-const char* to_string(RecomputeChoice c) {
-  switch (c) {
-    case RecomputeChoice::none: return "none";
-    case RecomputeChoice::selective: return "selective";
-    case RecomputeChoice::attn: return "attn";
-    case RecomputeChoice::mlp: return "mlp";
-    case RecomputeChoice::attn_mlp: return "attn+mlp";
-    case RecomputeChoice::full: return "full";
+namespace {
+
+// Megatron's module names in the order its --recompute-modules help lists them.
+constexpr std::pair<const char*, std::uint8_t> kModuleNames[] = {
+    {"layernorm", kRecomputeLayernorm}, {"mla_up_proj", kRecomputeMlaUpProj}, {"moe_act", kRecomputeMoeAct},
+    {"mlp", kRecomputeMlp},             {"moe", kRecomputeMoe}};
+
+}  // namespace
+
+std::string to_string(RecomputeChoice c) {
+  using K = RecomputeChoice::Kind;
+  switch (c.kind) {
+    case K::none: return "none";
+    case K::selective: return "selective";
+    case K::attn: return "attn";
+    case K::mlp: return "mlp";
+    case K::attn_mlp: return "attn+mlp";
+    case K::full: return "full";
+    case K::modules: {
+      std::string out = "modules:";
+      bool first = true;
+      for (const auto& [name, bit] : kModuleNames) {
+        if (!(c.modules & bit)) continue;
+        out += std::string(first ? "" : "+") + name;
+        first = false;
+      }
+      return out;
+    }
   }
   return "none";
 }
@@ -30,9 +51,33 @@ RecomputeChoice parse_recompute_choice(const std::string& n) {
   if (n == "mlp") return RecomputeChoice::mlp;
   if (n == "attn+mlp" || n == "selective_recompute") return RecomputeChoice::attn_mlp;
   if (n == "full" || n == "full_block") return RecomputeChoice::full;
+  const std::string prefix = "modules:";
+  if (n.rfind(prefix, 0) == 0) {
+    RecomputeChoice c{RecomputeChoice::Kind::modules, 0};
+    std::size_t at = prefix.size();
+    while (true) {
+      const std::size_t plus = n.find('+', at);
+      const std::string name = n.substr(at, plus == std::string::npos ? std::string::npos : plus - at);
+      std::uint8_t bit = 0;
+      for (const auto& [known, b] : kModuleNames) {
+        if (name == known) bit = b;
+      }
+      if (bit == 0) {
+        throw std::invalid_argument("unknown Megatron recompute module '" + name + "' in '" + n +
+                                    "' (expected layernorm, mla_up_proj, moe_act, mlp or moe, joined by '+'; "
+                                    "core_attn alone is 'selective')");
+      }
+      if (c.modules & bit) throw std::invalid_argument("recompute module '" + name + "' named twice in '" + n + "'");
+      c.modules |= bit;
+      if (plus == std::string::npos) break;
+      at = plus + 1;
+    }
+    return c;
+  }
   throw std::invalid_argument("unknown recompute choice '" + n +
-                              "' (expected none, selective, attn, mlp, attn+mlp or full; SimuMax's no_recompute, "
-                              "selective_recompute and full_block are accepted)");
+                              "' (expected none, selective, attn, mlp, attn+mlp, full or modules:NAME[+NAME...] with "
+                              "Megatron's module names; SimuMax's no_recompute, selective_recompute and full_block are "
+                              "accepted)");
 }
 
 std::vector<RankOrder> rank_order_list(const std::string& name) {
@@ -216,16 +261,22 @@ bool make_strategy(const StrategyConfig& base, const ModelConfig& m, const Searc
   // Recompute every layer of each chunk (the largest chunk bounds the count).
   const int largest_stage = std::max({first, last, first ? (c.pp > 2 ? (L - first - last) / (c.pp - 2) : 0) : L / c.pp});
   out.recompute_layer_num = c.recompute == RecomputeChoice::none ? 0 : largest_stage / c.vpp;
-  switch (c.recompute) {
-    case RecomputeChoice::none: out.recompute_granularity = RecomputeGranularity::none; break;
-    case RecomputeChoice::selective: out.recompute_granularity = RecomputeGranularity::sdp_only; break;
-    case RecomputeChoice::full: out.recompute_granularity = RecomputeGranularity::full_block; break;
-    case RecomputeChoice::attn:
-    case RecomputeChoice::mlp:
-    case RecomputeChoice::attn_mlp:
+  out.megatron_recompute_modules = 0;
+  using K = RecomputeChoice::Kind;
+  switch (c.recompute.kind) {
+    case K::none: out.recompute_granularity = RecomputeGranularity::none; break;
+    case K::selective: out.recompute_granularity = RecomputeGranularity::sdp_only; break;
+    case K::full: out.recompute_granularity = RecomputeGranularity::full_block; break;
+    case K::attn:
+    case K::mlp:
+    case K::attn_mlp:
       out.recompute_granularity = RecomputeGranularity::selective;
       out.attn_recompute = c.recompute != RecomputeChoice::mlp;
       out.mlp_recompute = c.recompute != RecomputeChoice::attn;
+      break;
+    case K::modules:
+      out.recompute_granularity = RecomputeGranularity::selective;
+      out.megatron_recompute_modules = c.recompute.modules;
       break;
   }
   try {

@@ -19,17 +19,38 @@
 
 namespace calisim {
 
-// Recompute choices a search can try (names as on the command line).
-enum class RecomputeChoice : std::uint8_t {
-  none,       // no recompute
-  selective,  // Megatron's selective recompute: core attention (sdp_only)
-  attn,       // SimuMax selective: attn_recompute (QKV projection, RoPE, core attention)
-  mlp,        // SimuMax selective: mlp_recompute
-  attn_mlp,   // SimuMax selective: both
-  full        // full_block, every layer of each chunk
+// A recompute choice a search can try (names as on the command line): a kind, and for `modules`
+// the Megatron recompute_modules it names (kRecompute* bits, strategy_config.h).
+struct RecomputeChoice {
+  enum class Kind : std::uint8_t {
+    none,       // no recompute
+    selective,  // Megatron's selective recompute: core attention (sdp_only)
+    attn,       // SimuMax selective: attn_recompute (QKV projection, RoPE, core attention)
+    mlp,        // SimuMax selective: mlp_recompute
+    attn_mlp,   // SimuMax selective: both
+    full,       // full_block, every layer of each chunk
+    modules     // Megatron-Core's --recompute-modules (megatron_recompute_modules), every layer
+  };
+  Kind kind = Kind::none;
+  std::uint8_t modules = 0;  // Kind::modules only
+  bool operator==(const RecomputeChoice&) const = default;
+
+  static const RecomputeChoice none, selective, attn, mlp, attn_mlp, full;
 };
-const char* to_string(RecomputeChoice c);
-RecomputeChoice parse_recompute_choice(const std::string& name);  // throws std::invalid_argument
+inline constexpr RecomputeChoice RecomputeChoice::none{RecomputeChoice::Kind::none, 0};
+inline constexpr RecomputeChoice RecomputeChoice::selective{RecomputeChoice::Kind::selective, 0};
+inline constexpr RecomputeChoice RecomputeChoice::attn{RecomputeChoice::Kind::attn, 0};
+inline constexpr RecomputeChoice RecomputeChoice::mlp{RecomputeChoice::Kind::mlp, 0};
+inline constexpr RecomputeChoice RecomputeChoice::attn_mlp{RecomputeChoice::Kind::attn_mlp, 0};
+inline constexpr RecomputeChoice RecomputeChoice::full{RecomputeChoice::Kind::full, 0};
+
+// "none", "selective", "attn", "mlp", "attn+mlp", "full", or "modules:" and Megatron module names
+// joined by '+' in Megatron's order (e.g. "modules:layernorm+moe_act").
+std::string to_string(RecomputeChoice c);
+// Parses those names (and SimuMax's no_recompute, selective_recompute, full_block); a modules
+// choice lists one or more of layernorm, mla_up_proj, moe_act, mlp, moe, each once. Throws
+// std::invalid_argument naming what was expected.
+RecomputeChoice parse_recompute_choice(const std::string& name);
 
 struct SearchSpace {
   int world_size = 0;

@@ -30,7 +30,7 @@ enum class RecomputeGranularity : std::uint8_t {
 // Megatron 0.14's output-discarding recompute (`--recompute-modules`), SimuMax's
 // `megatron_recompute_modules`: one bit per module name.
 enum MegatronRecomputeModule : std::uint8_t {
-  kRecomputeLayernorm = 1,   // "layernorm": both pre-norms
+  kRecomputeLayernorm = 1,   // "layernorm": the pre-norms that are modules of their own (layer_ops.h)
   kRecomputeMlaUpProj = 2,   // "mla_up_proj": MLA q/kv up projections and RoPE
   kRecomputeMoeAct = 4,      // "moe_act": the routed experts' activation
   kRecomputeMlp = 8,         // "mlp": a dense layer's MLP

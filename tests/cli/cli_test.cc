@@ -260,6 +260,22 @@ TEST(CliSearch, ExpertTensorParallelSizesAreSearchedAndMerged) {
   EXPECT_NE(bad.out.find("--etp"), std::string::npos) << bad.out;
 }
 
+// --recompute takes Megatron's recompute modules (modules:NAME+NAME): shown in the table, in the
+// JSON and through --out / search merge; an unknown module is a command-line error naming it.
+TEST(CliSearch, MegatronRecomputeModulesAreSearchedAndMerged) {
+  const std::string moe =
+      "search --model qwen3-30b-a3b --system h200 --world-size 8 --global-batch-size 64 --seq-len 4096 "
+      "--tp 1 --pp 1 --vpp 1 --ep 8 --mbs 1,2 --recompute none,modules:moe_act+layernorm "
+      "--set strategy.moe_grouped_gemm=true --top 5";
+  const auto top = expect_merge_keeps(moe, "5", "recompute", "calisim_modules.csv");
+  ASSERT_FALSE(top.empty());
+  EXPECT_EQ(top[0]["recompute"], "modules:layernorm+moe_act");
+  EXPECT_NE(run_calisim(moe).out.find("modules:layernorm+moe_act"), std::string::npos);
+  const CmdResult bad = run_calisim(moe + " --recompute modules:layernorm+attn");
+  EXPECT_EQ(bad.code, 2) << bad.out;
+  EXPECT_NE(bad.out.find("unknown Megatron recompute module 'attn'"), std::string::npos) << bad.out;
+}
+
 // --cp-comm-type tries several CP communication types: JSON, layout text and merge carry them.
 TEST(CliSearch, CpCommunicationTypesAreSearchedAndMerged) {
   const std::string cp =

@@ -130,6 +130,61 @@ TEST(Search, ShardsCoverTheSpaceExactlyOnceAndMergeToTheSameTop) {
   }
 }
 
+// Megatron's recompute modules as search choices: the name round-trips (in Megatron's order),
+// bad names are refused, a candidate carries the modules into its strategy, and on a MoE model
+// the modules save memory against the twin without recompute, so they are not dominated.
+TEST(Search, MegatronRecomputeModulesAreChoices) {
+  EXPECT_EQ(to_string(parse_recompute_choice("modules:moe_act+layernorm")), "modules:layernorm+moe_act");
+  EXPECT_EQ(parse_recompute_choice(to_string(parse_recompute_choice("modules:mla_up_proj+mlp"))),
+            parse_recompute_choice("modules:mlp+mla_up_proj"));
+  EXPECT_THROW(parse_recompute_choice("modules:core_attn"), std::invalid_argument);
+  EXPECT_THROW(parse_recompute_choice("modules:moe+moe"), std::invalid_argument);
+  EXPECT_THROW(parse_recompute_choice("modules:"), std::invalid_argument);
+
+  Fixture f;
+  f.model = testing_support::shipped_model("qwen3-30b-a3b");
+  f.system = testing_support::shipped_system("h200");  // at mbs 2 only the recompute fits
+  f.base = parse_strategy(nlohmann::json::parse(R"({"seq_len": 4096, "global_batch_size": 64,
+                                                      "moe_grouped_gemm": true})"),
+                          "base");
+  f.space.world_size = 8;
+  f.space.global_batch_size = 64;
+  f.space.tp = {1};
+  f.space.pp = {1};
+  f.space.vpp = {1};
+  f.space.ep = {8};
+  f.space.mbs = {1, 2};
+  f.space.zero = {1};
+  f.space.recompute = {RecomputeChoice::none, parse_recompute_choice("modules:layernorm+moe_act")};
+  DefaultEfficiencyModel eff(f.system);
+  SearchOptions o;
+  o.keep_all = true;
+  o.top_k = 100;
+  const SearchResult r = run_search(f.model, f.base, f.system, eff, f.space, o);
+  EXPECT_EQ(r.dominated, 0u);
+  int modules = 0;
+  for (const auto& c : r.feasible) {
+    if (c.candidate.recompute.kind != RecomputeChoice::Kind::modules) continue;
+    ++modules;
+    StrategyConfig st;
+    ASSERT_TRUE(make_strategy(f.base, f.model, f.space, c.candidate, st, nullptr));
+    EXPECT_EQ(st.megatron_recompute_modules, kRecomputeLayernorm | kRecomputeMoeAct);
+    EXPECT_EQ(st.recompute_granularity, RecomputeGranularity::selective);
+    for (const auto& twin : r.feasible) {
+      if (twin.candidate.recompute == RecomputeChoice::none && twin.candidate.mbs == c.candidate.mbs) {
+        EXPECT_LT(c.max_peak_gb, twin.max_peak_gb);
+        EXPECT_GT(c.step_time_s, twin.step_time_s);
+      }
+    }
+  }
+  EXPECT_EQ(modules, 2);
+  EXPECT_EQ(r.feasible.front().candidate.recompute.kind, RecomputeChoice::Kind::modules);  // mbs 2 wins
+  // A module the base strategy cannot run is an illegal candidate with Megatron's reason.
+  f.base.moe_grouped_gemm = false;
+  const SearchResult bad = run_search(f.model, f.base, f.system, eff, f.space, o);
+  EXPECT_EQ(bad.illegal, 2u);
+}
+
 // Selective recompute (the core attention) under the default fused attention keeps the same
 // tensors as no recompute: every such candidate is slower for nothing, and the search drops it
 // as dominated — also when the twin without recompute lies in another shard — while full
