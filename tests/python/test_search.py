@@ -119,3 +119,18 @@ def test_accuracy_equals_cli():
     assert py.accuracy["simulated_step_s"] == py.top[0]["step_time_s"]
     assert "accuracy" not in calisim.search("llama3-8b", "h100-sxm", 8, 32, seq_len=4096, tp=[1, 2], pp=[1], vpp=[1],
                                             mbs=[1], recompute=["none"], top=1).to_dict()
+
+
+def test_megatron_recompute_modules_equal_cli():
+    args = dict(world_size=8, global_batch_size=64, seq_len=4096, tp=[1], pp=[1], vpp=[1], ep=[8], mbs=[1, 2],
+                recompute=["none", "modules:moe_act+layernorm"], overrides=["strategy.moe_grouped_gemm=true"],
+                top=5)
+    py = calisim.search("qwen3-30b-a3b", "h200", **args)
+    cli = cli_json("search", "--model", "qwen3-30b-a3b", "--system", "h200", "--world-size", "8",
+                   "--global-batch-size", "64", "--seq-len", "4096", "--tp", "1", "--pp", "1", "--vpp", "1",
+                   "--ep", "8", "--mbs", "1,2", "--recompute", "none,modules:moe_act+layernorm",
+                   "--set", "strategy.moe_grouped_gemm=true", "--top", "5", "--json")
+    assert py.to_dict()["top"] == cli["top"]
+    assert py.top[0].to_dict()["recompute"] == "modules:layernorm+moe_act"
+    with pytest.raises(calisim.ConfigError, match="unknown Megatron recompute module 'core_attn'"):
+        calisim.search("qwen3-30b-a3b", "h200", **dict(args, recompute=["modules:core_attn"]))
