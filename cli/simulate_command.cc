@@ -271,8 +271,9 @@ void run(const SimulateArgs& a) {
     try {
       measured = MeasuredBeside{calibration::score_run(row->run, row->mapped, r), row->system_replaced,
                                 !a.overrides.empty()};
-    } catch (const std::invalid_argument&) {
-      // A row without a usable measurement: the simulation stands alone.
+    } catch (const std::invalid_argument& e) {
+      // A row without a usable measurement: the simulation stands alone, and says why.
+      r.warnings.push_back(row->run.run_id + " is not compared with a measurement: " + e.what());
     }
   }
   std::optional<AccuracyReport> acc;

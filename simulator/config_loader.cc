@@ -553,12 +553,9 @@ StrategyConfig parse_strategy(const nlohmann::json& doc, const std::string& file
   if (const nlohmann::json* mods = r.opt_array("megatron_recompute_modules")) {
     for (const auto& mod : *mods) {
       const std::string name = mod.is_string() ? mod.get<std::string>() : describe_json(mod);
-      if (name == "layernorm") s.megatron_recompute_modules |= kRecomputeLayernorm;
-      else if (name == "mla_up_proj") s.megatron_recompute_modules |= kRecomputeMlaUpProj;
-      else if (name == "moe_act") s.megatron_recompute_modules |= kRecomputeMoeAct;
-      else if (name == "mlp") s.megatron_recompute_modules |= kRecomputeMlp;
-      else if (name == "moe") s.megatron_recompute_modules |= kRecomputeMoe;
-      else {
+      if (const std::uint8_t bit = megatron_recompute_module_bit(name)) {
+        s.megatron_recompute_modules |= bit;
+      } else {
         r.fail("megatron_recompute_modules", "expected module names among \"layernorm\", \"mla_up_proj\", "
                                              "\"moe_act\", \"mlp\", \"moe\" (\"core_attn\" is not supported), got " +
                                                  name);

@@ -79,8 +79,11 @@ struct ModelConfig {
   // a 2h→h projection, one transformer layer of the model's kind, a norm and the shared LM head
   // with its own cross-entropy. 0 = off.
   std::int64_t mtp_num_layers = 0;
+  // Whether some layers are MoE layers (those past dense_layers) and some dense ones.
+  bool has_moe_layers() const { return is_moe && dense_layers < layer_num; }
+  bool has_dense_layers() const { return !is_moe || dense_layers > 0; }
   // The MTP transformer layer is a MoE layer when the model's layers past dense_layers are MoE.
-  bool mtp_layer_is_moe() const { return is_moe && dense_layers < layer_num; }
+  bool mtp_layer_is_moe() const { return has_moe_layers(); }
 
   // Vocabulary after Megatron's padding to a multiple of make_vocab_size_divisible_by * tp.
   std::int64_t padded_vocab(int tp) const {

@@ -4,22 +4,12 @@
 
 #include <algorithm>
 #include <stdexcept>
-#include <utility>
 
 #include "core/error.h"
 #include "simulator/config_loader.h"
 #include "simulator/rank_placement.h"
 
 namespace calisim {
-
-namespace {
-
-// Megatron's module names in the order its --recompute-modules help lists them.
-constexpr std::pair<const char*, std::uint8_t> kModuleNames[] = {
-    {"layernorm", kRecomputeLayernorm}, {"mla_up_proj", kRecomputeMlaUpProj}, {"moe_act", kRecomputeMoeAct},
-    {"mlp", kRecomputeMlp},             {"moe", kRecomputeMoe}};
-
-}  // namespace
 
 std::string to_string(RecomputeChoice c) {
   using K = RecomputeChoice::Kind;
@@ -30,16 +20,7 @@ std::string to_string(RecomputeChoice c) {
     case K::mlp: return "mlp";
     case K::attn_mlp: return "attn+mlp";
     case K::full: return "full";
-    case K::modules: {
-      std::string out = "modules:";
-      bool first = true;
-      for (const auto& [name, bit] : kModuleNames) {
-        if (!(c.modules & bit)) continue;
-        out += std::string(first ? "" : "+") + name;
-        first = false;
-      }
-      return out;
-    }
+    case K::modules: return "modules:" + megatron_recompute_module_names(c.modules, "+");
   }
   return "none";
 }
@@ -58,10 +39,7 @@ RecomputeChoice parse_recompute_choice(const std::string& n) {
     while (true) {
       const std::size_t plus = n.find('+', at);
       const std::string name = n.substr(at, plus == std::string::npos ? std::string::npos : plus - at);
-      std::uint8_t bit = 0;
-      for (const auto& [known, b] : kModuleNames) {
-        if (name == known) bit = b;
-      }
+      const std::uint8_t bit = megatron_recompute_module_bit(name);
       if (bit == 0) {
         throw std::invalid_argument("unknown Megatron recompute module '" + name + "' in '" + n +
                                     "' (expected layernorm, mla_up_proj, moe_act, mlp or moe, joined by '+'; "

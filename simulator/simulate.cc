@@ -43,18 +43,7 @@ std::string recompute_granularity_description(const StrategyConfig& s) {
       add(s.mlp_rms_recompute, "mlp_norm");
       add(s.mlp_recompute, "mlp");
       // Megatron's --recompute-modules (output-discarding recompute), by their Megatron names.
-      const std::uint8_t mods = s.megatron_recompute_modules;
-      std::string megatron;
-      auto add_module = [&](std::uint8_t bit, const char* n) {
-        if (!(mods & bit)) return;
-        if (!megatron.empty()) megatron += ", ";
-        megatron += n;
-      };
-      add_module(kRecomputeLayernorm, "layernorm");
-      add_module(kRecomputeMlaUpProj, "mla_up_proj");
-      add_module(kRecomputeMoeAct, "moe_act");
-      add_module(kRecomputeMlp, "mlp");
-      add_module(kRecomputeMoe, "moe");
+      const std::string megatron = megatron_recompute_module_names(s.megatron_recompute_modules, ", ");
       if (!megatron.empty()) {
         if (!parts.empty()) parts += '+';
         parts += "recompute_modules " + megatron;
@@ -133,8 +122,7 @@ void recompute_module_warnings(const ModelConfig& m, const StrategyConfig& s, st
   if (!s.recompute_active() || s.recompute_granularity != RecomputeGranularity::selective) return;
   const std::uint8_t mods = s.megatron_recompute_modules;
   const bool mla = m.attention_type == AttentionType::mla;
-  const bool moe_layers = m.is_moe && m.dense_layers < m.layer_num;
-  const bool dense_layers = !m.is_moe || m.dense_layers > 0;
+  const bool moe_layers = m.has_moe_layers();
   if ((mods & kRecomputeLayernorm) && !mla && !moe_layers) {
     out.push_back("megatron_recompute_modules \"layernorm\" recomputes nothing for this model: on Megatron-Core's "
                   "TransformerEngine layer spec its norms are fused into the next linear layer (only an MLA layer's "
@@ -143,7 +131,7 @@ void recompute_module_warnings(const ModelConfig& m, const StrategyConfig& s, st
   if ((mods & (kRecomputeMoe | kRecomputeMoeAct)) && !moe_layers) {
     out.push_back("megatron_recompute_modules \"moe\" / \"moe_act\" recompute nothing: the model has no MoE layers");
   }
-  if ((mods & kRecomputeMlp) && !dense_layers) {
+  if ((mods & kRecomputeMlp) && !m.has_dense_layers()) {
     out.push_back("megatron_recompute_modules \"mlp\" recomputes nothing: it covers dense MLPs and every layer is MoE");
   }
 }

@@ -36,6 +36,31 @@ enum MegatronRecomputeModule : std::uint8_t {
   kRecomputeMlp = 8,         // "mlp": a dense layer's MLP
   kRecomputeMoe = 16,        // "moe": the whole MoE block (router, dispatch, experts, shared experts)
 };
+// Megatron's module names and their bits, in the order its --recompute-modules help lists them.
+struct MegatronRecomputeModuleName {
+  const char* name;
+  std::uint8_t bit;
+};
+inline constexpr MegatronRecomputeModuleName kMegatronRecomputeModules[] = {
+    {"layernorm", kRecomputeLayernorm}, {"mla_up_proj", kRecomputeMlaUpProj}, {"moe_act", kRecomputeMoeAct},
+    {"mlp", kRecomputeMlp},             {"moe", kRecomputeMoe}};
+// The bit of a module name; 0 when it names none.
+inline std::uint8_t megatron_recompute_module_bit(const std::string& name) {
+  for (const auto& m : kMegatronRecomputeModules) {
+    if (name == m.name) return m.bit;
+  }
+  return 0;
+}
+// The modules of `mask` by their Megatron names, in that order, joined by `separator`.
+inline std::string megatron_recompute_module_names(std::uint8_t mask, const char* separator) {
+  std::string out;
+  for (const auto& m : kMegatronRecomputeModules) {
+    if (!(mask & m.bit)) continue;
+    if (!out.empty()) out += separator;
+    out += m.name;
+  }
+  return out;
+}
 
 // Context-parallel attention (Megatron `--cp-comm-type`): p2p = ring attention exchanging KV
 // blocks overlapped with the attention compute; a2a = Ulysses, all-to-all of Q/K/V and output;

@@ -775,4 +775,44 @@ TEST(SimulateRun, APublishedRowSimulatesAsValidateScoresIt) {
   refused("simulate --model llama3-8b --strategy llama3-8b-8gpu", "--system: required");
 }
 
+// A row that publishes no step time, tokens/s or TFLOP/s simulates on its own and says why there
+// is no comparison (it used to print nothing about it).
+TEST(SimulateRun, ARowWithoutAMeasurementSaysSo) {
+  std::ifstream in(kPublicRuns);
+  std::string header, line, r0001;
+  std::getline(in, header);
+  while (std::getline(in, line)) {
+    if (line.rfind("R0001,", 0) == 0) r0001 = line;
+  }
+  ASSERT_FALSE(r0001.empty());
+  // R0001 publishes tflops_per_gpu (and mfu_pct); blank every measured column by its position.
+  std::vector<std::string> names, cells;
+  for (std::string::size_type a = 0, b; a <= header.size(); a = b + 1) {
+    b = header.find(',', a);
+    if (b == std::string::npos) b = header.size();
+    names.push_back(header.substr(a, b - a));
+  }
+  std::stringstream row(r0001);
+  std::string cell;
+  while (std::getline(row, cell, ',')) cells.push_back(cell);
+  ASSERT_GE(cells.size(), names.size() - 1) << "R0001 has no quoted commas before its last column";
+  for (std::size_t i = 0; i < names.size() && i < cells.size(); ++i) {
+    if (names[i] == "step_time_s" || names[i] == "tokens_per_sec_per_gpu" || names[i] == "tflops_per_gpu" ||
+        names[i] == "mfu_pct" || names[i] == "hfu_pct" || names[i] == "tokens_per_sec_total" ||
+        names[i] == "derived_tokens_per_sec_per_gpu") {
+      cells[i].clear();
+    }
+  }
+  std::string blanked;
+  for (std::size_t i = 0; i < cells.size(); ++i) blanked += (i ? "," : "") + cells[i];
+  const std::string file = ::testing::TempDir() + "simulate_run_unmeasured.csv";
+  std::ofstream(file) << header << "\n" << blanked << "\n";
+  const Out r = calisim("simulate --run " + file + ":R0001 --no-ops");
+  ASSERT_EQ(r.code, 0) << r.text;
+  EXPECT_NE(r.text.find("R0001 is not compared with a measurement: no step time, tokens/s/GPU or TFLOP/s/GPU"),
+            std::string::npos)
+      << r.text;
+  EXPECT_EQ(r.text.find("measured (R0001"), std::string::npos) << r.text;
+}
+
 }  // namespace
