@@ -974,7 +974,9 @@ MappedRun map_run(const MeasuredRun& r, const ModelLoader& load_model) {
   }
 
   // ---- Attention implementation (efficiency.attention_implementations; docs/validation.md).
-  // llm-foundry's MPT benchmarks install flash-attn 2 (`.[gpu-flash2]`, attn_impl flash, ALiBi)
+  // llm-foundry's MPT benchmark script (at the README's commit) installs flash-attn 2 (`.[gpu-flash2]`,
+  // attn_impl flash); the tables may predate it (docs/validation.md "llm-foundry's attention kernel":
+  // an older kernel fits their sequence trend, but not the other sources' level, so flash2 stays)
   // and torchtitan (Dec 2024) calls PyTorch SDPA, whose flash backend is FlashAttention-2 (cuDNN
   // SDPA is opt-in since pytorch/pytorch#138522; torchtitan #1196 picks cuDNN on B200 only).
   // Megatron/NeMo run Transformer Engine's fused (cuDNN) attention: the system default.

@@ -120,6 +120,38 @@ TEST(AttentionShape, SystemFilePicksAnImplementationEntry) {
   EXPECT_THROW(parse_system(doc, "h100-sxm.json"), InputError);  // misspelt field is not ignored
 }
 
+// The older flash kernels the shipped Ampere and Hopper files carry (published figures, in each
+// file's description): FlashAttention-1 below FlashAttention-2 everywhere, and on Ampere the 2022
+// FlashAttention Triton kernel between the two (FlashAttention-2 figures: A100 d128 4k-8k
+// FlashAttention-1 81, FA-Triton 94, FlashAttention-2 non-causal 198.5 TFLOP/s). Each entry is
+// selectable and replaces the default attention efficiency.
+TEST(AttentionShape, ShippedFilesOrderTheFlashGenerations) {
+  for (const std::string name : {"h100-sxm", "h200", "h100-pcie", "a100-sxm-80g", "a100-pcie-80g"}) {
+    SCOPED_TRACE(name);
+    nlohmann::json doc = read_json_file(std::string(CALISIM_CONFIG_DIR) + "/systems/" + name + ".json");
+    const auto& impls = doc["efficiency"]["attention_implementations"];
+    ASSERT_TRUE(impls.contains("flash1") && impls.contains("flash2"));
+    const double default_eff = parse_system(doc, name + ".json").attention_efficiency;
+    doc["efficiency"]["attention_implementation"] = "flash1";
+    const double fa1 = parse_system(doc, name + ".json").attention_efficiency;
+    doc["efficiency"]["attention_implementation"] = "flash2";
+    const double fa2 = parse_system(doc, name + ".json").attention_efficiency;
+    EXPECT_LT(fa1, fa2);
+    EXPECT_LE(fa2, default_eff);
+    // Hopper: FlashAttention-1 reaches under half of FlashAttention-2 (no Hopper instructions).
+    if (name.rfind("h", 0) == 0) {
+      EXPECT_LT(fa1, 0.5 * fa2);
+    }
+    if (name.rfind("a100", 0) == 0) {
+      ASSERT_TRUE(impls.contains("flash_triton"));
+      doc["efficiency"]["attention_implementation"] = "flash_triton";
+      const double triton = parse_system(doc, name + ".json").attention_efficiency;
+      EXPECT_GT(triton, fa1);
+      EXPECT_LT(triton, fa2);
+    }
+  }
+}
+
 // A measured efficiency (any non-roofline source) is used as is: the shape model is only the
 // fallback, so a database row still wins.
 class FixedAttention final : public EfficiencyModel {
