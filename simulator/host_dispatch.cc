@@ -16,11 +16,15 @@ double issue_s(const LayerOp& op, const HostDispatchSettings& s, int count) {
   if (count <= 0) return 0;
   double one = s.op_dispatch_s;
   if (per_expert(op) && s.local_experts > 1) {
+    const bool expert_gemm = op.unit == OpUnit::expert && op.kind == OpKind::gemm;
     if (!s.grouped_gemm) {
-      one = s.local_experts * s.op_dispatch_s;
+      // SequentialMLP: a Python op per expert; its GEMMs submit the same library call each.
+      one = s.local_experts * (s.op_dispatch_s + (expert_gemm ? s.expert_gemm_s : 0.0));
     } else if (op.unit == OpUnit::expert) {
-      // TE GroupedLinear / split quantize: one Python op, one C++ launch per local expert.
-      one = s.op_dispatch_s + s.local_experts * s.kernel_launch_s;
+      // TE GroupedLinear: one Python op, one library GEMM submission per local expert; its FP8
+      // multi-quantize: one Python op, and per local expert the output tensors' allocations
+      // (two torch.empty per expert, TransformerEngine issue #1499), priced as one op.
+      one = s.op_dispatch_s + s.local_experts * (expert_gemm ? s.expert_gemm_s : s.op_dispatch_s);
     }
   }
   return count * one;
@@ -32,7 +36,7 @@ HostDispatchSettings host_dispatch_settings(const SystemConfig& sys, const Strat
                                             const ModelConfig& model) {
   HostDispatchSettings s;
   s.op_dispatch_s = sys.host_op_dispatch_us * 1e-6;
-  s.kernel_launch_s = sys.host_grouped_gemm_expert_us * 1e-6;
+  s.expert_gemm_s = sys.host_grouped_gemm_expert_us * 1e-6;
   s.sync_s = sys.host_sync_us * 1e-6;
   s.grouped_gemm = st.moe_grouped_gemm;
   s.cuda_graph = st.cuda_graph_scope;

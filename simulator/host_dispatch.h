@@ -4,9 +4,11 @@
 // Model. Every op of the block's op list is issued by the host: a PyTorch eager op (Python,
 // dispatcher, autograd bookkeeping, one launch) costs the system's host.op_dispatch_us; a grouped
 // expert GEMM costs one op plus host.grouped_gemm_expert_us (absent: efficiency.kernel_launch_us,
-// one C++ launch) per local expert with
-// TransformerEngine's grouped GEMM (moe_grouped_gemm), or one op per local expert without it
-// (Megatron's SequentialMLP loops in Python); backward issues the dgrad and the wgrad; each
+// one C++ launch) per local expert with TransformerEngine's grouped GEMM (moe_grouped_gemm: one
+// library GEMM submission per expert), and its FP8 multi-quantize one op plus one op per expert
+// (the per-expert output allocations); without grouped GEMM (Megatron's SequentialMLP loops in Python) every per-expert op is
+// one op per local expert, and each expert GEMM also pays the same library submission, so
+// sequential experts never issue faster than grouped ones; backward issues the dgrad and the wgrad; each
 // collective of a group with more than one rank is one more op (an NCCL launch). Ops inside a
 // CUDA-graph scope cost nothing each; each captured run costs one graph launch (one op dispatch).
 // The GPU runs behind the host on one stream: op i starts when both the GPU is free and the host
@@ -35,8 +37,8 @@ namespace calisim {
 
 struct HostDispatchSettings {
   double op_dispatch_s = 0;      // host time of one framework op (system host.op_dispatch_us)
-  double kernel_launch_s = 0;    // per local expert of a grouped GEMM (host.grouped_gemm_expert_us, else
-                                 // efficiency.kernel_launch_us)
+  double expert_gemm_s = 0;      // per local expert of an expert GEMM: the library submission
+                                 // (host.grouped_gemm_expert_us, else efficiency.kernel_launch_us)
   double sync_s = 0;             // one device-to-host copy and wait (system host.sync_us)
   bool grouped_gemm = false;     // strategy moe_grouped_gemm
   std::uint8_t cuda_graph = 0;   // strategy cuda_graph_scope bits (CudaGraphScope)

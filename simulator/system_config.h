@@ -86,9 +86,9 @@ struct SystemConfig {
   // dispatch + launch) and one device-to-host synchronisation. Both 0 = the host side is not modeled.
   double host_op_dispatch_us = 0;
   double host_sync_us = 0;
-  // Host time per local expert of one grouped expert GEMM (TransformerEngine's GroupedLinear
-  // issues one cuBLASLt GEMM per expert, across streams). The loader sets it to kernel_launch_us
-  // when the file gives none.
+  // Host time per local expert of one expert GEMM: the library submission (TransformerEngine's
+  // GroupedLinear issues one cuBLASLt GEMM per expert, across streams; SequentialMLP one per
+  // expert too). The loader sets it to kernel_launch_us when the file gives none.
   double host_grouped_gemm_expert_us = 0;
 
   // Per-GPU step-time coefficient of variation; the step waits for the slowest of N GPUs:

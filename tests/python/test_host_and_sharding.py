@@ -7,8 +7,10 @@ def test_system_view_has_the_host_dispatch_figures():
     gb300 = calisim.SystemConfig.init_from_config_file("gb300-nvl72")
     assert gb300.host_op_dispatch_us == 27.5  # Grace, as gb200-nvl72
     assert gb300.host_sync_us == 10
-    # No file gives a grouped GEMM's per-expert host cost: it is the launch gap.
-    assert gb300.host_grouped_gemm_expert_us == gb300.kernel_launch_us == 2
+    # The per-expert GEMM submission: x86 20 us, Grace the same times 2.75 (the op dispatch ratio).
+    assert gb300.host_grouped_gemm_expert_us == 55
+    assert calisim.SystemConfig.init_from_config_file("b200").host_grouped_gemm_expert_us == 20
+    assert gb300.kernel_launch_us == 2  # the GPU-side launch gap is a separate figure
     edited = gb300.copy()
     edited.host.grouped_gemm_expert_us = 30
     assert edited.host_grouped_gemm_expert_us == 30

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -35,7 +36,7 @@ LayerOp mem_op(const char* name, OpUnit unit) {
 HostDispatchSettings settings_us(double op_us, double launch_us, double sync_us) {
   HostDispatchSettings s;
   s.op_dispatch_s = op_us * 1e-6;
-  s.kernel_launch_s = launch_us * 1e-6;
+  s.expert_gemm_s = launch_us * 1e-6;
   s.sync_s = sync_us * 1e-6;
   return s;
 }
@@ -69,22 +70,30 @@ TEST(HostDispatch, SyncStartsTheGpuIdleBehindTheHost) {
   EXPECT_EQ(g.exposed_bwd_s, 0.0);
 }
 
-TEST(HostDispatch, GroupedGemmIssuesOneOpAndOneLaunchPerExpert) {
+TEST(HostDispatch, GroupedGemmIssuesOneOpAndOneSubmissionPerExpert) {
   LayerOp fc1;
   fc1.name = "expert_fc1";
   fc1.kind = OpKind::gemm;
   fc1.unit = OpUnit::expert;
   fc1.has_wgrad = true;
+  LayerOp cast = mem_op("expert_fc1_fp8_cast", OpUnit::expert);
   HostDispatchSettings s = settings_us(10, 2, 0);
+  s.expert_gemm_s = 20e-6;  // the library submission of one expert GEMM
   s.local_experts = 4;
   s.grouped_gemm = true;
   HostOpCost c = host_op_cost(fc1, s);
-  EXPECT_NEAR(c.fwd_s, (10 + 4 * 2) * 1e-6, 1e-12);
-  EXPECT_NEAR(c.bwd_s, 2 * (10 + 4 * 2) * 1e-6, 1e-12);  // dgrad and wgrad
-  s.grouped_gemm = false;                                 // SequentialMLP: one Python op per expert
+  EXPECT_NEAR(c.fwd_s, (10 + 4 * 20) * 1e-6, 1e-12);
+  EXPECT_NEAR(c.bwd_s, 2 * (10 + 4 * 20) * 1e-6, 1e-12);  // dgrad and wgrad
+  HostOpCost q = host_op_cost(cast, s);  // multi-quantize: per expert, two allocations (~one op)
+  EXPECT_NEAR(q.fwd_s, (10 + 4 * 10) * 1e-6, 1e-12);
+  const HostOpCost grouped = c;
+  s.grouped_gemm = false;  // SequentialMLP: one Python op per expert, each GEMM submitted as well
   c = host_op_cost(fc1, s);
-  EXPECT_NEAR(c.fwd_s, 4 * 10e-6, 1e-12);
-  EXPECT_NEAR(c.bwd_s, 8 * 10e-6, 1e-12);
+  EXPECT_NEAR(c.fwd_s, 4 * (10 + 20) * 1e-6, 1e-12);
+  EXPECT_NEAR(c.bwd_s, 8 * (10 + 20) * 1e-6, 1e-12);
+  EXPECT_GE(c.fwd_s, grouped.fwd_s);  // a Python loop never issues faster than the C++ one
+  q = host_op_cost(cast, s);
+  EXPECT_NEAR(q.fwd_s, 4 * 10e-6, 1e-12);
 }
 
 TEST(HostDispatch, GraphScopeChargesOneLaunchPerCapturedRun) {
@@ -112,6 +121,24 @@ TEST(HostDispatchConfig, GraceHostsCarryTheMeasuredRatio) {
   EXPECT_NEAR(testing_support::shipped_system("gb200-nvl72").host_op_dispatch_us, x86 * 37.08 / 13.48, 0.01);
 }
 
+// The per-expert GEMM submission: TransformerEngine PR #3134's 33 us per expert on an SM100 GPU of
+// unstated host, centred between the hosts by sqrt(2.75); Grace keeps op dispatch's ratio to x86.
+TEST(HostDispatchConfig, ExpertGemmSubmissionIsCentredBetweenTheHosts) {
+  const double published_us = 33.0, ratio = 2.75;
+  const double x86 = testing_support::shipped_system("b200").host_grouped_gemm_expert_us;
+  EXPECT_NEAR(x86, published_us / std::sqrt(ratio), 0.5);
+  for (const char* name : {"a100-sxm-80g", "a100-pcie-80g", "h100-sxm", "h100-pcie", "h200", "b300", "mi300x"}) {
+    EXPECT_DOUBLE_EQ(testing_support::shipped_system(name).host_grouped_gemm_expert_us, x86) << name;
+  }
+  for (const char* name : {"gb200-nvl72", "gb300-nvl72"}) {
+    const SystemConfig grace = testing_support::shipped_system(name);
+    EXPECT_NEAR(grace.host_grouped_gemm_expert_us, published_us * std::sqrt(ratio), 0.5) << name;
+    EXPECT_NEAR(grace.host_grouped_gemm_expert_us / x86,
+                grace.host_op_dispatch_us / testing_support::shipped_system("b200").host_op_dispatch_us, 1e-9)
+        << name;
+  }
+}
+
 TEST(HostDispatchConfig, LoaderChecksFieldsWithTheirPath) {
   nlohmann::json sys = nlohmann::json::parse(R"({"name": "x", "device": {"name": "d", "peak_tflops": {"bf16": 1000},
       "memory_gb": 80, "hbm_gb_s": 3000}, "efficiency": {}, "network": {"scale_up": {"domain_size": 8, "gpu_gb_s": 450,
@@ -133,10 +160,10 @@ TEST(HostDispatchConfig, LoaderChecksFieldsWithTheirPath) {
   const StrategyConfig grouped = strategy_from_json(
       R"({"seq_len": 1024, "micro_batch_num": 4, "world_size": 8, "ep_size": 4, "moe_grouped_gemm": true})", moe);
   sys["efficiency"] = {{"kernel_launch_us", 2}};
-  EXPECT_NEAR(host_dispatch_settings(parse_system(sys, "sys.json"), grouped, moe).kernel_launch_s, 2e-6, 1e-15);
+  EXPECT_NEAR(host_dispatch_settings(parse_system(sys, "sys.json"), grouped, moe).expert_gemm_s, 2e-6, 1e-15);
   sys["host"]["grouped_gemm_expert_us"] = 30;
   const SystemConfig per_expert = parse_system(sys, "sys.json");
-  EXPECT_NEAR(host_dispatch_settings(per_expert, grouped, moe).kernel_launch_s, 30e-6, 1e-15);
+  EXPECT_NEAR(host_dispatch_settings(per_expert, grouped, moe).expert_gemm_s, 30e-6, 1e-15);
   EXPECT_EQ(per_expert.kernel_launch_us, 2);  // the GPU-side gap of bandwidth-bound kernels stays
   sys["host"]["grouped_gemm_expert_us"] = -1;
   try {
