@@ -2,14 +2,14 @@
 // and how much of that the GPU sees as idle time (docs/simulator.md "Host dispatch").
 //
 // Model. Every op of the block's op list is issued by the host: a PyTorch eager op (Python,
-// dispatcher, autograd bookkeeping, one launch) costs the system's host.op_dispatch_us; a grouped
-// expert GEMM costs one op plus host.grouped_gemm_expert_us (absent: efficiency.kernel_launch_us,
-// one C++ launch) per local expert with TransformerEngine's grouped GEMM (moe_grouped_gemm: one
-// library GEMM submission per expert), and its FP8 multi-quantize one op plus one op per expert
-// (the per-expert output allocations); without grouped GEMM (Megatron's SequentialMLP loops in Python) every per-expert op is
-// one op per local expert, and each expert GEMM also pays the same library submission, so
-// sequential experts never issue faster than grouped ones; backward issues the dgrad and the wgrad; each
-// collective of a group with more than one rank is one more op (an NCCL launch). Ops inside a
+// dispatcher, autograd bookkeeping, one launch) costs the system's host.op_dispatch_us. With
+// TransformerEngine's grouped GEMM (moe_grouped_gemm) an expert GEMM costs one op plus, per local
+// expert, host.grouped_gemm_expert_us (one library GEMM submission; absent:
+// efficiency.kernel_launch_us), and its FP8 multi-quantize one op plus one op per local expert (the
+// per-expert output allocations). Without it (Megatron's SequentialMLP loops in Python) every
+// per-expert op is one op per local expert and each expert GEMM also pays the same submission, so
+// sequential experts never issue faster than grouped ones. Backward issues the dgrad and the
+// wgrad; each collective of a group with more than one rank is one more op (an NCCL launch). Ops inside a
 // CUDA-graph scope cost nothing each; each captured run costs one graph launch (one op dispatch).
 // The GPU runs behind the host on one stream: op i starts when both the GPU is free and the host
 // has issued it. Megatron's dropless MoE token dispatchers copy the routing counts to the host

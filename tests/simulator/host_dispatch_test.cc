@@ -33,10 +33,10 @@ LayerOp mem_op(const char* name, OpUnit unit) {
   return op;
 }
 
-HostDispatchSettings settings_us(double op_us, double launch_us, double sync_us) {
+HostDispatchSettings settings_us(double op_us, double expert_gemm_us, double sync_us) {
   HostDispatchSettings s;
   s.op_dispatch_s = op_us * 1e-6;
-  s.expert_gemm_s = launch_us * 1e-6;
+  s.expert_gemm_s = expert_gemm_us * 1e-6;
   s.sync_s = sync_us * 1e-6;
   return s;
 }
