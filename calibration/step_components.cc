@@ -146,6 +146,7 @@ ComponentFit fit_components(const std::vector<ComponentRow>& rows, const std::ar
     for (std::size_t i : held) out.held_out_s[i] = modelled_s(rows[i].parts_s, m.value);
     out.folds.push_back(name);
     out.held_out.push_back(m);
+    out.fold_rows.push_back(held);
   }
   return out;
 }

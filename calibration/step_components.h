@@ -66,6 +66,7 @@ struct ComponentFit {
   bool by_fold = true;                // cross-validated by fold (false: leave one row out)
   std::vector<std::string> folds;     // what each cross-validation fold leaves out
   std::vector<ComponentMultipliers> held_out;  // the multipliers of each fold, same order
+  std::vector<std::vector<std::size_t>> fold_rows;  // the rows each fold holds out (indices), same order
   std::vector<double> simulated_s, fitted_s, held_out_s;  // per row, rows' order
 };
 

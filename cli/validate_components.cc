@@ -33,6 +33,24 @@ nlohmann::json multipliers_json(const ComponentMultipliers& m) {
   return j;
 }
 
+// The fitted multipliers of one fold as "compute 1.166, bubble 0.950" (parts kept at 1 left out).
+std::string fitted_multipliers_text(const ComponentMultipliers& m) {
+  std::string out;
+  for (int k = 0; k < kStepComponents; ++k) {
+    if (!m.fitted[k]) continue;
+    if (!out.empty()) out += ", ";
+    out += fmt::format("{} {:.3f}", to_string(static_cast<StepComponent>(k)), m.value[k]);
+  }
+  return out.empty() ? "-" : out;
+}
+
+// A source name cut for a text table, its head and its tail kept (sources of one publisher differ
+// at the end: versions, tables); the JSON and the HTML report keep it whole.
+std::string short_source(const std::string& s) {
+  constexpr std::size_t kHead = 40, kTail = 21;
+  return s.size() <= kHead + kTail + 3 ? s : s.substr(0, kHead) + "..." + s.substr(s.size() - kTail);
+}
+
 // The smallest and largest multiplier of part k over the folds that fitted it (none: NaN).
 std::pair<double, double> fold_range(const ComponentFit& f, int k) {
   double lo = NAN, hi = NAN;
@@ -125,6 +143,16 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
     sys.simulated = step_errors(sys.measured_s, sys.fit.simulated_s);
     sys.fitted = step_errors(sys.measured_s, sys.fit.fitted_s);
     sys.held_out = step_errors(sys.measured_s, sys.fit.held_out_s);
+    if (sys.fit.by_fold) {
+      for (std::size_t f = 0; f < sys.fit.folds.size(); ++f) {
+        std::vector<double> measured, held;
+        for (std::size_t i : sys.fit.fold_rows[f]) {
+          measured.push_back(sys.measured_s[i]);
+          held.push_back(sys.fit.held_out_s[i]);
+        }
+        sys.by_source.push_back({sys.fit.folds[f], measured.size(), sys.fit.held_out[f], step_errors(measured, held)});
+      }
+    }
   }
   return out;
 }
@@ -146,7 +174,11 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
     }
     nlohmann::json folds = nlohmann::json::array();
     for (std::size_t i = 0; i < s.fit.folds.size(); ++i) {
-      folds.push_back({{"left_out", s.fit.folds[i]}, {"multipliers", multipliers_json(s.fit.held_out[i])}});
+      nlohmann::json fold = {{"left_out", s.fit.folds[i]},
+                             {"multipliers", multipliers_json(s.fit.held_out[i])},
+                             {"rows", s.fit.fold_rows[i].size()}};
+      if (i < s.by_source.size()) fold["held_out"] = stats_json(s.by_source[i].held_out);
+      folds.push_back(fold);
     }
     nlohmann::json per_row = nlohmann::json::array();
     for (std::size_t i = 0; i < s.run_ids.size(); ++i) {
@@ -209,6 +241,15 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
     if (!s.fit.folds.empty()) add("held out", s.held_out);
     out += '\n';
     out += steps.render();
+    if (!s.by_source.empty()) {
+      Table sources({"held-out source", "rows", "multipliers without it", "MAPE", "bias"});
+      for (const auto& f : s.by_source) {
+        sources.add_row({short_source(f.left_out), std::to_string(f.rows), fitted_multipliers_text(f.multipliers),
+                         fmt::format("{:.1f}%", 100 * f.held_out.mape), fmt::format("{:+.1f}%", 100 * f.held_out.bias)});
+      }
+      out += '\n';
+      out += sources.render();
+    }
   }
   if (systems.size() > 1) {
     const auto all = over_all(systems);
@@ -256,6 +297,16 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
     }
     h += "</table>\n";
     h += steps(s.simulated, s.fitted, s.fit.folds.empty() ? nullptr : &s.held_out);
+    if (!s.by_source.empty()) {
+      h += "<table><tr><th>held-out source</th><th>rows</th><th>multipliers without it</th><th>MAPE</th><th>bias</th></tr>\n";
+      for (const auto& f : s.by_source) {
+        h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td "
+                         "class=\"num\">{:+.1f}%</td></tr>\n",
+                         html_escape(f.left_out), f.rows, fitted_multipliers_text(f.multipliers), pct(f.held_out.mape),
+                         100 * f.held_out.bias);
+      }
+      h += "</table>\n";
+    }
   }
   if (systems.size() > 1) {
     const auto all = over_all(systems);

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -56,6 +57,17 @@ TEST(StepComponents, RecoversTheMultipliersOfExactRowsAndPredictsHeldOutFolds) {
   ASSERT_TRUE(f.by_fold);
   ASSERT_EQ(f.folds.size(), 3u);
   ASSERT_EQ(f.held_out.size(), 3u);
+  // Each fold holds out exactly its own rows, and the folds cover every row once.
+  ASSERT_EQ(f.fold_rows.size(), 3u);
+  std::vector<int> held(rows.size(), 0);
+  for (std::size_t k = 0; k < 3; ++k) {
+    for (std::size_t i : f.fold_rows[k]) {
+      ASSERT_LT(i, rows.size());
+      EXPECT_EQ(rows[i].fold, rows[f.fold_rows[k].front()].fold) << f.folds[k];
+      ++held[i];
+    }
+  }
+  EXPECT_TRUE(std::all_of(held.begin(), held.end(), [](int n) { return n == 1; }));
   for (std::size_t i = 0; i < rows.size(); ++i) {
     EXPECT_NEAR(f.fitted_s[i], rows[i].measured_s, 1e-9 * rows[i].measured_s) << rows[i].run_id;
     EXPECT_NEAR(f.held_out_s[i], rows[i].measured_s, 1e-7 * rows[i].measured_s) << rows[i].run_id;

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <map>
@@ -402,6 +403,54 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
             std::string::npos)
       << bad.text;
   EXPECT_EQ(bad.text.find("calisim validate:"), std::string::npos) << "refused before any row ran";
+}
+
+// --components held out by source: each source's rows with the other sources' multipliers, in the
+// text table, the JSON folds and the report; the per-source errors are those of the per-row held-out
+// steps, and weighted by rows they add up to the system's held-out error.
+TEST(ValidateCli, ComponentsHeldOutPerSource) {
+  const std::string runs = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/measured_runs.csv";
+  // "et al.": Korthikanti et al. (8 rows) and Narayanan et al. (10 rows), both A100 SXM.
+  const Out j = calisim("validate --runs " + runs + " --source 'et al.' --json --components compute", false);
+  ASSERT_EQ(j.code, 0) << j.text;
+  const auto sys = nlohmann::json::parse(j.text)["components"]["systems"][0];
+  EXPECT_EQ(sys["cross_validation"], "leave one source out");
+  ASSERT_EQ(sys["folds"].size(), 2u);
+  std::map<std::string, std::vector<double>> errors;  // fold -> held-out step errors of its rows
+  for (const auto& row : sys["per_row"]) {
+    errors[row["fold"]].push_back(row["held_out_step_s"].get<double>() / row["measured_step_s"].get<double>() - 1);
+  }
+  std::size_t rows = 0;
+  double weighted_mape = 0;
+  for (const auto& fold : sys["folds"]) {
+    const auto& e = errors.at(fold["left_out"].get<std::string>());
+    ASSERT_EQ(fold["rows"].get<std::size_t>(), e.size()) << fold.dump();
+    double mape = 0, bias = 0;
+    for (double x : e) {
+      mape += std::abs(x) / static_cast<double>(e.size());
+      bias += x / static_cast<double>(e.size());
+    }
+    EXPECT_NEAR(fold["held_out"]["mape"].get<double>(), mape, 1e-12) << fold.dump();
+    EXPECT_NEAR(fold["held_out"]["bias"].get<double>(), bias, 1e-12) << fold.dump();
+    // The fold's own rows pull the full fit: without them the multiplier differs from it.
+    EXPECT_NE(fold["multipliers"]["compute"].get<double>(), sys["parts"][0]["multiplier"].get<double>());
+    rows += e.size();
+    weighted_mape += mape * static_cast<double>(e.size());
+  }
+  EXPECT_EQ(rows, 18u);
+  EXPECT_NEAR(weighted_mape / 18, sys["step_time"]["held_out"]["mape"].get<double>(), 1e-12);
+
+  const std::string html = ::testing::TempDir() + "validate_components_sources.html";
+  const Out t = calisim("validate --runs " + runs + " --source 'et al.' --components compute --report " + html);
+  ASSERT_EQ(t.code, 0) << t.text;
+  EXPECT_NE(t.text.find("held-out source"), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("Narayanan et al. 2021"), std::string::npos) << t.text;
+  EXPECT_NE(t.text.find("compute 1."), std::string::npos) << t.text;
+  EXPECT_NE(read_text(html).find("<th>held-out source</th>"), std::string::npos);
+  // Held out row by row (one source): no per-source table.
+  const Out one = calisim("validate --runs " + runs + " --source Korthikanti --components compute");
+  ASSERT_EQ(one.code, 0) << one.text;
+  EXPECT_EQ(one.text.find("held-out source"), std::string::npos) << one.text;
 }
 
 TEST(ValidateCli, FitSystemToItsRows) {
