@@ -112,6 +112,8 @@ std::vector<ComparisonRow> compare_trace(const TraceStepStats& traced, const Sim
 // memory-bound ops and the optimizer). A class the trace or the simulation has no time for keeps
 // factor 1 (and is named in `unfitted`). The in-situ speed of the kernels of one real step, not of
 // isolated benchmarks: what one profiled step says about the same system running other layouts.
+// The fixed part of each roofline GEMM kernel (efficiency.gemm_fixed_us) is not an efficiency and
+// is not scaled, so the refitted GEMM time lands within that part's share of the traced one.
 struct TraceFit {
   double matmul = 1, attention = 1, memory = 1;
   std::vector<std::string> unfitted;  // "GEMM", "attention", "memory-bound"

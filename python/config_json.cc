@@ -229,6 +229,7 @@ json system_json(const SystemConfig& s) {
           {"attention_implementation", s.attention_implementation},
           {"memory_efficiency", s.memory_efficiency},
           {"kernel_launch_us", s.kernel_launch_us},
+          {"gemm_fixed_us", s.gemm_fixed_us},
           {"scale_up_domain_size", s.scale_up_domain_size},
           {"scale_up", tier_json(s.scale_up)},
           {"gpus_per_node", s.gpus_per_node},

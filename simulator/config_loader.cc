@@ -758,6 +758,9 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
     auto launch = e.opt_number("kernel_launch_us");
     if (launch && *launch < 0) e.fail("kernel_launch_us", "expected a non-negative number of microseconds");
     s.kernel_launch_us = launch.value_or(0);
+    auto gemm_fixed = e.opt_number("gemm_fixed_us");
+    if (gemm_fixed && *gemm_fixed < 0) e.fail("gemm_fixed_us", "expected a non-negative number of microseconds");
+    s.gemm_fixed_us = gemm_fixed.value_or(0);
     auto slow = e.opt_number("comm_compute_slowdown");
     // 1 = no effective overlap (the pair runs back to back), the upper end of overlap.h's contract.
     if (slow && (*slow < 0 || *slow > 1)) {

@@ -50,6 +50,11 @@ struct LayerOp {
   // gemm: fwd / dgrad / wgrad (batch > 1 for batched attention GEMMs of the unfused path).
   GemmKey gemm_fwd, gemm_dgrad, gemm_wgrad;
   bool has_wgrad = false;
+  // GEMM kernels that run one after another for each of those keys, each paying the system's
+  // fixed GEMM time in the roofline path (efficiency.gemm_fixed_us): 1 for a GEMM or a strided
+  // batch (one kernel); routed experts: one kernel per local expert, spread over
+  // TransformerEngine's 4 compute streams with grouped GEMM, one after another in SequentialMLP.
+  int gemm_serial_kernels = 1;
   // attention: flash forward and backward.
   AttentionKey attn_fwd, attn_bwd;
   // memory-bound: bytes moved forward and backward.

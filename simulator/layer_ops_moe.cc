@@ -144,17 +144,23 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
     ops.push_back(memory_op("sort_chunks", OpUnit::moe_dispatch, "permute_fwd", sorted_bytes, "permute_bwd",
                             sorted_bytes, 0.0));
   }
-  push_gemm(d, ops,
-            grouped_linear(d, "expert_fc1", OpUnit::expert, X, local_experts, d.h, m.use_swiglu ? 2 * fe : fe, fp8),
-            "expert_fc1_fp8_cast");
+  // The experts' GEMM kernels in series: TransformerEngine's GroupedLinear spreads one kernel per
+  // local expert over its 4 compute streams (nvte_get_num_compute_streams); SequentialMLP runs
+  // them one after another.
+  const int serial_kernels = st.moe_grouped_gemm ? static_cast<int>((local_experts + 3) / 4)
+                                                 : static_cast<int>(local_experts);
+  LayerOp fc1 = grouped_linear(d, "expert_fc1", OpUnit::expert, X, local_experts, d.h, m.use_swiglu ? 2 * fe : fe, fp8);
+  fc1.gemm_serial_kernels = serial_kernels;
+  push_gemm(d, ops, std::move(fc1), "expert_fc1_fp8_cast");
   {
     const double y = static_cast<double>(X) * fe * d.e;
     const double x = m.use_swiglu ? 2 * y : y;
     ops.push_back(memory_op("expert_activation", OpUnit::expert_act, m.use_swiglu ? "swiglu_fwd" : "gelu_fwd", x + y,
                             m.use_swiglu ? "swiglu_bwd" : "gelu_bwd", 2 * x + y, x));
   }
-  push_gemm(d, ops, grouped_linear(d, "expert_fc2", OpUnit::expert, X, local_experts, fe, d.h, fp8),
-            "expert_fc2_fp8_cast");
+  LayerOp fc2 = grouped_linear(d, "expert_fc2", OpUnit::expert, X, local_experts, fe, d.h, fp8);
+  fc2.gemm_serial_kernels = serial_kernels;
+  push_gemm(d, ops, std::move(fc2), "expert_fc2_fp8_cast");
   ops.back().alias_of = OpUnit::expert_act;  // it saves the activation's output
   ops.back().alias_bytes = ops.back().act_bytes;
   etp_pair("etp_reduce_scatter", CollectiveOp::reduce_scatter, CollectiveOp::all_gather);

@@ -20,11 +20,15 @@ double OpCoster::compute_kernel_s(double flops, double bytes, DType dtype, const
          sys_.sustained_kernel_speed;
 }
 
-double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used) const {
+double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used, int serial_kernels) const {
   const Efficiency e = eff_.gemm(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
-  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e);
+  // A measured or predicted time already contains the kernel's fixed part; the roofline's
+  // throughput figure does not (it is a best-shape figure, where the fixed part vanishes).
+  const double fixed_s =
+      e.source == EfficiencySource::roofline ? std::max(1, serial_kernels) * sys_.gemm_fixed_us * 1e-6 : 0.0;
+  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e) + fixed_s;
 }
 
 double OpCoster::attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used) const {
@@ -95,11 +99,11 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   double ring_fwd_comm_s = 0;  // ring CP: KV transfers not hidden by the forward steps
   switch (op.kind) {
     case OpKind::gemm: {
-      t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used);
-      const double dgrad = gemm_s(op.gemm_dgrad, tally);
+      t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used, op.gemm_serial_kernels);
+      const double dgrad = gemm_s(op.gemm_dgrad, tally, nullptr, op.gemm_serial_kernels);
       // The unfused main-gradient accumulation runs right after the wgrad on the same stream, so
       // it counts as part of it (also for what the wgrad's collectives can hide behind).
-      const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally) +
+      const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally, nullptr, op.gemm_serial_kernels) +
                                               memory_s(MemoryOpKey{"grad_accum", static_cast<std::int64_t>(
                                                                                      op.wgrad_accum_bytes)},
                                                        tally)

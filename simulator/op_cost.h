@@ -68,7 +68,9 @@ class OpCoster {
       : sys_(system), eff_(eff), nccl_(nccl) {}
 
   OpTiming cost(const LayerOp& op, SourceTally* tally) const;
-  double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
+  // serial_kernels: GEMM kernels run one after another for this key (LayerOp::gemm_serial_kernels),
+  // each adding the system's gemm_fixed_us when the roofline prices it.
+  double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr, int serial_kernels = 1) const;
   double attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   double memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
   // ranks_per_switch: the group's ranks under one PCIe switch (comm_model.h; 0 = not known).

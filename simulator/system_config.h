@@ -55,6 +55,10 @@ struct SystemConfig {
   std::string attention_implementation = "default";
   double memory_efficiency = 0.85;       // fraction of HBM bandwidth for element-wise kernels
   double kernel_launch_us = 0;           // fixed cost added to every bandwidth-bound kernel
+  // Fixed time of one GEMM kernel priced by the roofline (launch, prologue, epilogue, the first
+  // tiles' pipeline fill), added per kernel in series (LayerOp::gemm_serial_kernels); measured and
+  // database-priced GEMMs already contain it. 0 = none.
+  double gemm_fixed_us = 0;
 
   int scale_up_domain_size = 8;          // GPUs joined by NVLink/NVSwitch (72 on NVL72)
   NetworkTier scale_up;                  // gpu_gb_s = per-GPU NVLink bandwidth, one direction

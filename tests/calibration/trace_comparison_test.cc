@@ -273,7 +273,9 @@ TEST(TraceComparison, SystemFileFittedToATraceReproducesItsClassTimes) {
   EXPECT_NEAR(fitted_doc["efficiency"]["matmul_by_dtype"]["fp8"].get<double>(),
               doc["efficiency"]["matmul_by_dtype"]["fp8"].get<double>() * 0.8, 1e-4);
   const auto after = classes(parse_system(nlohmann::json::parse(fitted_doc.dump()), "fitted"));
-  EXPECT_NEAR(after.gemm_s, traced.gemm_s, 2e-3 * traced.gemm_s);
+  // The GEMM kernels' fixed part (efficiency.gemm_fixed_us, 4 us each on the H100) does not scale
+  // with the matmul efficiency, so the refit lands within a few tenths of a percent, not exactly.
+  EXPECT_NEAR(after.gemm_s, traced.gemm_s, 5e-3 * traced.gemm_s);
   EXPECT_NEAR(after.attention_s, traced.attention_s, 2e-3 * traced.attention_s);
   // Memory-bound ops scale with memory_bound; the optimizer step's share is priced the same way.
   EXPECT_NEAR(after.memory_s + after.optimizer_s, traced.elementwise_s, 0.02 * traced.elementwise_s);

@@ -11,6 +11,8 @@ def test_system_view_has_the_host_dispatch_figures():
     assert gb300.host_grouped_gemm_expert_us == 55
     assert calisim.SystemConfig.init_from_config_file("b200").host_grouped_gemm_expert_us == 20
     assert gb300.kernel_launch_us == 2  # the GPU-side launch gap is a separate figure
+    assert gb300.gemm_fixed_us == 4  # a GEMM kernel's fixed part (the H200's measured value)
+    assert calisim.SystemConfig.init_from_config_file("a100-sxm-80g").gemm_fixed_us == 0
     edited = gb300.copy()
     edited.host.grouped_gemm_expert_us = 30
     assert edited.host_grouped_gemm_expert_us == 30
