@@ -150,7 +150,7 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
           measured.push_back(sys.measured_s[i]);
           held.push_back(sys.fit.held_out_s[i]);
         }
-        sys.by_source.push_back({sys.fit.folds[f], measured.size(), sys.fit.held_out[f], step_errors(measured, held)});
+        sys.source_held_out.push_back(step_errors(measured, held));
       }
     }
   }
@@ -177,7 +177,7 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
       nlohmann::json fold = {{"left_out", s.fit.folds[i]},
                              {"multipliers", multipliers_json(s.fit.held_out[i])},
                              {"rows", s.fit.fold_rows[i].size()}};
-      if (i < s.by_source.size()) fold["held_out"] = stats_json(s.by_source[i].held_out);
+      if (i < s.source_held_out.size()) fold["held_out"] = stats_json(s.source_held_out[i]);
       folds.push_back(fold);
     }
     nlohmann::json per_row = nlohmann::json::array();
@@ -241,11 +241,13 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
     if (!s.fit.folds.empty()) add("held out", s.held_out);
     out += '\n';
     out += steps.render();
-    if (!s.by_source.empty()) {
+    if (!s.source_held_out.empty()) {
       Table sources({"held-out source", "rows", "multipliers without it", "MAPE", "bias"});
-      for (const auto& f : s.by_source) {
-        sources.add_row({short_source(f.left_out), std::to_string(f.rows), fitted_multipliers_text(f.multipliers),
-                         fmt::format("{:.1f}%", 100 * f.held_out.mape), fmt::format("{:+.1f}%", 100 * f.held_out.bias)});
+      for (std::size_t f = 0; f < s.source_held_out.size(); ++f) {
+        const FitStats& st = s.source_held_out[f];
+        sources.add_row({short_source(s.fit.folds[f]), std::to_string(s.fit.fold_rows[f].size()),
+                         fitted_multipliers_text(s.fit.held_out[f]), fmt::format("{:.1f}%", 100 * st.mape),
+                         fmt::format("{:+.1f}%", 100 * st.bias)});
       }
       out += '\n';
       out += sources.render();
@@ -297,13 +299,13 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
     }
     h += "</table>\n";
     h += steps(s.simulated, s.fitted, s.fit.folds.empty() ? nullptr : &s.held_out);
-    if (!s.by_source.empty()) {
+    if (!s.source_held_out.empty()) {
       h += "<table><tr><th>held-out source</th><th>rows</th><th>multipliers without it</th><th>MAPE</th><th>bias</th></tr>\n";
-      for (const auto& f : s.by_source) {
+      for (std::size_t f = 0; f < s.source_held_out.size(); ++f) {
         h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td>{}</td><td class=\"num\">{}</td><td "
                          "class=\"num\">{:+.1f}%</td></tr>\n",
-                         html_escape(f.left_out), f.rows, fitted_multipliers_text(f.multipliers), pct(f.held_out.mape),
-                         100 * f.held_out.bias);
+                         html_escape(s.fit.folds[f]), s.fit.fold_rows[f].size(), fitted_multipliers_text(s.fit.held_out[f]),
+                         pct(s.source_held_out[f].mape), 100 * s.source_held_out[f].bias);
       }
       h += "</table>\n";
     }

@@ -17,15 +17,6 @@
 
 namespace calisim::cli {
 
-// One cross-validation fold of a system held out by source: its rows predicted with the
-// multipliers fitted on the system's other sources.
-struct FoldReport {
-  std::string left_out;           // the source (sources citing one document joined)
-  std::size_t rows = 0;
-  calibration::ComponentMultipliers multipliers;  // fitted without these rows
-  FitStats held_out;              // these rows' step-time errors with those multipliers
-};
-
 struct SystemComponents {
   std::string system;
   std::vector<std::string> run_ids;  // the fitted rows, fit.*_s order
@@ -34,9 +25,10 @@ struct SystemComponents {
   calibration::ComponentFit fit;
   FitStats simulated, fitted, held_out;  // step-time errors (cli/validate_fit.h)
   bool database_priced = false;  // some kernel lookup of its rows came from the --db (not the roofline)
-  // Held out by source (fit.by_fold): each source's rows with the other sources' multipliers, the
-  // per-source spread behind `held_out`; empty when held out row by row or not at all.
-  std::vector<FoldReport> by_source;
+  // Held out by source (fit.by_fold): the step-time errors of each fold's rows (fit.fold_rows)
+  // with the multipliers fitted without them (fit.held_out), in fit.folds order — the per-source
+  // spread behind `held_out`; empty when held out row by row or not at all.
+  std::vector<FitStats> source_held_out;
 };
 
 // The parts to fit from their names (json names, calibration/step_components.h; empty: every part);

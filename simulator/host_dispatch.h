@@ -9,8 +9,9 @@
 // per-expert output allocations). Without it (Megatron's SequentialMLP loops in Python) every
 // per-expert op is one op per local expert and each expert GEMM also pays the same submission, so
 // sequential experts never issue faster than grouped ones. Backward issues the dgrad and the
-// wgrad; each collective of a group with more than one rank is one more op (an NCCL launch). Ops inside a
-// CUDA-graph scope cost nothing each; each captured run costs one graph launch (one op dispatch).
+// wgrad; each collective of a group with more than one rank is one more op (an NCCL launch). Ops
+// inside a CUDA-graph scope cost nothing each; each captured run costs one graph launch (one op
+// dispatch).
 // The GPU runs behind the host on one stream: op i starts when both the GPU is free and the host
 // has issued it. Megatron's dropless MoE token dispatchers copy the routing counts to the host
 // (all-to-all: input/output splits before the dispatch all-to-all; all-gather: tokens per expert

@@ -28,6 +28,10 @@
 namespace calisim::ops {
 namespace {
 
+// TransformerEngine's multi-stream grouped GEMM and quantize run on this many CUDA streams
+// (transformer_engine/common/util/multi_stream.cpp, nvte_get_num_compute_streams).
+constexpr std::int64_t kTeComputeStreams = 4;
+
 LayerOp grouped_linear(const Dims& d, const char* name, OpUnit unit, std::int64_t tokens, std::int64_t groups,
                        std::int64_t in, std::int64_t out, bool fp8) {
   const std::int64_t per_expert = (tokens + groups - 1) / groups;
@@ -145,10 +149,10 @@ void add_moe_mlp(const Dims& d, const ModelConfig& m, const StrategyConfig& st, 
                             sorted_bytes, 0.0));
   }
   // The experts' GEMM kernels in series: TransformerEngine's GroupedLinear spreads one kernel per
-  // local expert over its 4 compute streams (nvte_get_num_compute_streams); SequentialMLP runs
-  // them one after another.
-  const int serial_kernels = st.moe_grouped_gemm ? static_cast<int>((local_experts + 3) / 4)
-                                                 : static_cast<int>(local_experts);
+  // local expert over its compute streams; SequentialMLP runs them one after another.
+  const int serial_kernels =
+      static_cast<int>(st.moe_grouped_gemm ? (local_experts + kTeComputeStreams - 1) / kTeComputeStreams
+                                           : local_experts);
   LayerOp fc1 = grouped_linear(d, "expert_fc1", OpUnit::expert, X, local_experts, d.h, m.use_swiglu ? 2 * fe : fe, fp8);
   fc1.gemm_serial_kernels = serial_kernels;
   push_gemm(d, ops, std::move(fc1), "expert_fc1_fp8_cast");

@@ -82,4 +82,13 @@ std::string strategy_refusal(const ModelConfig& model, const std::string& strate
   return "(accepted)";
 }
 
+std::string system_refusal(const nlohmann::json& doc) {
+  try {
+    parse_system(doc, "test.json");
+  } catch (const InputError& e) {
+    return e.where() + ": " + e.what();
+  }
+  return "(accepted)";
+}
+
 }  // namespace calisim::testing_support

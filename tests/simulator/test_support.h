@@ -1,6 +1,8 @@
 // Helpers shared by the simulator tests: load shipped configs by name.
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <string>
 #include <vector>
 
@@ -35,5 +37,9 @@ const LayerOp* find_op(const std::vector<LayerOp>& ops, const std::string& name)
 // Why a strategy given as JSON text is refused for `model`: "field: problem" of the InputError
 // that reading and validating it raises, or "(accepted)" when it loads.
 std::string strategy_refusal(const ModelConfig& model, const std::string& strategy_json);
+
+// Why a system document is refused: "field: problem" of the InputError that parsing it raises,
+// or "(accepted)" when it loads.
+std::string system_refusal(const nlohmann::json& doc);
 
 }  // namespace calisim::testing_support
