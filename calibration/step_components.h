@@ -31,17 +31,18 @@
 
 namespace calisim::calibration {
 
-enum class StepComponent { compute, model_parallel_comm, data_parallel_comm, bubble, other };
-inline constexpr int kStepComponents = 5;
-// "compute", "model-parallel comm", "data-parallel comm", "bubble", "other".
+enum class StepComponent { compute, attention, model_parallel_comm, data_parallel_comm, bubble, other };
+inline constexpr int kStepComponents = 6;
+// "compute", "attention kernels", "model-parallel comm", "data-parallel comm", "bubble", "other".
 const char* to_string(StepComponent c);
-// The JSON name: "compute", "model_parallel_comm", "data_parallel_comm", "bubble", "other".
+// The JSON name: "compute", "attention", "model_parallel_comm", "data_parallel_comm", "bubble", "other".
 const char* json_name(StepComponent c);
 
 using StepParts = std::array<double, kStepComponents>;
 
 // A simulated step's parts, seconds on its critical stage:
-//   compute             compute_s + recompute_s
+//   compute             compute_s + recompute_s, less the attention core's kernels
+//   attention           the attention core's kernels (SimulationResult::attention_kernel_s)
 //   model_parallel_comm exposed TP + CP + EP + PP communication
 //   data_parallel_comm  exposed DP communication (gradient reduction, parameter gathers, ZeRO)
 //   bubble              pipeline bubble
@@ -55,13 +56,19 @@ struct ComponentRow {
   StepParts parts_s{};
 };
 
+// Attention is a refinement of compute: unless its own multiplier is fitted, the attention kernels
+// take compute's (attention_tied; all kernels one part, as before attention was a part of its own).
 struct ComponentMultipliers {
-  StepParts value{1, 1, 1, 1, 1};
+  StepParts value{1, 1, 1, 1, 1, 1};
   std::array<bool, kStepComponents> fitted{};  // false: not asked for, or no row has it (value stays 1)
+  bool attention_tied = false;  // compute fitted, attention not: attention's value is compute's
 };
 
 struct ComponentFit {
   ComponentMultipliers multipliers;   // fitted on every row
+  // With select_parts: the parts fitted (a subset of those asked for) were chosen by cross-validation
+  // — for `multipliers` over every fold, for each fold's multipliers over the other folds only.
+  bool selected = false;
   StepParts share{};                  // each part's share of the rows' summed simulated time
   bool by_fold = true;                // cross-validated by fold (false: leave one row out)
   std::vector<std::string> folds;     // what each cross-validation fold leaves out
@@ -70,14 +77,22 @@ struct ComponentFit {
   std::vector<double> simulated_s, fitted_s, held_out_s;  // per row, rows' order
 };
 
-// "compute", "model_parallel_comm", "data_parallel_comm", "bubble", "other" (json_name); throws
-// std::invalid_argument naming the accepted words.
+// "compute", "attention", "model_parallel_comm", "data_parallel_comm", "bubble", "other" (json_name);
+// throws std::invalid_argument naming the accepted words.
 StepComponent parse_step_component(const std::string& word);
 
 // `fit`: the parts whose multiplier is fitted; the others keep 1 (priced as simulated) and are
-// marked not fitted. Throws std::invalid_argument for no rows, a non-positive measured step, rows
-// whose parts are all zero, or no part to fit.
+// marked not fitted (attention, when compute is fitted: tied to compute).
+// `select_parts`: instead of fitting every part of `fit`, choose the subset of `fit` (the empty one,
+// all multipliers 1, included) whose multipliers predict held-out rows best — mean |relative
+// error| of a cross-validation over the folds of the rows it may see: each fold's multipliers
+// are chosen and fitted on the other folds only (nested cross-validation: a fold's own rows never
+// choose its parts), the multipliers over every row by the cross-validation over every fold. More
+// parts always fit the rows seen better; this keeps a part only where the held-out rows agree.
+// Throws std::invalid_argument for no rows, a non-positive measured step, rows whose parts are all
+// zero, or no part to fit.
 ComponentFit fit_components(const std::vector<ComponentRow>& rows,
-                            const std::array<bool, kStepComponents>& fit = {true, true, true, true, true});
+                            const std::array<bool, kStepComponents>& fit = {true, true, true, true, true, true},
+                            bool select_parts = false);
 
 }  // namespace calisim::calibration

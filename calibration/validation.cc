@@ -248,6 +248,12 @@ nlohmann::json to_json(const RowResult& r) {
   std::copy(r.kernels_per_source.begin(), r.kernels_per_source.end(), counts.begin());
   j["kernels_per_source"] = kernel_sources_json(counts);
   j["breakdown"] = r.breakdown;
+  // Of compute + recompute, the attention core's kernels and the rest (simulate --json's compute_split).
+  {
+    constexpr int kCompute = static_cast<int>(StepComponent::compute);
+    constexpr int kAttention = static_cast<int>(StepComponent::attention);
+    j["compute_split"] = {{"attention_kernel_s", r.parts_s[kAttention]}, {"other_kernel_s", r.parts_s[kCompute]}};
+  }
   j["warnings"] = r.warnings;
   return j;
 }

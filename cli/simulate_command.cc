@@ -98,6 +98,10 @@ std::string render(const SimulationResult& r, const RunConfigs& rc, bool with_op
   row("optimizer step", r.optimizer_s);
   if (r.straggler_s > 0) row("stragglers (system straggler_cv)", r.straggler_s);
   out += br.render();
+  if (r.attention_kernel_s > 0) {
+    out += fmt::format("  of which attention kernels (in compute + recompute): {:.4f} s, {} of the step\n",
+                       r.attention_kernel_s, pct(r.attention_kernel_s / T));
+  }
   if (!r.host_dispatch_modeled) {
     out += "  host dispatch: not modeled (the system file gives no host.op_dispatch_us / host.sync_us)\n";
   }

@@ -251,9 +251,21 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     apply_override(o, m, s, y);
   }
   component_mask(a.component_parts);  // an unknown part is refused before any row runs
-  if (!a.components_out.empty() && (!a.components || a.component_parts != std::vector<std::string>{"compute"})) {
-    throw InputError("<command line>", "--components-out",
-                     "writes the compute multiplier as efficiency.sustained_kernel_speed: it needs --components compute");
+  if (!a.components_out.empty()) {
+    // The in-situ file carries kernel speeds only: compute, and attention when fitted apart.
+    std::vector<std::string> parts = a.component_parts;
+    std::sort(parts.begin(), parts.end());
+    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
+    const bool kernels_only = parts == std::vector<std::string>{"compute"} ||
+                              parts == std::vector<std::string>{"attention", "compute"};
+    if (!a.components || !kernels_only) {
+      throw InputError("<command line>", "--components-out",
+                       "writes the kernel multipliers as efficiency.sustained_kernel_speed (and "
+                       "sustained_attention_speed): it needs --components compute, or --components compute attention");
+    }
+  }
+  if (a.select_parts && !a.components) {
+    throw InputError("<command line>", "--select-parts", "chooses among the parts of --components: give --components");
   }
   if (!a.fit_system.empty() && !a.db.empty()) {
     throw InputError("<command line>", "--fit-system",
@@ -309,9 +321,12 @@ ValidationRun validate_runs(const ValidateArgs& a) {
   if (a.components) {
     std::vector<std::string> documents;
     for (const auto& r : runs) documents.push_back(cited_document(r));
-    v.components = step_components(v.rows, documents, a.component_parts);
+    v.components = step_components(v.rows, documents, a.component_parts, a.select_parts);
     if (!a.components_out.empty()) {
-      v.components_written = write_insitu_systems({a.runs, a.db, a.source, a.components_out}, *v.components);
+      v.components_written = write_insitu_systems(
+          {a.runs, a.db, a.source, a.components_out,
+           std::find(a.component_parts.begin(), a.component_parts.end(), "attention") != a.component_parts.end()},
+          *v.components);
     }
   }
   if (!a.report.empty()) {
@@ -380,7 +395,8 @@ void run(const ValidateArgs& a) {
   if (v.fit) fmt::print("{}", fit_text(v.fit_args, *v.fit));
   if (v.components) fmt::print("{}", components_text(*v.components));
   for (const auto& [system, path] : v.components_written) {
-    fmt::print("in-situ system for {} written to {} (efficiency.sustained_kernel_speed = 1 / its compute multiplier)\n",
+    fmt::print("in-situ system for {} written to {} (efficiency.sustained_kernel_speed = 1 / its compute multiplier; "
+               "sustained_attention_speed = 1 / its attention one where fitted apart)\n",
                system, path);
   }
 }
@@ -420,14 +436,18 @@ void register_validate(CLI::App& app) {
       ->delimiter(',');
   CLI::Option* components = sub->add_option("--components", args->component_parts,
                   "per system, the multiplier of each part of the simulated step that the measured step times want, "
-                  "held out by source; optionally only these parts (compute, model_parallel_comm, "
-                  "data_parallel_comm, bubble, other; the rest kept as simulated) (docs/validation.md, 'Which part "
-                  "of the step is mispriced')")
+                  "held out by source; optionally only these parts (compute, attention, model_parallel_comm, "
+                  "data_parallel_comm, bubble, other; the rest kept as simulated; attention follows compute unless "
+                  "named) (docs/validation.md, 'Which part of the step is mispriced')")
       ->expected(0, -1)
       ->delimiter(',');
+  sub->add_flag("--select-parts", args->select_parts,
+                "with --components: per system, fit only the subset of those parts that cross-validation keeps "
+                "(nested: a held-out source's parts are chosen without its rows)");
   sub->add_option("--components-out", args->components_out,
-                  "with --components compute: write DIR/<system>-insitu.json, the shipped system with "
-                  "efficiency.sustained_kernel_speed = 1 / the fitted compute multiplier (and efficiency_db = --db)");
+                  "with --components compute [attention]: write DIR/<system>-insitu.json, the shipped system with "
+                  "efficiency.sustained_kernel_speed = 1 / the fitted compute multiplier (sustained_attention_speed "
+                  "= 1 / the attention one, when fitted apart; efficiency_db = --db)");
   sub->add_option("--fit-out", args->fit_out,
                   "write the fitted system file to FILE (with --fit-system all: DIR/<system>-fit.json)");
   sub->callback([args, components] {

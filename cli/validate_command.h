@@ -24,6 +24,7 @@ struct ValidateArgs {
   // (cli/validate_components.h).
   bool components = false;
   std::vector<std::string> component_parts;  // the parts to fit (empty: every part)
+  bool select_parts = false;                  // --select-parts: fit the subset cross-validation keeps
   std::string components_out;                 // --components-out DIR: <system>-insitu.json files
 };
 

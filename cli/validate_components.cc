@@ -25,12 +25,27 @@ using calibration::ComponentMultipliers;
 using calibration::kStepComponents;
 using calibration::StepComponent;
 
+constexpr int kCompute = static_cast<int>(StepComponent::compute);
+constexpr int kAttention = static_cast<int>(StepComponent::attention);
+
+// A part's multiplier in JSON: its value where fitted (a tied attention part: compute's), null
+// where kept as simulated.
+nlohmann::json multiplier_json(const ComponentMultipliers& m, int k) {
+  const bool tied = k == kAttention && m.attention_tied;
+  return m.fitted[k] || tied ? nlohmann::json(m.value[k]) : nlohmann::json();
+}
+
 nlohmann::json multipliers_json(const ComponentMultipliers& m) {
   nlohmann::json j = nlohmann::json::object();
-  for (int k = 0; k < kStepComponents; ++k) {
-    j[json_name(static_cast<StepComponent>(k))] = m.fitted[k] ? nlohmann::json(m.value[k]) : nlohmann::json();
-  }
+  for (int k = 0; k < kStepComponents; ++k) j[json_name(static_cast<StepComponent>(k))] = multiplier_json(m, k);
   return j;
+}
+
+// A part's multiplier for the tables: "1.180", "= compute" (a tied attention part), "1 (kept)".
+std::string multiplier_text(const ComponentMultipliers& m, int k) {
+  if (m.fitted[k]) return fmt::format("{:.3f}", m.value[k]);
+  if (k == kAttention && m.attention_tied) return "= compute";
+  return "1 (kept)";
 }
 
 // The fitted multipliers of one fold as "compute 1.166, bubble 0.950" (parts kept at 1 left out).
@@ -105,7 +120,7 @@ std::array<bool, calibration::kStepComponents> component_mask(const std::vector<
 
 std::vector<SystemComponents> step_components(const std::vector<calibration::RowResult>& rows,
                                               const std::vector<std::string>& documents,
-                                              const std::vector<std::string>& parts) {
+                                              const std::vector<std::string>& parts, bool select_parts) {
   if (rows.size() != documents.size()) throw std::invalid_argument("one document per validated row is needed");
   const std::array<bool, kStepComponents> fit = component_mask(parts);
   std::vector<SystemComponents> out;
@@ -139,7 +154,7 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
                              r.kernels_per_source[static_cast<int>(EfficiencySource::scaled)];
       sys.database_priced = sys.database_priced || from_data > 0;
     }
-    sys.fit = calibration::fit_components(crow, fit);
+    sys.fit = calibration::fit_components(crow, fit, select_parts);
     sys.simulated = step_errors(sys.measured_s, sys.fit.simulated_s);
     sys.fitted = step_errors(sys.measured_s, sys.fit.fitted_s);
     sys.held_out = step_errors(sys.measured_s, sys.fit.held_out_s);
@@ -160,7 +175,9 @@ std::vector<SystemComponents> step_components(const std::vector<calibration::Row
 nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
   nlohmann::json j;
   j["model"] = "measured step = sum over parts of multiplier x simulated part (critical stage); relative least "
-               "squares, multipliers >= 0; null = kept as simulated (not asked for, or no row has the part)";
+               "squares, multipliers >= 0; null = kept as simulated (not asked for, not selected, or no row has the "
+               "part); attention takes compute's multiplier unless fitted apart (attention_tied)";
+  if (!systems.empty()) j["select_parts"] = systems.front().fit.selected;
   j["systems"] = nlohmann::json::array();
   for (const auto& s : systems) {
     nlohmann::json parts = nlohmann::json::array();
@@ -168,7 +185,7 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
       const auto [lo, hi] = fold_range(s.fit, k);
       parts.push_back({{"part", json_name(static_cast<StepComponent>(k))},
                        {"share", s.fit.share[k]},
-                       {"multiplier", s.fit.multipliers.fitted[k] ? nlohmann::json(s.fit.multipliers.value[k]) : nlohmann::json()},
+                       {"multiplier", multiplier_json(s.fit.multipliers, k)},
                        {"held_out_min", std::isnan(lo) ? nlohmann::json() : nlohmann::json(lo)},
                        {"held_out_max", std::isnan(hi) ? nlohmann::json() : nlohmann::json(hi)}});
     }
@@ -195,6 +212,7 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
                                                  : s.fit.by_fold     ? "leave one source out"
                                                                      : "leave one row out"},
                             {"parts", parts},
+                            {"attention_tied", s.fit.multipliers.attention_tied},
                             {"step_time",
                              {{"simulated", stats_json(s.simulated)},
                               {"fitted", stats_json(s.fitted)},
@@ -216,7 +234,12 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
 
 std::string components_text(const std::vector<SystemComponents>& systems) {
   std::string out = "\nstep components (--components): measured step = sum of multiplier x simulated part; relative "
-                    "least squares, multipliers >= 0; '1 (kept)': not fitted (not asked for, or no row has it)\n";
+                    "least squares, multipliers >= 0; '1 (kept)': not fitted (not asked for, or no row has it); "
+                    "'= compute': attention kernels priced with compute's multiplier\n";
+  if (!systems.empty() && systems.front().fit.selected) {
+    out += "parts chosen per system by cross-validation (--select-parts): '1 (kept)' also marks a part it dropped; "
+           "each held-out source's parts chosen without its rows\n";
+  }
   for (const auto& s : systems) {
     out += fmt::format("\n{}: {} rows, {}\n", s.system, s.run_ids.size(),
                        s.fit.folds.empty() ? "no cross-validation (one row)"
@@ -225,9 +248,8 @@ std::string components_text(const std::vector<SystemComponents>& systems) {
     Table parts({"part", "share of simulated time", "multiplier", "held-out range"});
     for (int k = 0; k < kStepComponents; ++k) {
       const auto [lo, hi] = fold_range(s.fit, k);
-      const bool fitted = s.fit.multipliers.fitted[k];
       parts.add_row({to_string(static_cast<StepComponent>(k)), fmt::format("{:.1f}%", 100 * s.fit.share[k]),
-                     fitted ? fmt::format("{:.3f}", s.fit.multipliers.value[k]) : "1 (kept)",
+                     multiplier_text(s.fit.multipliers, k),
                      std::isnan(lo) ? "-" : fmt::format("{:.3f} - {:.3f}", lo, hi)});
     }
     out += parts.render();
@@ -282,8 +304,13 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
     return h + "</table>\n";
   };
   std::string h = "<h2>Step components: measured step = sum of multiplier &times; simulated part</h2>\n"
-                  "<p>Relative least squares, multipliers &ge; 0; &ldquo;1 (kept)&rdquo;: not fitted (not asked for, or "
-                  "no row has the part).</p>\n";
+                  "<p>Relative least squares, multipliers &ge; 0; &ldquo;1 (kept)&rdquo;: not fitted (not asked for, "
+                  "no row has the part";
+  h += !systems.empty() && systems.front().fit.selected
+           ? ", or dropped by the per-system cross-validation of --select-parts, each held-out source's parts "
+             "chosen without its rows"
+           : "";
+  h += "); &ldquo;= compute&rdquo;: attention kernels priced with compute&rsquo;s multiplier.</p>\n";
   for (const auto& s : systems) {
     h += fmt::format("<h3>{}: {} rows, {}</h3>\n", html_escape(s.system), s.run_ids.size(),
                      s.fit.folds.empty() ? "no cross-validation (one row)"
@@ -294,7 +321,7 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
       const auto [lo, hi] = fold_range(s.fit, k);
       h += fmt::format("<tr><td>{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td><td class=\"num\">{}</td></tr>\n",
                        to_string(static_cast<StepComponent>(k)), pct(s.fit.share[k]),
-                       s.fit.multipliers.fitted[k] ? fmt::format("{:.3f}", s.fit.multipliers.value[k]) : "1 (kept)",
+                       multiplier_text(s.fit.multipliers, k),
                        std::isnan(lo) ? "-" : fmt::format("{:.3f} &ndash; {:.3f}", lo, hi));
     }
     h += "</table>\n";
@@ -320,40 +347,64 @@ std::string components_html(const std::vector<SystemComponents>& systems) {
 
 std::vector<std::pair<std::string, std::string>> write_insitu_systems(const ComponentsOutArgs& a,
                                                                       const std::vector<SystemComponents>& systems) {
-  constexpr int kCompute = static_cast<int>(StepComponent::compute);
   std::vector<std::pair<std::string, std::string>> written;
   for (const auto& s : systems) {
     const std::string path = (std::filesystem::path(a.dir) / (s.system + "-insitu.json")).string();
-    if (!s.fit.multipliers.fitted[kCompute] || !(s.fit.multipliers.value[kCompute] > 0)) {
+    const ComponentMultipliers& fit = s.fit.multipliers;
+    // A part --select-parts dropped keeps 1 (priced as simulated); one fitted to 0 has no speed.
+    const bool apart = fit.fitted[kAttention];
+    if (!fit.fitted[kCompute] && !apart && !s.fit.selected) {
       throw InputError(path, "--components-out",
                        fmt::format("no compute multiplier was fitted for {} (its rows have no compute time)", s.system));
     }
-    const double m = s.fit.multipliers.value[kCompute];
+    const double m = fit.value[kCompute];
     const std::string file = resolve_config(ConfigKind::system, s.system);
     std::ifstream in(file);
     nlohmann::ordered_json doc = nlohmann::ordered_json::parse(in);
-    const double base = doc.contains("efficiency") && doc["efficiency"].contains("sustained_kernel_speed")
-                            ? doc["efficiency"]["sustained_kernel_speed"].get<double>()
-                            : 1.0;
-    const double speed = base / m;
-    if (!(speed > 0 && speed <= 2)) {
-      throw InputError(path, "efficiency.sustained_kernel_speed",
-                       fmt::format("the fitted compute multiplier {:.3f} of {} gives {:.3f}, outside (0, 2]", m, s.system,
-                                   speed));
-    }
+    auto number = [&](const char* field, double absent) {
+      return doc.contains("efficiency") && doc["efficiency"].contains(field) ? doc["efficiency"][field].get<double>()
+                                                                              : absent;
+    };
+    const double base = number("sustained_kernel_speed", 1.0);
+    const double attention_base = number("sustained_attention_speed", base);
+    auto speed_of = [&](const char* field, double from, double multiplier, const char* part) {
+      const double speed = multiplier > 0 ? from / multiplier : 0.0;
+      if (!(speed > 0 && speed <= 2)) {
+        throw InputError(path, std::string("efficiency.") + field,
+                         fmt::format("the fitted {} multiplier {:.3f} of {} gives {:.3f}, outside (0, 2]", part,
+                                     multiplier, s.system, speed));
+      }
+      return speed;
+    };
+    const double speed = speed_of("sustained_kernel_speed", base, m, "compute");
     doc["efficiency"]["sustained_kernel_speed"] = std::round(speed * 1e4) / 1e4;
+    std::string attention_sentence;
+    if (apart) {
+      const double ma = fit.value[kAttention];
+      const double attention_speed = speed_of("sustained_attention_speed", attention_base, ma, "attention");
+      doc["efficiency"]["sustained_attention_speed"] = std::round(attention_speed * 1e4) / 1e4;
+      attention_sentence = fmt::format(" The attention kernels took {:.3f}x, so efficiency.sustained_attention_speed "
+                                       "{:.4g} = {:.4g} / {:.3f}.",
+                                       ma, attention_speed, attention_base, ma);
+    } else if (doc["efficiency"].contains("sustained_attention_speed")) {
+      // Attention followed compute in the fit: it must run at the compute speed in the file too.
+      doc["efficiency"].erase("sustained_attention_speed");
+    }
     const bool with_db = !a.db.empty() && s.database_priced;
     if (with_db) doc["efficiency_db"] = calibration::db_reference(a.db, path);
     doc["description"] =
         doc.value("description", std::string()) +
         fmt::format(" In-situ kernel speed fitted to measured step times by calisim validate --runs {}{}{} "
-                    "--components compute: the rows' compute took {:.3f}x the simulated time ({} rows, {}; step-time "
+                    "--components {}{}: the rows' {} took {:.3f}x the simulated time ({} rows, {}; step-time "
                     "MAPE {:.1f}% simulated, {:.1f}% fitted, {:.1f}% held out), so efficiency.sustained_kernel_speed "
-                    "{:.4g} = {:.4g} / {:.3f}.",
+                    "{:.4g} = {:.4g} / {:.3f}.{}",
                     calibration::runs_files_label(a.runs_files, " --runs "), with_db ? " --db " + a.db : "",
-                    a.source.empty() ? "" : " --source '" + a.source + "'", m, s.run_ids.size(),
+                    a.source.empty() ? "" : " --source '" + a.source + "'",
+                    a.attention_asked ? "compute attention" : "compute", s.fit.selected ? " --select-parts" : "",
+                    apart ? "other kernels" : "kernels", m, s.run_ids.size(),
                     s.fit.folds.empty() ? "no cross-validation" : s.fit.by_fold ? "held out by source" : "held out by row",
-                    100 * s.simulated.mape, 100 * s.fitted.mape, 100 * s.held_out.mape, speed, base, m);
+                    100 * s.simulated.mape, 100 * s.fitted.mape, 100 * s.held_out.mape, speed, base, m,
+                    attention_sentence);
     // The file must load as `simulate --system` will load it.
     parse_system(nlohmann::json::parse(doc.dump()), path);
     std::ofstream out(path);

@@ -38,26 +38,31 @@ std::array<bool, calibration::kStepComponents> component_mask(const std::vector<
 // rows: every validated row; documents: the document each row cites (same order; "" = none), so
 // that sources citing one document are one fold. One entry per system with simulated rows, in the
 // order of its first row. `parts`: the parts to fit (json names, calibration/step_components.h;
-// empty: all), the others kept as simulated. Throws InputError for an unknown part,
+// empty: all), the others kept as simulated. `select_parts`: per system, only the subset of them
+// that cross-validation keeps (calibration::fit_components). Throws InputError for an unknown part,
 // std::invalid_argument when the sizes differ.
 std::vector<SystemComponents> step_components(const std::vector<calibration::RowResult>& rows,
                                               const std::vector<std::string>& documents,
-                                              const std::vector<std::string>& parts = {});
+                                              const std::vector<std::string>& parts = {}, bool select_parts = false);
 nlohmann::json components_json(const std::vector<SystemComponents>& systems);
 std::string components_text(const std::vector<SystemComponents>& systems);
 // The same tables for the HTML report (text escaped).
 std::string components_html(const std::vector<SystemComponents>& systems);
 
-// `--components-out DIR` (only with `--components compute`): for each system, DIR/<system>-insitu.json,
-// its shipped file with efficiency.sustained_kernel_speed divided by the fitted compute multiplier
-// (kernels that run m times slower in situ than the file, or the database, prices them), with
+// `--components-out DIR` (only with `--components compute [attention]`): for each system,
+// DIR/<system>-insitu.json, its shipped file with efficiency.sustained_kernel_speed divided by the
+// fitted compute multiplier (kernels that run m times slower in situ than the file, or the
+// database, prices them) — and, where attention was fitted apart from compute,
+// efficiency.sustained_attention_speed divided by the attention multiplier —, with
 // efficiency_db set to `db` where the database priced the system's rows (database_priced), and a
 // description sentence saying how it was
 // fitted and how well (held out by source). Fills `written` (system -> path). Throws InputError for
-// a speed outside (0, 2] or a file that cannot be written; the written file must load.
+// a speed outside (0, 2], no kernel multiplier fitted, or a file that cannot be written; the
+// written file must load.
 struct ComponentsOutArgs {
   std::vector<std::string> runs_files;
   std::string db, source, dir;
+  bool attention_asked = false;  // --components compute attention (for the description's command)
 };
 std::vector<std::pair<std::string, std::string>> write_insitu_systems(const ComponentsOutArgs& a,
                                                                       const std::vector<SystemComponents>& systems);

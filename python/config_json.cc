@@ -248,6 +248,7 @@ json system_json(const SystemConfig& s) {
             {"pcie_bridge_gb_s", s.topology.pcie_bridge_gb_s}}},
           {"comm_compute_slowdown", s.comm_compute_slowdown},
           {"sustained_kernel_speed", s.sustained_kernel_speed},
+          {"sustained_attention_speed", s.attention_kernel_speed()},
           {"host_link_name", s.host_link_name},
           {"host_link_gb_s", s.host_link_gb_s},
           {"host_link_efficiency", s.host_link_efficiency},

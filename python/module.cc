@@ -233,6 +233,7 @@ PYBIND11_MODULE(_core, m) {
           a.components = c.is_boolean() ? c.get<bool>() : true;
           if (c.is_array()) a.component_parts = c.get<std::vector<std::string>>();
         }
+        a.select_parts = r.value("select_parts", false);
         a.components_out = r.value("components_out", std::string());
         py::gil_scoped_release release;
         return cli::validate_document(a).dump();

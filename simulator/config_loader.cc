@@ -773,6 +773,12 @@ SystemConfig parse_system(const nlohmann::json& doc, const std::string& file) {
              "expected a number in (0, 2]: compute kernels' speed in a sustained step over their speed alone");
     }
     s.sustained_kernel_speed = sustained.value_or(1);
+    auto attention_speed = e.opt_number("sustained_attention_speed");
+    if (attention_speed && !(*attention_speed > 0 && *attention_speed <= 2)) {
+      e.fail("sustained_attention_speed",
+             "expected a number in (0, 2]: attention kernels' speed in a sustained step over their speed alone");
+    }
+    s.sustained_attention_speed = attention_speed.value_or(0);
     e.finish();
   }
   {

@@ -41,16 +41,16 @@ class Builder {
   void gemm(const LayerOp& op, const char* role, const GemmKey& k) {
     if (k.m <= 0 || k.n <= 0 || k.k <= 0 || k.batch <= 0) return;
     out_.kernels.push_back({op.name, role, SequenceKernelKind::gemm, to_string(k), k.flops(), 0,
-                            coster_.gemm_s(k, nullptr)});
+                            coster_.gemm_s(k, nullptr, nullptr, 1, coster_.kernel_speed(op))});
   }
   void attention(const LayerOp& op, const std::string& role, const AttentionKey& k) {
     out_.kernels.push_back({op.name, role, SequenceKernelKind::attention, to_string(k), k.flops(), 0,
-                            coster_.attention_s(k, nullptr)});
+                            coster_.attention_s(k, nullptr, nullptr, coster_.kernel_speed(op))});
   }
   void memory(const LayerOp& op, const char* role, const MemoryOpKey& k) {
     if (k.bytes <= 0) return;
     out_.kernels.push_back({op.name, role, SequenceKernelKind::memory, to_string(k), 0, static_cast<double>(k.bytes),
-                            coster_.memory_s(k, nullptr)});
+                            coster_.memory_s(k, nullptr, nullptr, coster_.kernel_speed(op))});
   }
 
   // Ring context parallelism as op_cost prices it: the causal diagonal step on the rank's own

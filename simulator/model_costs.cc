@@ -82,6 +82,11 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
     }
     b.compute_fwd_s += t.fwd_compute_s;
     b.compute_bwd_s += t.bwd_compute_s;
+    const bool attention_core = op.unit == OpUnit::attention_core;
+    if (attention_core) {
+      b.attention_fwd_s += t.fwd_compute_s;
+      b.attention_bwd_s += t.bwd_compute_s;
+    }
     b.fwd_flops += op.fwd_flops();
     b.bwd_flops += op.bwd_flops();
     b.act_bytes += op.act_bytes;
@@ -92,6 +97,7 @@ BlockCost cost_block(const std::vector<LayerOp>& ops, const RecomputePlan* plan,
     b.act_bytes_recomputed += plan ? plan->kept_bytes[i] : op.act_bytes;
     if (plan && plan->rerun[i] > 0) {
       b.recompute_fwd_s += plan->rerun[i] * t.fwd_s();
+      if (attention_core) b.attention_recompute_s += plan->rerun[i] * t.fwd_compute_s;
       b.recompute_flops += plan->rerun[i] * op.fwd_flops();
     }
     if (report) {
@@ -160,6 +166,9 @@ void append_block(BlockCost& into, const BlockCost& b) {
   into.compute_bwd_s += b.compute_bwd_s;
   into.shared_expert_fwd_s += b.shared_expert_fwd_s;
   into.shared_expert_bwd_s += b.shared_expert_bwd_s;
+  into.attention_fwd_s += b.attention_fwd_s;
+  into.attention_bwd_s += b.attention_bwd_s;
+  into.attention_recompute_s += b.attention_recompute_s;
   into.ep_paired_saving_fwd_s += b.ep_paired_saving_fwd_s;
   into.ep_paired_saving_bwd_s += b.ep_paired_saving_bwd_s;
   into.act_bytes += b.act_bytes;
@@ -195,6 +204,9 @@ BlockCost mix_blocks(const BlockCost& full, const BlockCost& win, double w) {
   m.compute_bwd_s = mix(full.compute_bwd_s, win.compute_bwd_s);
   m.shared_expert_fwd_s = mix(full.shared_expert_fwd_s, win.shared_expert_fwd_s);
   m.shared_expert_bwd_s = mix(full.shared_expert_bwd_s, win.shared_expert_bwd_s);
+  m.attention_fwd_s = mix(full.attention_fwd_s, win.attention_fwd_s);
+  m.attention_bwd_s = mix(full.attention_bwd_s, win.attention_bwd_s);
+  m.attention_recompute_s = mix(full.attention_recompute_s, win.attention_recompute_s);
   m.ep_paired_saving_fwd_s = mix(full.ep_paired_saving_fwd_s, win.ep_paired_saving_fwd_s);
   m.ep_paired_saving_bwd_s = mix(full.ep_paired_saving_bwd_s, win.ep_paired_saving_bwd_s);
   m.act_bytes = mix(full.act_bytes, win.act_bytes);

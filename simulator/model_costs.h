@@ -38,6 +38,9 @@ struct BlockCost {
   double fwd_flops = 0, bwd_flops = 0, recompute_flops = 0;
   double compute_fwd_s = 0, compute_bwd_s = 0;  // kernels alone, no communication
   double shared_expert_fwd_s = 0, shared_expert_bwd_s = 0;  // MoE shared experts' compute
+  // Of compute_fwd_s / compute_bwd_s / recompute_fwd_s, the attention core's kernels (OpUnit::
+  // attention_core: the fused or unfused attention, the CP ring's merge), communication excluded.
+  double attention_fwd_s = 0, attention_bwd_s = 0, attention_recompute_s = 0;
   // Time the 1F1B EP all-to-all overlap (overlap_moe_expert_parallel_comm) took off fwd_s / bwd_s:
   // it hides a micro-batch's all-to-all behind another micro-batch's compute, so a forward or
   // backward that runs unpaired (warm-up, cool-down) pays it back.

@@ -13,14 +13,18 @@ void SourceTally::add(const Efficiency& e, const std::string& key_if_recorded) {
   if (roofline_keys && e.source == EfficiencySource::roofline) roofline_keys->push_back(key_if_recorded);
 }
 
-double OpCoster::compute_kernel_s(double flops, double bytes, DType dtype, const Efficiency& e) const {
-  const double compute = flops / (sys_.device.peak_flops_per_s(dtype) * e.value);
-  if (e.source != EfficiencySource::roofline) return compute / sys_.sustained_kernel_speed;
-  return std::max(compute, bytes / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) /
-         sys_.sustained_kernel_speed;
+double OpCoster::kernel_speed(const LayerOp& op) const {
+  return op.unit == OpUnit::attention_core ? sys_.attention_kernel_speed() : sys_.sustained_kernel_speed;
 }
 
-double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used, int serial_kernels) const {
+double OpCoster::compute_kernel_s(double flops, double bytes, DType dtype, const Efficiency& e, double speed) const {
+  const double compute = flops / (sys_.device.peak_flops_per_s(dtype) * e.value);
+  if (e.source != EfficiencySource::roofline) return compute / speed;
+  return std::max(compute, bytes / (sys_.device.hbm_bytes_per_s() * sys_.memory_efficiency)) / speed;
+}
+
+double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used, int serial_kernels,
+                        double speed) const {
   const Efficiency e = eff_.gemm(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
@@ -28,22 +32,22 @@ double OpCoster::gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used, 
   // throughput figure does not (it is a best-shape figure, where the fixed part vanishes).
   const double fixed_s =
       e.source == EfficiencySource::roofline ? std::max(1, serial_kernels) * sys_.gemm_fixed_us * 1e-6 : 0.0;
-  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e) + fixed_s;
+  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e, speed_or_default(speed)) + fixed_s;
 }
 
-double OpCoster::attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used) const {
+double OpCoster::attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used, double speed) const {
   const Efficiency e = eff_.attention(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
-  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e);
+  return compute_kernel_s(k.flops(), k.bytes(), k.dtype, e, speed_or_default(speed));
 }
 
-double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used) const {
+double OpCoster::memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used, double speed) const {
   if (k.bytes <= 0) return 0;
   const Efficiency e = eff_.memory_op(k);
   if (tally) tally->add_key(e, k);
   if (used) *used = e;
-  return static_cast<double>(k.bytes) / (sys_.device.hbm_bytes_per_s() * e.value) / sys_.sustained_kernel_speed +
+  return static_cast<double>(k.bytes) / (sys_.device.hbm_bytes_per_s() * e.value) / speed_or_default(speed) +
          sys_.kernel_launch_us * 1e-6;
 }
 
@@ -76,8 +80,9 @@ double OpCoster::ring_attention(const LayerOp& op, double kv_s, double kv_bwd_s,
   const double slow = sys_.comm_compute_slowdown;
   const RingAttentionKeys fwd = ring_attention_keys(op, AttentionDirection::forward);
   const RingAttentionKeys bwd = ring_attention_keys(op, AttentionDirection::backward);
-  const double f_diag = attention_s(fwd.diagonal, tally, used), f_step = attention_s(fwd.step, tally);
-  const double b_diag = attention_s(bwd.diagonal, tally), b_step = attention_s(bwd.step, tally);
+  const double speed = kernel_speed(op);
+  const double f_diag = attention_s(fwd.diagonal, tally, used, speed), f_step = attention_s(fwd.step, tally, nullptr, speed);
+  const double b_diag = attention_s(bwd.diagonal, tally, nullptr, speed), b_step = attention_s(bwd.step, tally, nullptr, speed);
   const double rest = c - 1;
   t.fwd_compute_s = f_diag + rest * f_step;
   t.bwd_compute_s = b_diag + rest * b_step;
@@ -95,18 +100,19 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
   auto comm = [&](const std::optional<CollectiveKey>& k) { return k ? collective_s(*k, tally) : 0.0; };
   const double c_fwd = comm(op.fwd_comm), c_bwd = comm(op.bwd_comm);
   const double c_d = comm(op.bwd_comm_with_dgrad), c_w = comm(op.bwd_comm_with_wgrad);
+  const double speed = kernel_speed(op);
   double weight_fwd_s = 0;  // 2D TP weight-panel gather exposed in forward
   double ring_fwd_comm_s = 0;  // ring CP: KV transfers not hidden by the forward steps
   switch (op.kind) {
     case OpKind::gemm: {
-      t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used, op.gemm_serial_kernels);
-      const double dgrad = gemm_s(op.gemm_dgrad, tally, nullptr, op.gemm_serial_kernels);
+      t.fwd_compute_s = gemm_s(op.gemm_fwd, tally, &used, op.gemm_serial_kernels, speed);
+      const double dgrad = gemm_s(op.gemm_dgrad, tally, nullptr, op.gemm_serial_kernels, speed);
       // The unfused main-gradient accumulation runs right after the wgrad on the same stream, so
       // it counts as part of it (also for what the wgrad's collectives can hide behind).
-      const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally, nullptr, op.gemm_serial_kernels) +
+      const double wgrad = op.has_wgrad ? gemm_s(op.gemm_wgrad, tally, nullptr, op.gemm_serial_kernels, speed) +
                                               memory_s(MemoryOpKey{"grad_accum", static_cast<std::int64_t>(
                                                                                      op.wgrad_accum_bytes)},
-                                                       tally)
+                                                       tally, nullptr, speed)
                                         : 0.0;
       t.bwd_compute_s = dgrad + wgrad;
       // Megatron overlaps the re-gather of a column-parallel input with dgrad and the input
@@ -134,15 +140,15 @@ OpTiming OpCoster::cost(const LayerOp& op, SourceTally* tally) const {
         ring_fwd_comm_s = ring_attention(op, c_fwd, c_d, c_w, tally, &used, t);
         break;
       }
-      t.fwd_compute_s = attention_s(op.attn_fwd, tally, &used);
-      t.bwd_compute_s = attention_s(op.attn_bwd, tally);
+      t.fwd_compute_s = attention_s(op.attn_fwd, tally, &used, speed);
+      t.bwd_compute_s = attention_s(op.attn_bwd, tally, nullptr, speed);
       // Ring context parallelism: KV (and dKV) blocks move while the attention backward runs.
       t.bwd_comm_s = overlap_extra_s(t.bwd_compute_s, c_d + c_w, slow) + c_bwd;
       break;
     }
     case OpKind::memory:
-      t.fwd_compute_s = memory_s(op.mem_fwd, tally, &used);
-      t.bwd_compute_s = memory_s(op.mem_bwd, tally);
+      t.fwd_compute_s = memory_s(op.mem_fwd, tally, &used, speed);
+      t.bwd_compute_s = memory_s(op.mem_bwd, tally, nullptr, speed);
       t.bwd_comm_s = c_d + c_w + c_bwd;
       break;
   }

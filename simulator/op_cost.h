@@ -4,7 +4,8 @@
 // measurement already contains every loss); a roofline answer gives max(FLOPs / (peak·e),
 // bytes / (HBM·e_mem)). Memory-bound kernels take bytes / (HBM·e) + the launch latency. Each
 // kernel time (not the launch latency) is divided by the system's sustained_kernel_speed (1 by
-// default: kernels as fast as alone).
+// default: kernels as fast as alone), the attention core's by its sustained_attention_speed when
+// it sets one.
 // Collectives tied to an op: forward ones are exposed unless marked overlapped (tp_comm_overlap,
 // ring CP); in backward, the ones Megatron overlaps with the same op's dgrad/wgrad GEMM (or the
 // attention backward) cost max(compute, comm) + the system's SM-sharing slowdown on the hidden
@@ -68,11 +69,16 @@ class OpCoster {
       : sys_(system), eff_(eff), nccl_(nccl) {}
 
   OpTiming cost(const LayerOp& op, SourceTally* tally) const;
+  // The in-situ speed op's kernels run at: the system's sustained_attention_speed for the
+  // attention core (OpUnit::attention_core) when it sets one, else its sustained_kernel_speed.
+  double kernel_speed(const LayerOp& op) const;
   // serial_kernels: GEMM kernels run one after another for this key (LayerOp::gemm_serial_kernels),
-  // each adding the system's gemm_fixed_us when the roofline prices it.
-  double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr, int serial_kernels = 1) const;
-  double attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
-  double memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used = nullptr) const;
+  // each adding the system's gemm_fixed_us when the roofline prices it. speed: the in-situ speed
+  // the kernel time is divided by (kernel_speed(op)); 0 = the system's sustained_kernel_speed.
+  double gemm_s(const GemmKey& k, SourceTally* tally, Efficiency* used = nullptr, int serial_kernels = 1,
+                double speed = 0) const;
+  double attention_s(const AttentionKey& k, SourceTally* tally, Efficiency* used = nullptr, double speed = 0) const;
+  double memory_s(const MemoryOpKey& k, SourceTally* tally, Efficiency* used = nullptr, double speed = 0) const;
   // ranks_per_switch: the group's ranks under one PCIe switch (comm_model.h; 0 = not known).
   double collective_s(const CollectiveKey& k, SourceTally* tally, int ranks_per_switch = 0) const;
   const EfficiencyModel& efficiency_model() const { return eff_; }
@@ -82,8 +88,10 @@ class OpCoster {
   // communication of t and returns the exposed forward communication.
   double ring_attention(const LayerOp& op, double kv_s, double kv_bwd_s, double dkv_s, SourceTally* tally,
                         Efficiency* used, OpTiming& t) const;
-  // A GEMM's or attention kernel's time at efficiency e (the rule at the top of this file).
-  double compute_kernel_s(double flops, double bytes, DType dtype, const Efficiency& e) const;
+  // A GEMM's or attention kernel's time at efficiency e (the rule at the top of this file), at
+  // in-situ speed `speed` (> 0).
+  double compute_kernel_s(double flops, double bytes, DType dtype, const Efficiency& e, double speed) const;
+  double speed_or_default(double speed) const { return speed > 0 ? speed : sys_.sustained_kernel_speed; }
   const SystemConfig& sys_;
   const EfficiencyModel& eff_;
   CollectiveChoiceMask nccl_;

@@ -50,6 +50,9 @@ struct StageReport {
   double fwd_s_per_micro_batch = 0;   // all chunks of this rank, incl. exposed TP comm
   double bwd_s_per_micro_batch = 0;   // incl. recompute
   double recompute_s_per_micro_batch = 0;
+  // Of fwd + bwd (recompute included): the attention core's kernels (fused or unfused attention,
+  // the CP ring's merge), without their communication.
+  double attention_s_per_micro_batch = 0;
   double tp_comm_s_per_micro_batch = 0;  // exposed
   double cp_comm_s_per_micro_batch = 0;  // exposed context-parallel communication
   double ep_comm_s_per_micro_batch = 0;  // exposed expert-parallel (all-to-all, ETP) communication
@@ -119,6 +122,10 @@ struct SimulationResult {
   double cp_comm_exposed_s = 0, ep_comm_exposed_s = 0, offload_exposed_s = 0;
   double dp_comm_exposed_s = 0, optimizer_s = 0;  // dp: per-iteration + ZeRO-2/3 per-micro-batch
   double straggler_s = 0;                         // wait for the slowest GPU (system straggler_cv)
+  // Of compute_s + recompute_s (not a part of its own: the breakdown's parts add up to the step),
+  // the attention core's kernels: fused or unfused attention and the CP ring's merge, forward,
+  // backward and recomputed forward. `calisim validate --components attention` prices it apart.
+  double attention_kernel_s = 0;
   // GPU idle time waiting on the host (dispatch slower than the GPU, syncs), critical stage.
   double host_exposed_s = 0;
   bool host_dispatch_modeled = false;             // the system gives host.op_dispatch_us / host.sync_us

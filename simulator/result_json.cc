@@ -1,5 +1,7 @@
 #include "simulator/result_json.h"
 
+#include <algorithm>
+
 #include "simulator/rank_placement.h"
 
 namespace calisim {
@@ -64,6 +66,10 @@ nlohmann::json to_json(const SimulationResult& r) {
                {"bubble_fraction", r.bubble_fraction},
                {"critical_stage", r.critical_rank}};
   j["breakdown"] = breakdown_json(r);
+  // Not in "breakdown" (whose parts add up to the step): how compute_s + recompute_s splits
+  // between the attention core's kernels and the rest.
+  j["compute_split"] = {{"attention_kernel_s", r.attention_kernel_s},
+                        {"other_kernel_s", std::max(0.0, r.compute_s + r.recompute_s - r.attention_kernel_s)}};
   j["comm"] = {{"tp_exposed_s", r.tp_comm_exposed_s},
                {"pp_exposed_s", r.pp_comm_exposed_s},
                {"cp_exposed_s", r.cp_comm_exposed_s},
@@ -82,6 +88,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                       {"fwd_s_per_micro_batch", st.fwd_s_per_micro_batch},
                       {"bwd_s_per_micro_batch", st.bwd_s_per_micro_batch},
                       {"recompute_s_per_micro_batch", st.recompute_s_per_micro_batch},
+                      {"attention_s_per_micro_batch", st.attention_s_per_micro_batch},
                       {"tp_comm_exposed_s_per_micro_batch", st.tp_comm_s_per_micro_batch},
                       {"cp_comm_exposed_s_per_micro_batch", st.cp_comm_s_per_micro_batch},
                       {"ep_comm_exposed_s_per_micro_batch", st.ep_comm_s_per_micro_batch},

@@ -313,6 +313,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   std::vector<double> tp_comm(stages), cp_comm(stages), ep_comm(stages), dp_mb_comm(stages), offload(stages);
   std::vector<double> p2p_block(stages), rc_flops(stages), nic_bwd(stages);  // nic_bwd: EP/CP backward NIC traffic
   std::vector<double> host_wait(stages);  // GPU idle on host dispatch (host_dispatch.h), in fwd/bwd above
+  std::vector<double> attn(stages);       // attention-core kernels (BlockCost::attention_*), recompute incl.
   // EP all-to-all time the 1F1B overlap hid, paid back by unpaired units (PipelineSpec).
   std::vector<double> unpaired_fwd(stages), unpaired_bwd(stages);
   std::vector<int> layers_rc(stages);
@@ -330,6 +331,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       bwd[j] += count * b.bwd_s + count_rc * b.recompute_fwd_s;
       rc_time[j] += count_rc * b.recompute_fwd_s;
       rc_flops[j] += count_rc * b.recompute_flops;
+      attn[j] += count * (b.attention_fwd_s + b.attention_bwd_s) + count_rc * b.attention_recompute_s;
       tp_comm[j] += count * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
       cp_comm[j] += count * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += count * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
@@ -378,6 +380,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       bwd[j] += D * b.bwd_s + rc;
       rc_time[j] += rc;
       rc_flops[j] += rc_on ? D * b.recompute_flops : 0.0;
+      attn[j] += D * (b.attention_fwd_s + b.attention_bwd_s) + (rc_on ? D * b.attention_recompute_s : 0.0);
       tp_comm[j] += D * (b.tp_comm_fwd_s + b.tp_comm_bwd_s);
       cp_comm[j] += D * (b.cp_comm_fwd_s + b.cp_comm_bwd_s);
       ep_comm[j] += D * (b.ep_comm_fwd_s + b.ep_comm_bwd_s);
@@ -480,6 +483,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
       sr.fwd_s_per_micro_batch += fwd[j];
       sr.bwd_s_per_micro_batch += bwd[j];
       sr.recompute_s_per_micro_batch += rc_time[j];
+      sr.attention_s_per_micro_batch += attn[j];
       sr.tp_comm_s_per_micro_batch += tp_comm[j];
       sr.cp_comm_s_per_micro_batch += cp_comm[j];
       sr.ep_comm_s_per_micro_batch += ep_comm[j];
@@ -626,6 +630,7 @@ SimulationResult assemble(const ModelConfig& model, const StrategyConfig& st, co
   for (const auto& sr : res.stages) chunk = std::max(chunk, sr.fwd_s_per_micro_batch + sr.bwd_s_per_micro_batch);
   res.chunk_time_s = chunk;
   res.recompute_s = cs.recompute_s_per_micro_batch * m;
+  res.attention_kernel_s = cs.attention_s_per_micro_batch * m;
   res.tp_comm_exposed_s = cs.tp_comm_s_per_micro_batch * m;
   res.cp_comm_exposed_s = cs.cp_comm_s_per_micro_batch * m;
   // Plus what the warm-up forwards and cool-down backwards pay without a 1F1B partner.

@@ -80,6 +80,16 @@ struct SystemConfig {
   // between kernels, above 1 where kernels back to back run faster (warm caches). `calisim profile
   // sequence` measures it for a layer (its "alone sum / pass"). In (0, 2].
   double sustained_kernel_speed = 1;
+  // The same for the attention core's kernels (fused or unfused attention, the CP ring's merge)
+  // when they run at another in-situ speed than the rest: attention kernels change more between
+  // software releases (FlashAttention 1 / 2 / 3, cuDNN versions) than GEMMs do, so runs on an older
+  // stack time them slower than a database measured on a newer one. 0 = absent: the attention
+  // core runs at sustained_kernel_speed. `calisim validate --components compute attention
+  // --components-out` writes it. In (0, 2] when set.
+  double sustained_attention_speed = 0;
+  double attention_kernel_speed() const {
+    return sustained_attention_speed > 0 ? sustained_attention_speed : sustained_kernel_speed;
+  }
 
   // Host link used by activation and optimizer offload (PCIe, NVLink-C2C), one direction.
   std::string host_link_name;

@@ -242,7 +242,7 @@ def search(model, system, world_size, global_batch_size, strategy=None, **option
 
 
 def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=None, fit_out=None, report=None,
-             dump_inputs=None, components=None, components_out=None):
+             dump_inputs=None, components=None, components_out=None, select_parts=False):
     """`calisim validate --json` (docs/validation.md): every row of the measured-runs CSV `runs`
     (a path, or a list of paths whose rows are taken together) mapped, simulated and scored. db: efficiency database; source: only rows whose source contains
     it; overrides: "section.key=value" strings applied to every mapped row; fit_system: a shipped
@@ -250,10 +250,12 @@ def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=No
     "memory", "fp8", default ["compute"];
     fit_out: file or directory for the fitted system files); report: HTML report path;
     dump_inputs: directory for each row's mapped configs; components: True, or a list of parts among
-    "compute", "model_parallel_comm", "data_parallel_comm", "bubble", "other", for the multipliers of
-    the simulated step's parts that the rows want, per system, held out by source (`--components`);
-    components_out: with components="compute", a directory for each system's in-situ file
-    (`--components-out`).
+    "compute", "attention", "model_parallel_comm", "data_parallel_comm", "bubble", "other", for the
+    multipliers of the simulated step's parts that the rows want, per system, held out by source
+    (`--components`; attention takes compute's multiplier unless listed); select_parts: per system,
+    fit only the subset of those parts that cross-validation keeps (`--select-parts`);
+    components_out: with components "compute" (or ["compute", "attention"]), a directory for each
+    system's in-situ file (`--components-out`).
     The GIL is released while it runs. Returns a ValidationResult (to_dataframe("rows" | "fit" |
     "components"))."""
     runs_files = [os.fspath(runs)] if isinstance(runs, (str, os.PathLike)) else [os.fspath(r) for r in runs]
@@ -264,7 +266,7 @@ def validate(runs, db=None, source=None, overrides=None, fit_system=None, fit=No
                "dump_inputs": os.fspath(dump_inputs or ""),
                "components": None if components in (None, False) else
                (True if components is True else [components] if isinstance(components, str) else list(components)),
-               "components_out": os.fspath(components_out or "")}
+               "components_out": os.fspath(components_out or ""), "select_parts": bool(select_parts)}
     return ValidationResult(json.loads(_core.validate(_native.dumps(request))))
 
 

@@ -16,6 +16,7 @@ namespace calisim::calibration {
 namespace {
 
 constexpr int kCompute = static_cast<int>(StepComponent::compute);
+constexpr int kAttention = static_cast<int>(StepComponent::attention);
 constexpr int kModelComm = static_cast<int>(StepComponent::model_parallel_comm);
 constexpr int kDpComm = static_cast<int>(StepComponent::data_parallel_comm);
 constexpr int kBubble = static_cast<int>(StepComponent::bubble);
@@ -187,12 +188,113 @@ TEST(StepComponents, PartsOfASimulationResult) {
   r.host_exposed_s = 0.007;
   r.straggler_s = 0.008;
   r.offload_exposed_s = 0.009;
-  const StepParts p = step_parts(r);
+  StepParts p = step_parts(r);
   EXPECT_DOUBLE_EQ(p[kCompute], 1.25);
+  EXPECT_DOUBLE_EQ(p[kAttention], 0.0);
+  // The attention kernels are a share of compute + recompute, taken out of compute.
+  r.attention_kernel_s = 0.4;
+  p = step_parts(r);
+  EXPECT_DOUBLE_EQ(p[kCompute], 0.85);
+  EXPECT_DOUBLE_EQ(p[kAttention], 0.4);
   EXPECT_DOUBLE_EQ(p[kModelComm], 0.19);
   EXPECT_DOUBLE_EQ(p[kDpComm], 0.5);
   EXPECT_DOUBLE_EQ(p[kBubble], 0.3);
   EXPECT_DOUBLE_EQ(p[kOther], 0.084);
+}
+
+// Rows in four folds whose other kernels run 1.1x and attention kernels `attention_x` times their
+// simulated time; the attention share varies from row to row (sequence lengths), as in real runs.
+std::vector<ComponentRow> attention_rows(double attention_x) {
+  std::vector<ComponentRow> rows;
+  const char* folds[] = {"A", "B", "C", "D"};
+  for (int i = 0; i < 16; ++i) {
+    ComponentRow r;
+    r.run_id = fmt::format("R{}", i);
+    r.fold = folds[i % 4];
+    r.parts_s[kCompute] = 1.0 + 0.13 * i;
+    r.parts_s[kAttention] = 0.05 + 0.09 * ((i * 5) % 7);
+    r.parts_s[kBubble] = 0.1;
+    r.measured_s = 1.1 * r.parts_s[kCompute] + attention_x * r.parts_s[kAttention] + r.parts_s[kBubble];
+    rows.push_back(r);
+  }
+  return rows;
+}
+
+// Attention refines compute: fitted apart it gets its own multiplier; asked for compute alone, the
+// attention kernels take compute's multiplier (one multiplier for every kernel, what --components
+// compute has always fitted).
+TEST(StepComponents, AttentionFollowsComputeUnlessFittedApart) {
+  const auto rows = attention_rows(1.6);
+  std::array<bool, kStepComponents> apart{};
+  apart[kCompute] = apart[kAttention] = true;
+  const ComponentFit a = fit_components(rows, apart);
+  EXPECT_NEAR(a.multipliers.value[kCompute], 1.1, 1e-9);
+  EXPECT_NEAR(a.multipliers.value[kAttention], 1.6, 1e-9);
+  EXPECT_FALSE(a.multipliers.attention_tied);
+  for (std::size_t i = 0; i < rows.size(); ++i) EXPECT_NEAR(a.held_out_s[i], rows[i].measured_s, 1e-9);
+
+  std::array<bool, kStepComponents> compute{};
+  compute[kCompute] = true;
+  const ComponentFit t = fit_components(rows, compute);
+  EXPECT_TRUE(t.multipliers.attention_tied);
+  EXPECT_FALSE(t.multipliers.fitted[kAttention]);
+  EXPECT_EQ(t.multipliers.value[kAttention], t.multipliers.value[kCompute]);
+  EXPECT_GT(t.multipliers.value[kCompute], 1.1);  // the slow attention pulls the one multiplier up
+  EXPECT_LT(t.multipliers.value[kCompute], 1.6);
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    const auto& p = rows[i].parts_s;
+    EXPECT_NEAR(t.fitted_s[i], t.multipliers.value[kCompute] * (p[kCompute] + p[kAttention]) + p[kBubble], 1e-12);
+  }
+  // Each fold ties attention to that fold's compute multiplier too.
+  for (const auto& m : t.held_out) {
+    EXPECT_TRUE(m.attention_tied);
+    EXPECT_EQ(m.value[kAttention], m.value[kCompute]);
+  }
+  // Attention alone: the other kernels kept as simulated.
+  std::array<bool, kStepComponents> alone{};
+  alone[kAttention] = true;
+  const ComponentFit o = fit_components(rows, alone);
+  EXPECT_FALSE(o.multipliers.attention_tied);
+  EXPECT_EQ(o.multipliers.value[kCompute], 1.0);
+  EXPECT_TRUE(o.multipliers.fitted[kAttention]);
+}
+
+// --select-parts: a part is kept only where the held-out folds gain from it, and each fold's parts
+// are chosen without that fold's rows.
+TEST(StepComponents, SelectionKeepsAPartOnlyWhereHeldOutRowsAgree) {
+  std::array<bool, kStepComponents> asked{};
+  asked[kCompute] = asked[kAttention] = true;
+  // Attention really is slower: the split predicts every fold exactly, compute alone does not.
+  const ComponentFit split = fit_components(attention_rows(1.6), asked, true);
+  EXPECT_TRUE(split.selected);
+  EXPECT_TRUE(split.multipliers.fitted[kCompute] && split.multipliers.fitted[kAttention]);
+  EXPECT_NEAR(split.multipliers.value[kAttention], 1.6, 1e-9);
+  for (const auto& m : split.held_out) EXPECT_TRUE(m.fitted[kAttention]);
+  // Attention as slow as the rest: both choices predict exactly, and the fewer parts win.
+  const ComponentFit same = fit_components(attention_rows(1.1), asked, true);
+  EXPECT_TRUE(same.multipliers.fitted[kCompute]);
+  EXPECT_FALSE(same.multipliers.fitted[kAttention]);
+  EXPECT_TRUE(same.multipliers.attention_tied);
+  EXPECT_NEAR(same.multipliers.value[kCompute], 1.1, 1e-9);
+  // Without selection every asked part is fitted, here to the same 1.1.
+  const ComponentFit forced = fit_components(attention_rows(1.1), asked, false);
+  EXPECT_FALSE(forced.selected);
+  EXPECT_TRUE(forced.multipliers.fitted[kAttention]);
+  EXPECT_NEAR(forced.multipliers.value[kAttention], 1.1, 1e-9);
+
+  // Nested: fold D alone has attention 3x slower. Held out, D's parts are chosen on A-C, which
+  // agree on one multiplier for every kernel: D is predicted with compute alone.
+  auto rows = attention_rows(1.1);
+  for (auto& r : rows) {
+    if (r.fold == "D") r.measured_s += (3.0 - 1.1) * r.parts_s[kAttention];
+  }
+  const ComponentFit nested = fit_components(rows, asked, true);
+  ASSERT_EQ(nested.folds.size(), 4u);
+  for (std::size_t f = 0; f < nested.folds.size(); ++f) {
+    if (nested.folds[f] != "D") continue;
+    EXPECT_FALSE(nested.held_out[f].fitted[kAttention]) << "fold D's parts were chosen without its rows";
+    EXPECT_NEAR(nested.held_out[f].value[kCompute], 1.1, 1e-9);
+  }
 }
 
 // Folds: a row's source, sources citing one document joined under the first of them.

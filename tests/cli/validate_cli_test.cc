@@ -329,7 +329,7 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   EXPECT_EQ(a100["system"], "a100-sxm-80g");
   EXPECT_EQ(a100["rows"], 8);
   EXPECT_EQ(a100["cross_validation"], "leave one row out");
-  ASSERT_EQ(a100["parts"].size(), 5u);
+  ASSERT_EQ(a100["parts"].size(), 6u);
   double shares = 0;
   for (const auto& part : a100["parts"]) {
     shares += part["share"].get<double>();
@@ -340,6 +340,8 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
   EXPECT_NEAR(shares, 1.0, 1e-9);
   EXPECT_EQ(a100["parts"][0]["part"], "compute");
   EXPECT_GT(a100["parts"][0]["share"].get<double>(), 0.5);
+  EXPECT_EQ(a100["parts"][1]["part"], "attention");
+  EXPECT_GT(a100["parts"][1]["share"].get<double>(), 0.0);
   ASSERT_EQ(a100["per_row"].size(), 8u);
   for (const auto& row : a100["per_row"]) {
     EXPECT_NEAR(row["simulated_step_s"].get<double>(), simulated.at(row["run_id"]), 1e-9 * simulated.at(row["run_id"]));
@@ -384,7 +386,8 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
               wdoc["systems"][0]["step_time"]["fitted"]["mape"].get<double>(), 0.01);
   const Out needs = calisim("validate --runs " + runs + " --components --components-out " + dir);
   EXPECT_EQ(needs.code, 2);
-  EXPECT_NE(needs.text.find("it needs --components compute"), std::string::npos) << needs.text;
+  EXPECT_NE(needs.text.find("it needs --components compute, or --components compute attention"), std::string::npos)
+      << needs.text;
 
   // Systems of one row each (the fixture): nothing is held out, and the total says so.
   const Out one = calisim("validate --runs " + kFixture + " --json --components compute", false);
@@ -398,11 +401,86 @@ TEST(ValidateCli, ComponentsOfTheStepPerSystem) {
 
   const Out bad = calisim("validate --runs " + runs + " --components compute,flops");
   EXPECT_EQ(bad.code, 2);
-  EXPECT_NE(bad.text.find("--components: expected compute, model_parallel_comm, data_parallel_comm, bubble or other, "
-                          "got 'flops'"),
+  EXPECT_NE(bad.text.find("--components: expected compute, attention, model_parallel_comm, data_parallel_comm, bubble "
+                          "or other, got 'flops'"),
             std::string::npos)
       << bad.text;
   EXPECT_EQ(bad.text.find("calisim validate:"), std::string::npos) << "refused before any row ran";
+}
+
+// --components compute attention: the attention kernels (each row's compute_split) get their own
+// multiplier; with compute alone they follow compute's. --components-out writes both speeds and
+// the rows re-simulated with them land where the multipliers put them. --select-parts keeps, per
+// system, the subset of the asked parts that cross-validation supports.
+TEST(ValidateCli, AttentionApartAndSelectedParts) {
+  const std::string runs = std::string(CALISIM_TEST_DATA_DIR) + "/../../calibration/data/measured_runs.csv";
+  const std::string dir = ::testing::TempDir() + "insitu_attention";
+  // "et al.": Korthikanti et al. and Narayanan et al., A100 SXM, two sources.
+  const Out r = calisim("validate --runs " + runs + " --source 'et al.' --json --components compute attention "
+                            "--components-out " + dir, false);
+  ASSERT_EQ(r.code, 0) << r.text;
+  const auto doc = nlohmann::json::parse(r.text);
+  for (const auto& row : doc["rows"]) {
+    const double attention = row["compute_split"]["attention_kernel_s"].get<double>();
+    EXPECT_GT(attention, 0) << row["run_id"];
+    EXPECT_NEAR(attention + row["compute_split"]["other_kernel_s"].get<double>(),
+                row["breakdown"]["compute_s"].get<double>() + row["breakdown"]["recompute_s"].get<double>(),
+                1e-9 * row["simulated_step_s"].get<double>())
+        << row["run_id"];
+  }
+  const auto& sys = doc["components"]["systems"][0];
+  EXPECT_FALSE(sys["attention_tied"].get<bool>());
+  const double mc = sys["parts"][0]["multiplier"].get<double>(), ma = sys["parts"][1]["multiplier"].get<double>();
+  EXPECT_GT(ma, mc) << "older attention kernels: the A100 rows' attention runs slower than its other kernels";
+  std::ifstream in(dir + "/a100-sxm-80g-insitu.json");
+  ASSERT_TRUE(in.good());
+  const auto file = nlohmann::json::parse(in);
+  const double speed = file["efficiency"]["sustained_kernel_speed"].get<double>();
+  const double attention_speed = file["efficiency"]["sustained_attention_speed"].get<double>();
+  EXPECT_NEAR(speed, 1 / mc, 1e-4);
+  EXPECT_NEAR(attention_speed, 1 / ma, 1e-4);
+  EXPECT_NE(file["description"].get<std::string>().find("--components compute attention"), std::string::npos);
+  const Out again = calisim("validate --runs " + runs + " --source 'et al.' --json --set system.efficiency."
+                                "sustained_kernel_speed=" + std::to_string(speed) +
+                                " system.efficiency.sustained_attention_speed=" + std::to_string(attention_speed),
+                            false);
+  ASSERT_EQ(again.code, 0) << again.text;
+  EXPECT_NEAR(nlohmann::json::parse(again.text)["summary"]["all"]["mape"].get<double>(),
+              sys["step_time"]["fitted"]["mape"].get<double>(), 0.01);
+
+  // Compute alone: the attention kernels take its multiplier, in the JSON and the table.
+  const Out tied = calisim("validate --runs " + runs + " --source 'et al.' --json --components compute", false);
+  ASSERT_EQ(tied.code, 0) << tied.text;
+  const auto tsys = nlohmann::json::parse(tied.text)["components"]["systems"][0];
+  EXPECT_TRUE(tsys["attention_tied"].get<bool>());
+  EXPECT_EQ(tsys["parts"][1]["multiplier"], tsys["parts"][0]["multiplier"]);
+  for (const auto& fold : tsys["folds"]) EXPECT_EQ(fold["multipliers"]["attention"], fold["multipliers"]["compute"]);
+  const Out tied_text = calisim("validate --runs " + runs + " --source 'et al.' --components compute");
+  EXPECT_NE(tied_text.text.find("= compute"), std::string::npos) << tied_text.text;
+
+  // --select-parts: the choice is reported, and each fold fits only parts it was allowed.
+  const Out sel = calisim("validate --runs " + runs + " --source 'et al.' --json --components compute attention "
+                              "--select-parts", false);
+  ASSERT_EQ(sel.code, 0) << sel.text;
+  const auto sdoc = nlohmann::json::parse(sel.text)["components"];
+  EXPECT_TRUE(sdoc["select_parts"].get<bool>());
+  for (const auto& fold : sdoc["systems"][0]["folds"]) {
+    for (const char* part : {"model_parallel_comm", "data_parallel_comm", "bubble", "other"}) {
+      EXPECT_TRUE(fold["multipliers"][part].is_null()) << fold.dump();
+    }
+  }
+  const Out sel_text = calisim("validate --runs " + runs + " --source 'et al.' --components compute attention "
+                                   "--select-parts");
+  EXPECT_NE(sel_text.text.find("parts chosen per system by cross-validation (--select-parts)"), std::string::npos)
+      << sel_text.text;
+
+  const Out alone = calisim("validate --runs " + runs + " --select-parts");
+  EXPECT_EQ(alone.code, 2);
+  EXPECT_NE(alone.text.find("--select-parts: chooses among the parts of --components"), std::string::npos)
+      << alone.text;
+  const Out not_kernels = calisim("validate --runs " + runs + " --components compute bubble --components-out " + dir);
+  EXPECT_EQ(not_kernels.code, 2);
+  EXPECT_NE(not_kernels.text.find("--components-out"), std::string::npos) << not_kernels.text;
 }
 
 // --components held out by source: each source's rows with the other sources' multipliers, in the

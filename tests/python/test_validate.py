@@ -68,3 +68,12 @@ def test_validate_components_equal_the_cli(tmp_path):
     assert os.path.exists(out.components.written["a100-sxm-80g"])
     with pytest.raises(calisim.ConfigError, match="--components"):
         calisim.validate(FIXTURE, components=["flops"])
+    # Attention apart, and the parts chosen by cross-validation, as the command line gives them.
+    selected = calisim.validate(korthikanti, source="et al.", components=["compute", "attention"], select_parts=True)
+    cli_selected = cli_json("validate", "--runs", korthikanti, "--source", "et al.", "--json", "--components",
+                            "compute", "attention", "--select-parts")
+    assert selected.to_dict()["components"] == cli_selected["components"]
+    assert selected.to_dict()["components"]["select_parts"] is True
+    apart = calisim.validate(korthikanti, source="et al.", components=["compute", "attention"])
+    parts = {p.part: p.multiplier for p in apart.components.systems[0].parts}
+    assert parts["attention"] > 0 and parts["attention"] != parts["compute"]
