@@ -193,6 +193,7 @@ nlohmann::json components_json(const std::vector<SystemComponents>& systems) {
     for (std::size_t i = 0; i < s.fit.folds.size(); ++i) {
       nlohmann::json fold = {{"left_out", s.fit.folds[i]},
                              {"multipliers", multipliers_json(s.fit.held_out[i])},
+                             {"attention_tied", s.fit.held_out[i].attention_tied},
                              {"rows", s.fit.fold_rows[i].size()}};
       if (i < s.source_held_out.size()) fold["held_out"] = stats_json(s.source_held_out[i]);
       folds.push_back(fold);
