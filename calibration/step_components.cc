@@ -95,11 +95,12 @@ ComponentMultipliers solve(const std::vector<ComponentRow>& rows, const std::vec
   return out;
 }
 
+using Folds = std::vector<std::pair<std::string, std::vector<std::size_t>>>;  // name -> row indices
+
 // The folds to hold out among `use` (row indices): by fold name, or row by row when they share one
 // (calibration::holdout_folds); each fold's rows as indices into `rows`.
-std::vector<std::pair<std::string, std::vector<std::size_t>>> folds_of(const std::vector<ComponentRow>& rows,
-                                                                        const std::vector<std::size_t>& use,
-                                                                        bool* by_fold = nullptr) {
+
+Folds folds_of(const std::vector<ComponentRow>& rows, const std::vector<std::size_t>& use, bool* by_fold = nullptr) {
   std::vector<std::string> fold_of, run_ids;
   for (std::size_t i : use) {
     fold_of.push_back(rows[i].fold);
@@ -120,11 +121,9 @@ std::vector<std::size_t> all_but(const std::vector<std::size_t>& use, const std:
 }
 
 // Mean |relative error| of `use`'s rows, each predicted with the parts `fit` fitted on the other
-// folds of `use`; infinity when `use` has fewer than two folds (nothing to hold out).
+// folds (`folds`, a partition of `use` into at least two).
 double cross_validated_error(const std::vector<ComponentRow>& rows, const std::vector<std::size_t>& use,
-                             const PartMask& fit) {
-  const auto folds = folds_of(rows, use);
-  if (folds.size() < 2) return std::numeric_limits<double>::infinity();
+                             const Folds& folds, const PartMask& fit) {
   double sum = 0;
   for (const auto& [name, held] : folds) {
     const ComponentMultipliers m = solve(rows, all_but(use, held), fit);
@@ -137,6 +136,8 @@ double cross_validated_error(const std::vector<ComponentRow>& rows, const std::v
 // then the earlier mask); `allowed` itself when `use` cannot be cross-validated.
 PartMask choose_parts(const std::vector<ComponentRow>& rows, const std::vector<std::size_t>& use,
                       const PartMask& allowed) {
+  const Folds folds = folds_of(rows, use);
+  if (folds.size() < 2) return allowed;  // nothing to hold out
   std::vector<int> asked;
   for (int k = 0; k < kStepComponents; ++k)
     if (allowed[k]) asked.push_back(k);
@@ -148,8 +149,7 @@ PartMask choose_parts(const std::vector<ComponentRow>& rows, const std::vector<s
     int count = 0;
     for (std::size_t c = 0; c < asked.size(); ++c)
       if (mask & (1u << c)) candidate[asked[c]] = true, ++count;
-    const double err = cross_validated_error(rows, use, candidate);
-    if (!std::isfinite(err)) return allowed;
+    const double err = cross_validated_error(rows, use, folds, candidate);
     if (err < best_err - 1e-12 || (err <= best_err + 1e-12 && count < best_count)) {
       best = candidate;
       best_err = err;
@@ -181,8 +181,7 @@ const char* json_name(StepComponent c) { return kComponentNames[static_cast<int>
 
 StepParts step_parts(const SimulationResult& r) {
   StepParts p{};
-  // The attention kernels are a share of compute_s + recompute_s; rounding cannot make the rest negative.
-  p[kComputePart] = std::max(0.0, r.compute_s + r.recompute_s - r.attention_kernel_s);
+  p[kComputePart] = r.other_kernel_s();
   p[kAttentionPart] = r.attention_kernel_s;
   p[static_cast<int>(StepComponent::model_parallel_comm)] =
       r.tp_comm_exposed_s + r.cp_comm_exposed_s + r.ep_comm_exposed_s + r.pp_comm_exposed_s;

@@ -58,6 +58,7 @@ RowResult score_run(const MeasuredRun& run, const MappedRun& mapped, const Simul
   r.fits_in_memory = res.fits_in_memory;
   r.kernels_per_source = res.kernels_per_source;
   r.breakdown = breakdown_json(res);
+  r.compute_split = compute_split_json(res);
   r.parts_s = step_parts(res);
   r.warnings.insert(r.warnings.end(), res.warnings.begin(), res.warnings.end());
   const double sim = res.duration_time_per_iter_s;
@@ -248,12 +249,7 @@ nlohmann::json to_json(const RowResult& r) {
   std::copy(r.kernels_per_source.begin(), r.kernels_per_source.end(), counts.begin());
   j["kernels_per_source"] = kernel_sources_json(counts);
   j["breakdown"] = r.breakdown;
-  // Of compute + recompute, the attention core's kernels and the rest (simulate --json's compute_split).
-  {
-    constexpr int kCompute = static_cast<int>(StepComponent::compute);
-    constexpr int kAttention = static_cast<int>(StepComponent::attention);
-    j["compute_split"] = {{"attention_kernel_s", r.parts_s[kAttention]}, {"other_kernel_s", r.parts_s[kCompute]}};
-  }
+  j["compute_split"] = r.compute_split;
   j["warnings"] = r.warnings;
   return j;
 }

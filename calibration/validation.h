@@ -48,6 +48,7 @@ struct RowResult {
   // Where the simulated step's time goes on its critical stage (simulator/result_json.h
   // breakdown_json): what a row's error can be set against, component by component.
   nlohmann::json breakdown;
+  nlohmann::json compute_split;  // compute_split_json: attention kernels and the rest of compute
   StepParts parts_s{};  // the same time in the parts `validate --components` fits (step_components.h)
   // The simulated configuration's class (system, dense / MoE, precision), set by whoever parsed the
   // mapped configs (the CLI): what `simulate --accuracy` matches runs on.

@@ -250,14 +250,16 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     nlohmann::json m = nlohmann::json::object(), s = nlohmann::json::object(), y = nlohmann::json::object();
     apply_override(o, m, s, y);
   }
-  component_mask(a.component_parts);  // an unknown part is refused before any row runs
+  // An unknown part is refused before any row runs.
+  const std::array<bool, calibration::kStepComponents> parts = component_mask(a.component_parts);
+  constexpr int kCompute = static_cast<int>(calibration::StepComponent::compute);
+  constexpr int kAttention = static_cast<int>(calibration::StepComponent::attention);
   if (!a.components_out.empty()) {
     // The in-situ file carries kernel speeds only: compute, and attention when fitted apart.
-    std::vector<std::string> parts = a.component_parts;
-    std::sort(parts.begin(), parts.end());
-    parts.erase(std::unique(parts.begin(), parts.end()), parts.end());
-    const bool kernels_only = parts == std::vector<std::string>{"compute"} ||
-                              parts == std::vector<std::string>{"attention", "compute"};
+    bool kernels_only = parts[kCompute];
+    for (int k = 0; k < calibration::kStepComponents; ++k) {
+      if (parts[k] && k != kCompute && k != kAttention) kernels_only = false;
+    }
     if (!a.components || !kernels_only) {
       throw InputError("<command line>", "--components-out",
                        "writes the kernel multipliers as efficiency.sustained_kernel_speed (and "
@@ -324,8 +326,7 @@ ValidationRun validate_runs(const ValidateArgs& a) {
     v.components = step_components(v.rows, documents, a.component_parts, a.select_parts);
     if (!a.components_out.empty()) {
       v.components_written = write_insitu_systems(
-          {a.runs, a.db, a.source, a.components_out,
-           std::find(a.component_parts.begin(), a.component_parts.end(), "attention") != a.component_parts.end()},
+          {a.runs, a.db, a.source, a.components_out, parts[kAttention]},
           *v.components);
     }
   }

@@ -2,6 +2,7 @@
 // per-op and efficiency-source detail. Units are in the names (_s seconds, _bytes bytes).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <string>
 #include <vector>
@@ -126,6 +127,8 @@ struct SimulationResult {
   // the attention core's kernels: fused or unfused attention and the CP ring's merge, forward,
   // backward and recomputed forward. `calisim validate --components attention` prices it apart.
   double attention_kernel_s = 0;
+  // The rest of compute_s + recompute_s: every other kernel (rounding cannot make it negative).
+  double other_kernel_s() const { return std::max(0.0, compute_s + recompute_s - attention_kernel_s); }
   // GPU idle time waiting on the host (dispatch slower than the GPU, syncs), critical stage.
   double host_exposed_s = 0;
   bool host_dispatch_modeled = false;             // the system gives host.op_dispatch_us / host.sync_us

@@ -1,7 +1,5 @@
 #include "simulator/result_json.h"
 
-#include <algorithm>
-
 #include "simulator/rank_placement.h"
 
 namespace calisim {
@@ -19,6 +17,10 @@ nlohmann::json breakdown_json(const SimulationResult& r) {
           {"bubble_s", r.bubble_s},
           {"dp_comm_exposed_s", r.dp_comm_exposed_s},
           {"optimizer_s", r.optimizer_s}};
+}
+
+nlohmann::json compute_split_json(const SimulationResult& r) {
+  return {{"attention_kernel_s", r.attention_kernel_s}, {"other_kernel_s", r.other_kernel_s()}};
 }
 
 nlohmann::json to_json(const SimulationResult& r) {
@@ -66,10 +68,7 @@ nlohmann::json to_json(const SimulationResult& r) {
                {"bubble_fraction", r.bubble_fraction},
                {"critical_stage", r.critical_rank}};
   j["breakdown"] = breakdown_json(r);
-  // Not in "breakdown" (whose parts add up to the step): how compute_s + recompute_s splits
-  // between the attention core's kernels and the rest.
-  j["compute_split"] = {{"attention_kernel_s", r.attention_kernel_s},
-                        {"other_kernel_s", std::max(0.0, r.compute_s + r.recompute_s - r.attention_kernel_s)}};
+  j["compute_split"] = compute_split_json(r);
   j["comm"] = {{"tp_exposed_s", r.tp_comm_exposed_s},
                {"pp_exposed_s", r.pp_comm_exposed_s},
                {"cp_exposed_s", r.cp_comm_exposed_s},
